@@ -1,0 +1,61 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'lrda_ros'
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    package_data={package_name: ['models/*/*.json', 'models/*/*.safetensors', 'models/*/*.md']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
+        ('share/' + package_name, ['package.xml']),
+        ('share/' + package_name + '/launch', glob('launch/*.launch.py')),
+        ('share/' + package_name + '/config', glob('config/*')),
+    ],
+    python_requires='>=3.10',
+    # torch is deliberately a range: install the build you want first (README); a satisfied
+    # range installs nothing more.
+    install_requires=[
+        'setuptools',
+        'numpy>=1.24',
+        'torch>=2.1',
+        'transformers>=4.45',
+        'peft>=0.13',
+        'safetensors>=0.4',
+        'rosbags>=0.10',
+        'pillow>=9',
+        'matplotlib>=3.6',
+        'pyyaml>=6',
+    ],
+    zip_safe=True,
+    maintainer='lrda_ros maintainers',
+    maintainer_email='maintainers@lrda-ros.dev',
+    description='Zero-shot LiDAR + camera depth completion by decoder-only LoRA test-time '
+                'optimization of Depth Anything V2, as a ROS 2 node.',
+    license='Apache-2.0',
+    tests_require=['pytest'],
+    entry_points={
+        'console_scripts': [
+            'lrda = lrda_ros.cli:main',
+            'completion_node = lrda_ros.node:main',
+            'evaluator_node = lrda_ros.eval.evaluator_node:main',
+        ],
+    },
+)
