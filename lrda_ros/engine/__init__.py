@@ -1,0 +1,43 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Pure-PyTorch test-time optimization engine (no ROS imports).
+
+Typical use::
+
+    from lrda_ros.engine import DepthCompleter, TTOConfig, load_depth_model
+
+    model = load_depth_model('depth-anything/Depth-Anything-V2-Small-hf', device='auto')
+    completer = DepthCompleter(model, TTOConfig(iterations=40, warm_start=True))
+    result = completer.complete(rgb, sparse_depth)   # result.depth: (H, W) metres
+"""
+
+from lrda_ros.engine.alignment import (
+    aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
+    ScaleShift)
+from lrda_ros.engine.config import FewPointsPolicy, Scope, TTOConfig
+from lrda_ros.engine.lora import LoraAdapters
+from lrda_ros.engine.model import (
+    DEFAULT_MODEL, DepthModel, EncodedImage, load_depth_model, ModelLoadError, resolve_device)
+from lrda_ros.engine.tto import (
+    CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError)
+
+__all__ = [
+    'aligned_to_depth', 'alignment_loss', 'CompletionResult', 'CompletionStatus',
+    'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
+    'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
+    'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',
+    'TTOConfig',
+]

@@ -1,0 +1,124 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+What test-time optimization adapts: one small class per scope, one interface.
+
+The method adapts LoRA on the decoder and reuses cached encoder features; the ablations adapt the
+encoder (LoRA), everything (LoRA), or the decoder's full weights; prompt tuning (TestPromptDC)
+learns an additive input prompt through the whole frozen network. Scopes that touch the encoder
+or the input must re-run the encoder, with autograd, at every step: that is their cost.
+"""
+
+from __future__ import annotations
+
+from lrda_ros.engine.config import Scope, TTOConfig
+from lrda_ros.engine.lora import (
+    adaptable_layers, DECODER_PREFIXES, ENCODER_PREFIXES, LoraAdapters, ParameterSnapshot)
+from lrda_ros.engine.model import DepthModel, EncodedImage
+import torch
+
+
+class Adaptation:
+    """Trainable state of one scope plus how a step turns the input into decoder features."""
+
+    #: Whether each step must re-run the encoder with autograd.
+    reencodes: bool = False
+
+    def __init__(self, snapshot: ParameterSnapshot | None) -> None:
+        self.snapshot = snapshot
+
+    @property
+    def parameters(self) -> list[torch.Tensor]:
+        """Return the tensors the optimizer updates."""
+        return [] if self.snapshot is None else self.snapshot.parameters
+
+    def capture(self) -> list[torch.Tensor]:
+        """Return a copy of the trainable state."""
+        return [] if self.snapshot is None else self.snapshot.capture()
+
+    def restore(self, values: list[torch.Tensor]) -> None:
+        """Write back a state returned by capture."""
+        if self.snapshot is not None:
+            self.snapshot.restore(values)
+
+    def reset(self, pixel_values: torch.Tensor) -> None:
+        """Return to the unadapted network for an input like ``pixel_values``."""
+        if self.snapshot is not None:
+            self.snapshot.reset()
+
+    def features(self, model: DepthModel, pixel_values: torch.Tensor,
+                 cached: EncodedImage) -> EncodedImage:
+        """Return the features the decoder consumes at this step."""
+        if not self.reencodes:
+            return cached
+        return model.encode_differentiable(pixel_values, cached.input_size)
+
+
+class LoraAdaptation(Adaptation):
+    """LoRA adapters on the decoder, the encoder, or both."""
+
+    def __init__(self, model: DepthModel, config: TTOConfig, prefixes: tuple[str, ...]) -> None:
+        layers = adaptable_layers(model.network, prefixes, config.target_modules)
+        self.adapters = LoraAdapters(model.network, layers, config.lora_rank, config.lora_alpha,
+                                     config.lora_dropout, config.seed)
+        super().__init__(self.adapters.snapshot)
+        self.reencodes = any(p in ENCODER_PREFIXES for p in prefixes)
+
+
+class DecoderFullAdaptation(Adaptation):
+    """Every decoder weight trainable (the paper's decoder-only fine-tuning ablation)."""
+
+    def __init__(self, model: DepthModel) -> None:
+        parameters = [p for n, p in model.network.named_parameters()
+                      if n.startswith(DECODER_PREFIXES)]
+        for parameter in parameters:
+            parameter.requires_grad_(True)
+        super().__init__(ParameterSnapshot(parameters))
+
+
+class PromptAdaptation(Adaptation):
+    """A learnable additive prompt on the normalized input image (TestPromptDC-style)."""
+
+    reencodes = True
+
+    def __init__(self) -> None:
+        super().__init__(None)
+
+    def reset(self, pixel_values: torch.Tensor) -> None:
+        """Start from a zero prompt shaped like the input."""
+        if self.snapshot is None or self.snapshot.parameters[0].shape != pixel_values.shape:
+            prompt = torch.zeros_like(pixel_values, requires_grad=True)
+            self.snapshot = ParameterSnapshot([prompt])
+        else:
+            self.snapshot.reset()
+
+    def features(self, model: DepthModel, pixel_values: torch.Tensor,
+                 cached: EncodedImage) -> EncodedImage:
+        """Encode the prompted image with autograd."""
+        prompt = self.snapshot.parameters[0]
+        return model.encode_differentiable(pixel_values + prompt, cached.input_size)
+
+
+def build_adaptation(model: DepthModel, config: TTOConfig) -> Adaptation:
+    """Attach the scope's trainable state to the model."""
+    if config.scope is Scope.DECODER_LORA:
+        return LoraAdaptation(model, config, DECODER_PREFIXES)
+    if config.scope is Scope.ENCODER_LORA:
+        return LoraAdaptation(model, config, ENCODER_PREFIXES)
+    if config.scope is Scope.FULL_LORA:
+        return LoraAdaptation(model, config, ENCODER_PREFIXES + DECODER_PREFIXES)
+    if config.scope is Scope.DECODER_FULL:
+        return DecoderFullAdaptation(model)
+    return PromptAdaptation()

@@ -1,0 +1,121 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""One dataclass configures the test-time optimization engine."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from enum import Enum
+
+
+class Scope(str, Enum):
+    """
+    Which parameters test-time optimization adapts.
+
+    ``DECODER_LORA`` is the method (LoRA on the DPT decoder, encoder features cached once per
+    frame); the others are the paper's ablations and the strongest prior zero-shot baseline.
+    """
+
+    DECODER_LORA = 'decoder_lora'
+    ENCODER_LORA = 'encoder_lora'
+    FULL_LORA = 'full_lora'
+    DECODER_FULL = 'decoder_full'
+    PROMPT = 'prompt'
+
+
+class FewPointsPolicy(str, Enum):
+    """What to do with fewer valid sparse points than ``min_points``."""
+
+    #: Return the prior aligned by scale/shift only (status ``ALIGNMENT_ONLY``).
+    ALIGN = 'align'
+    #: Raise InsufficientSparseDepthError.
+    ERROR = 'error'
+
+
+@dataclass
+class TTOConfig:
+    """
+    Everything that shapes one frame's test-time optimization.
+
+    Defaults are the paper's: 40 Adam steps at learning rate 1e-2 on rank-8 LoRA adapters of the
+    decoder. ``processing_size`` trades accuracy for speed: the image is resized so its longer
+    side is about this many pixels; None (the paper's setting) keeps the input size. Both sides
+    are always rounded to multiples of the 14-pixel patch.
+    """
+
+    iterations: int = 40
+    learning_rate: float = 1e-2
+    scope: Scope = Scope.DECODER_LORA
+    lora_rank: int = 8
+    lora_alpha: float = 8.0
+    lora_dropout: float = 0.0
+    #: Extra regular expressions; a layer is adapted if its name matches any. Empty: all
+    #: Conv2d/Linear layers of the scope (peft cannot adapt ConvTranspose2d).
+    target_modules: tuple[str, ...] = ()
+    device: str = 'auto'
+    #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA).
+    dtype: str = 'float32'
+    processing_size: int | None = None
+    #: Sparse depths outside [min_depth, max_depth] metres are ignored; output is clamped to it.
+    min_depth: float = 0.1
+    max_depth: float = 250.0
+    min_points: int = 32
+    few_points: FewPointsPolicy = FewPointsPolicy.ALIGN
+    #: Carry adapted weights to the next frame and run ``warm_iterations`` there instead.
+    warm_start: bool = False
+    warm_iterations: int = 10
+    #: Stop early once the loss improved by less than this fraction over ``patience`` steps
+    #: (0 disables the test).
+    convergence_tol: float = 0.0
+    patience: int = 3
+    #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
+    #: divergence: optimization stops and the best weights seen are kept.
+    divergence_factor: float = 10.0
+    #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps.
+    sparse_head: bool = False
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Coerce enum fields and reject values that cannot work."""
+        self.scope = Scope(self.scope)
+        self.few_points = FewPointsPolicy(self.few_points)
+        self.target_modules = tuple(self.target_modules)
+        checks = [
+            (self.iterations >= 0, 'iterations must be >= 0'),
+            (self.warm_iterations >= 0, 'warm_iterations must be >= 0'),
+            (self.learning_rate > 0, 'learning_rate must be > 0'),
+            (self.lora_rank >= 1, 'lora_rank must be >= 1'),
+            (self.lora_alpha > 0, 'lora_alpha must be > 0'),
+            (0 <= self.lora_dropout < 1, 'lora_dropout must be in [0, 1)'),
+            (self.dtype in ('float32', 'bfloat16', 'float16'),
+             "dtype must be 'float32', 'bfloat16' or 'float16'"),
+            (self.processing_size is None or self.processing_size >= 14,
+             'processing_size must be None or >= 14'),
+            (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),
+            (self.min_points >= 1, 'min_points must be >= 1'),
+            (self.convergence_tol >= 0, 'convergence_tol must be >= 0'),
+            (self.patience >= 1, 'patience must be >= 1'),
+            (self.divergence_factor > 1, 'divergence_factor must be > 1'),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(f'TTOConfig: {message}')
+
+    def to_dict(self) -> dict:
+        """Return a plain dict (enums as strings) for logs and reports."""
+        data = asdict(self)
+        data['scope'] = self.scope.value
+        data['few_points'] = self.few_points.value
+        return data

@@ -1,0 +1,131 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Low-rank adapters (peft LoRA) on chosen layers of the depth network, everything else frozen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import re
+from typing import Sequence
+
+import torch
+from torch import nn
+
+ADAPTER_NAME = 'tto'
+#: Module name prefixes of each part of DepthAnythingForDepthEstimation.
+ENCODER_PREFIXES = ('backbone.',)
+DECODER_PREFIXES = ('neck.', 'head.')
+# peft adapts these layer types; the decoder's ConvTranspose2d upsamplers stay frozen.
+_ADAPTABLE_TYPES = (nn.Conv2d, nn.Linear)
+
+
+class ParameterSnapshot:
+    """Copies of a parameter list that can be restored in place (best iterate, reset)."""
+
+    def __init__(self, parameters: Sequence[torch.Tensor]) -> None:
+        self.parameters = list(parameters)
+        self.initial = self.capture()
+
+    def capture(self) -> list[torch.Tensor]:
+        """Return detached copies of the current values."""
+        return [p.detach().clone() for p in self.parameters]
+
+    @torch.no_grad()
+    def restore(self, values: Sequence[torch.Tensor]) -> None:
+        """Write previously captured values back into the parameters."""
+        for parameter, value in zip(self.parameters, values):
+            parameter.copy_(value)
+
+    def reset(self) -> None:
+        """Restore the values captured at construction."""
+        self.restore(self.initial)
+
+
+def adaptable_layers(network: nn.Module, prefixes: Sequence[str],
+                     patterns: Sequence[str] = ()) -> list[str]:
+    """Name the Conv2d/Linear layers under the prefixes (and matching a pattern, if any)."""
+    names = []
+    for name, module in network.named_modules():
+        if not name.startswith(tuple(prefixes)) or type(module) not in _ADAPTABLE_TYPES:
+            continue
+        if patterns and not any(re.search(pattern, name) for pattern in patterns):
+            continue
+        names.append(name)
+    return names
+
+
+class LoraAdapters:
+    """
+    Rank-r LoRA adapters injected by peft; only their weights require gradients.
+
+    peft initializes B = 0, so a freshly attached (or reset) adapter leaves the network's output
+    unchanged. Initialization is seeded so runs are reproducible.
+    """
+
+    def __init__(self, network: nn.Module, layer_names: Sequence[str], rank: int = 8,
+                 alpha: float = 8.0, dropout: float = 0.0, seed: int = 0) -> None:
+        from peft import inject_adapter_in_model, LoraConfig
+
+        if not layer_names:
+            raise ValueError('no layers to adapt: check the scope and target_modules patterns')
+        config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,
+                            target_modules=list(layer_names), bias='none')
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            inject_adapter_in_model(config, network, adapter_name=ADAPTER_NAME)
+        network.requires_grad_(False)
+        self.network = network
+        self.layer_names = list(layer_names)
+        self.parameters = [p for n, p in network.named_parameters() if '.lora_' in n]
+        for parameter in self.parameters:
+            parameter.requires_grad_(True)
+        self.snapshot = ParameterSnapshot(self.parameters)
+
+    @property
+    def num_parameters(self) -> int:
+        """Return the number of trainable adapter weights."""
+        return sum(p.numel() for p in self.parameters)
+
+    def reset(self) -> None:
+        """Return to the initial (identity) adapters."""
+        self.snapshot.reset()
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        """Return the adapter weights in peft's layout (keys without the adapter name)."""
+        from peft import get_peft_model_state_dict
+
+        return {k: v.detach().clone() for k, v in
+                get_peft_model_state_dict(self.network, adapter_name=ADAPTER_NAME).items()}
+
+    def load_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Load adapter weights written by state_dict (or save)."""
+        from peft import set_peft_model_state_dict
+
+        result = set_peft_model_state_dict(self.network, state, adapter_name=ADAPTER_NAME)
+        unexpected = getattr(result, 'unexpected_keys', [])
+        if unexpected:
+            raise ValueError(f'adapter state has unexpected keys {unexpected[:5]}')
+
+    def save(self, path: str | Path) -> None:
+        """Write the adapter weights to a safetensors file."""
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous().cpu() for k, v in self.state_dict().items()}, str(path))
+
+    def load(self, path: str | Path) -> None:
+        """Read adapter weights written by save."""
+        from safetensors.torch import load_file
+
+        self.load_state_dict(load_file(str(path)))

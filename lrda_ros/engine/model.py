@@ -1,0 +1,253 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Load a Depth Anything V2 model and split it into a cached encoder and a re-run decoder.
+
+The encoder (DINOv2 backbone) runs once per frame; test-time optimization re-runs only the
+decoder (DPT neck and head) on the cached features. Three sources are accepted: a Hugging Face
+hub id, a local Hugging Face directory (``save_pretrained`` layout) or an official
+``depth_anything_v2_*.pth`` checkpoint, converted by :mod:`lrda_ros.engine.checkpoint`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from lrda_ros.engine.alignment import PredictionSpace
+from lrda_ros.engine.checkpoint import (
+    build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
+    read_official_state_dict)
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+_HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json + '
+                'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
+                'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), or a '
+                f'hub id that is reachable or already cached (default {DEFAULT_MODEL!r}).')
+
+
+class ModelLoadError(RuntimeError):
+    """The depth model could not be loaded; the message says what to pass instead."""
+
+
+@dataclass(frozen=True)
+class EncodedImage:
+    """Backbone features of one image, computed once and reused by every decoder pass."""
+
+    hidden_states: tuple[torch.Tensor, ...]
+    patch_grid: tuple[int, int]
+    input_size: tuple[int, int]
+
+
+def resolve_device(name: str) -> torch.device:
+    """Map 'auto' to CUDA when available, else CPU; pass explicit names through."""
+    if name == 'auto':
+        return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    device = torch.device(name)
+    if device.type == 'cuda' and not torch.cuda.is_available():
+        raise ValueError(f'device {name!r} requested but CUDA is not available; '
+                         "use 'auto' or 'cpu'")
+    return device
+
+
+def processing_shape(height: int, width: int, processing_size: int | None,
+                     patch_size: int = 14) -> tuple[int, int]:
+    """
+    Return the network input (height, width): multiples of the patch size.
+
+    ``processing_size`` caps the longer side (None keeps the input resolution, as in the paper).
+    """
+    scale = 1.0 if processing_size is None else processing_size / max(height, width)
+
+    def to_multiple(side: int) -> int:
+        return max(patch_size, int(round(side * scale / patch_size)) * patch_size)
+
+    return to_multiple(height), to_multiple(width)
+
+
+def resize_prediction(prediction: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    """Resize a (1, h, w) prediction to the input size (bilinear, corners aligned as DAv2)."""
+    if tuple(prediction.shape[-2:]) == tuple(size):
+        return prediction
+    return F.interpolate(prediction[:, None], size=size, mode='bilinear',
+                         align_corners=True)[:, 0]
+
+
+def input_pixels_to_grid(rows: torch.Tensor, cols: torch.Tensor,
+                         input_size: tuple[int, int]) -> torch.Tensor:
+    """
+    Return grid_sample coordinates (1, 1, N, 2) of input pixels.
+
+    With corners aligned, input pixel (r, c) sits at the same normalized position in any
+    resolution, so sampling the low-resolution prediction there equals resizing it first and
+    indexing the pixel, without materializing the full-resolution map.
+    """
+    height, width = input_size
+    gx = cols.to(torch.float32) * (2.0 / max(width - 1, 1)) - 1.0
+    gy = rows.to(torch.float32) * (2.0 / max(height - 1, 1)) - 1.0
+    return torch.stack([gx, gy], dim=-1)[None, None]
+
+
+def sample_prediction(prediction: torch.Tensor, rows: torch.Tensor, cols: torch.Tensor,
+                      input_size: tuple[int, int]) -> torch.Tensor:
+    """Return the (N,) values of resize_prediction(prediction, input_size) at the pixels."""
+    grid = input_pixels_to_grid(rows, cols, input_size).to(prediction.device)
+    sampled = F.grid_sample(prediction[:, None], grid.to(prediction.dtype), mode='bilinear',
+                            padding_mode='border', align_corners=True)
+    return sampled[0, 0, 0]
+
+
+class DepthModel:
+    """A Depth Anything V2 network with the encoder/decoder split the method needs."""
+
+    def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu') -> None:
+        self.network = network.eval().requires_grad_(False).to(device)
+        self.device = torch.device(device)
+        config = network.config
+        self.patch_size = int(config.patch_size)
+        self.prediction_space = (PredictionSpace.DEPTH if config.depth_estimation_type == 'metric'
+                                 else PredictionSpace.DISPARITY)
+        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
+        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
+
+    def to(self, device: torch.device | str) -> 'DepthModel':
+        """Move the network to ``device`` (in place) and return self."""
+        self.device = torch.device(device)
+        self.network.to(self.device)
+        self._mean, self._std = self._mean.to(self.device), self._std.to(self.device)
+        return self
+
+    def preprocess(self, rgb: np.ndarray, processing_size: int | None) -> torch.Tensor:
+        """Turn an (H, W, 3) uint8 RGB image into normalized (1, 3, h, w) network input."""
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+            raise ValueError(f'expected an (H, W, 3) uint8 RGB image, got shape {rgb.shape} '
+                             f'dtype {rgb.dtype}')
+        height, width = rgb.shape[:2]
+        size = processing_shape(height, width, processing_size, self.patch_size)
+        image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
+        image = image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
+        if size != (height, width):
+            downscale = size[0] < height or size[1] < width
+            image = F.interpolate(image, size=size, mode='bicubic', align_corners=False,
+                                  antialias=downscale).clamp_(0.0, 1.0)
+        return (image - self._mean) / self._std
+
+    def _patch_grid(self, pixel_values: torch.Tensor) -> tuple[int, int]:
+        return (pixel_values.shape[-2] // self.patch_size,
+                pixel_values.shape[-1] // self.patch_size)
+
+    def encode(self, pixel_values: torch.Tensor, input_size: tuple[int, int]) -> EncodedImage:
+        """Run the backbone once, outside autograd, and keep its features."""
+        with torch.inference_mode():
+            features = self.network.backbone(pixel_values).feature_maps
+        # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
+        return EncodedImage(tuple(f.clone() for f in features), self._patch_grid(pixel_values),
+                            input_size)
+
+    def encode_differentiable(self, pixel_values: torch.Tensor,
+                              input_size: tuple[int, int]) -> EncodedImage:
+        """Run the backbone with autograd (encoder adaptation and prompt tuning)."""
+        features = self.network.backbone(pixel_values).feature_maps
+        return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size)
+
+    def decode_features(self, encoded: EncodedImage) -> list[torch.Tensor]:
+        """Run the DPT neck: reassemble and fuse the features into a pyramid."""
+        patch_h, patch_w = encoded.patch_grid
+        return self.network.neck(list(encoded.hidden_states), patch_h, patch_w)
+
+    def decode(self, encoded: EncodedImage) -> torch.Tensor:
+        """Run neck and head: the (1, h, w) prediction at processing resolution."""
+        patch_h, patch_w = encoded.patch_grid
+        return self.network.head(self.decode_features(encoded), patch_h, patch_w)
+
+    @torch.no_grad()
+    def predict(self, rgb: np.ndarray, processing_size: int | None = None) -> np.ndarray:
+        """Return the raw (H, W) prediction (disparity or metres) for one image."""
+        pixel_values = self.preprocess(rgb, processing_size)
+        encoded = self.encode(pixel_values, rgb.shape[:2])
+        return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()
+
+
+def _load_official(path: Path, depth_estimation_type: str | None,
+                   max_depth: float | None) -> torch.nn.Module:
+    from transformers import DepthAnythingForDepthEstimation
+
+    state_dict = read_official_state_dict(path)
+    info = inspect_checkpoint(path, state_dict, depth_estimation_type, max_depth)
+    config = build_config(info.variant, info.depth_estimation_type, info.max_depth)
+    network = DepthAnythingForDepthEstimation(config)
+    converted = official_to_transformers(state_dict, config, set(network.state_dict()))
+    result = network.load_state_dict(converted, strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        raise CheckpointError(f'{path}: converted weights do not fit the {info.variant} model: '
+                              f'missing {result.missing_keys[:5]}, '
+                              f'unexpected {result.unexpected_keys[:5]}')
+    return network
+
+
+def _load_pretrained(source: str, local_files_only: bool) -> torch.nn.Module:
+    from transformers import DepthAnythingForDepthEstimation
+
+    return DepthAnythingForDepthEstimation.from_pretrained(source,
+                                                           local_files_only=local_files_only)
+
+
+def _looks_like_path(source: str) -> bool:
+    return (source.startswith(('/', './', '../', '~')) or source.count('/') > 1
+            or source.endswith(('.pth', '.pt', '.safetensors', '.bin')))
+
+
+def load_depth_model(source: str | Path = DEFAULT_MODEL, device: str = 'cpu',
+                     depth_estimation_type: str | None = None,
+                     max_depth: float | None = None) -> DepthModel:
+    """
+    Load a Depth Anything V2 model from a hub id, a local directory or an official .pth.
+
+    ``depth_estimation_type`` ('relative' or 'metric') and ``max_depth`` only matter for official
+    checkpoints, whose file name otherwise tells (``..._metric_vkitti_...`` means metric, 80 m).
+    Raises ModelLoadError with a message that says what to pass instead.
+    """
+    text = str(source)
+    path = Path(text).expanduser()
+    torch_device = resolve_device(device)
+    try:
+        if path.is_file():
+            network = _load_official(path, depth_estimation_type, max_depth)
+        elif path.is_dir():
+            if not (path / 'config.json').is_file():
+                raise ModelLoadError(f'model directory {path} has no config.json. {_HOW_TO_PASS}')
+            network = _load_pretrained(str(path), local_files_only=True)
+        elif _looks_like_path(text):
+            raise ModelLoadError(f'model path {text!r} does not exist. {_HOW_TO_PASS}')
+        else:
+            network = _load_pretrained(text, local_files_only=False)
+    except ModelLoadError:
+        raise
+    except CheckpointError as error:
+        raise ModelLoadError(
+            f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
+    except Exception as error:  # transformers/hub raise many types: all mean "not loadable"
+        raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
+                             f'{_HOW_TO_PASS}') from error
+    if getattr(network.config, 'model_type', None) != 'depth_anything':
+        raise ModelLoadError(f'{text!r} is a {network.config.model_type!r} model, not Depth '
+                             f'Anything. {_HOW_TO_PASS}')
+    return DepthModel(network, torch_device)

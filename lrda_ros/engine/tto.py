@@ -1,0 +1,258 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Test-time optimization: adapt the network to one frame's sparse metric depth.
+
+Per frame: encode once; for T steps decode, fit scale/shift on the LiDAR pixels in closed form,
+take an Adam step on the adapted weights to reduce the residual; then decode densely and return
+the aligned prediction in metres. Warm start carries the adapted weights to the next frame.
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from enum import Enum
+import math
+import time
+
+from lrda_ros.engine.adaptation import build_adaptation
+from lrda_ros.engine.alignment import aligned_to_depth, alignment_loss, depth_to_target
+from lrda_ros.engine.config import FewPointsPolicy, TTOConfig
+from lrda_ros.engine.model import (
+    DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
+import numpy as np
+import torch
+
+
+class InsufficientSparseDepthError(ValueError):
+    """Too few valid sparse depths to anchor the metric scale."""
+
+
+class CompletionStatus(str, Enum):
+    """How a frame's optimization ended."""
+
+    #: Ran its iterations (or stopped early on convergence).
+    OPTIMIZED = 'optimized'
+    #: No optimizer step ran (fewer than min_points, or zero iterations configured): the prior
+    #: aligned by scale and shift only.
+    ALIGNMENT_ONLY = 'alignment_only'
+    #: The loss diverged; the best weights seen were kept.
+    DIVERGED = 'diverged'
+
+
+@dataclass
+class SparseSamples:
+    """The valid pixels of a sparse depth map."""
+
+    rows: torch.Tensor
+    cols: torch.Tensor
+    depth: torch.Tensor
+
+    @property
+    def count(self) -> int:
+        """Return the number of valid pixels."""
+        return int(self.rows.numel())
+
+    @classmethod
+    def from_map(cls, sparse_depth: np.ndarray, min_depth: float, max_depth: float,
+                 device: torch.device) -> 'SparseSamples':
+        """Select finite depths in [min_depth, max_depth]; 0, NaN and inf mean no measurement."""
+        with np.errstate(invalid='ignore'):
+            valid = np.isfinite(sparse_depth) & (sparse_depth >= min_depth) & (
+                sparse_depth <= max_depth)
+        rows, cols = np.nonzero(valid)
+        depth = sparse_depth[rows, cols].astype(np.float32)
+        return cls(torch.from_numpy(rows).to(device), torch.from_numpy(cols).to(device),
+                   torch.from_numpy(depth).to(device))
+
+
+@dataclass
+class CompletionResult:
+    """Dense metric depth for one frame and what the optimization did."""
+
+    depth: np.ndarray
+    status: CompletionStatus
+    scale: float
+    shift: float
+    num_points: int
+    iterations: int
+    warm_started: bool
+    #: Loss before each optimizer step.
+    losses: list[float] = field(default_factory=list)
+    #: Loss of the returned prediction.
+    final_loss: float = math.nan
+    encode_seconds: float = 0.0
+    optimize_seconds: float = 0.0
+    total_seconds: float = 0.0
+
+
+@dataclass
+class _Trace:
+    losses: list[float]
+    diverged: bool
+    best_loss: float
+    best_state: list[torch.Tensor] | None
+
+
+class DepthCompleter:
+    """
+    Turn (RGB, sparse depth) into dense metric depth by test-time optimization.
+
+    The completer owns the adaptation it attaches to ``model``; warm start carries the adapted
+    weights from one ``complete`` call to the next until ``reset``.
+    """
+
+    def __init__(self, model: DepthModel, config: TTOConfig | None = None) -> None:
+        self.config = config or TTOConfig()
+        self.model = model.to(resolve_device(self.config.device))
+        self.adaptation = build_adaptation(model, self.config)
+        self._warm_input_shape: tuple[int, ...] | None = None
+        # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
+        # weight by about the learning rate and undo much of what was carried over.
+        self._optimizer: torch.optim.Optimizer | None = None
+        self._autocast_dtype = getattr(torch, self.config.dtype)
+
+    def reset(self) -> None:
+        """Forget the previous frame: the next one starts from the unadapted network."""
+        self._warm_input_shape = None
+
+    def _autocast(self):
+        if self._autocast_dtype == torch.float32:
+            return nullcontext()
+        return torch.autocast(self.model.device.type, dtype=self._autocast_dtype)
+
+    def _synchronize(self) -> None:
+        if self.model.device.type == 'cuda':
+            torch.cuda.synchronize(self.model.device)
+
+    def _validate(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> None:
+        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+            raise ValueError(f'rgb must be an (H, W, 3) uint8 array, got shape {rgb.shape} '
+                             f'dtype {rgb.dtype}')
+        if sparse_depth.shape != rgb.shape[:2]:
+            raise ValueError(f'sparse depth is {sparse_depth.shape[:2]} but the image is '
+                             f'{rgb.shape[:2]}: project the LiDAR into this image first')
+
+    def _points_prediction(self, features: EncodedImage, samples: SparseSamples) -> torch.Tensor:
+        prediction = self.model.decode(features)
+        return sample_prediction(prediction, samples.rows, samples.cols, features.input_size)
+
+    def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                  samples: SparseSamples, target: torch.Tensor, iterations: int,
+                  warm: bool) -> _Trace:
+        config = self.config
+        parameters = self.adaptation.parameters
+        trace = _Trace([], False, math.inf, None)
+        if iterations == 0 or not parameters:
+            return trace
+        if not warm or self._optimizer is None:
+            self._optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
+        optimizer = self._optimizer
+        for _ in range(iterations):
+            optimizer.zero_grad(set_to_none=True)
+            with self._autocast():
+                features = self.adaptation.features(self.model, pixel_values, encoded)
+                points = self._points_prediction(features, samples)
+            loss, _ = alignment_loss(points, target)
+            value = float(loss.detach())
+            trace.losses.append(value)
+            if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
+                trace.diverged = True
+                break
+            if value < trace.best_loss:
+                trace.best_loss, trace.best_state = value, self.adaptation.capture()
+            if self._converged(trace.losses):
+                break
+            loss.backward()
+            optimizer.step()
+        return trace
+
+    def _converged(self, losses: list[float]) -> bool:
+        tol, patience = self.config.convergence_tol, self.config.patience
+        if tol <= 0 or len(losses) <= patience:
+            return False
+        before = losses[-1 - patience]
+        return before - losses[-1] < tol * before
+
+    @torch.no_grad()
+    def _dense_prediction(self, pixel_values: torch.Tensor,
+                          encoded: EncodedImage) -> torch.Tensor:
+        with self._autocast():
+            features = self.adaptation.features(self.model, pixel_values, encoded)
+            prediction = self.model.decode(features)
+        return resize_prediction(prediction.float(), encoded.input_size)[0]
+
+    def _final_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                          samples: SparseSamples, target: torch.Tensor, trace: _Trace):
+        """Decode densely with the final weights, falling back to the best ones if worse."""
+        dense = self._dense_prediction(pixel_values, encoded)
+        loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
+        final_is_worse = not math.isfinite(float(loss)) or float(loss) > trace.best_loss
+        if trace.best_state is not None and (trace.diverged or final_is_worse):
+            self.adaptation.restore(trace.best_state)
+            dense = self._dense_prediction(pixel_values, encoded)
+            loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
+        if not bool(torch.isfinite(dense).all()):
+            raise FloatingPointError('the depth model produced non-finite values for this '
+                                     'image even without adaptation')
+        return dense, loss, fit
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> CompletionResult:
+        """
+        Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
+
+        Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
+        ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
+        gets scale/shift alignment only (status ALIGNMENT_ONLY).
+        """
+        start = time.perf_counter()
+        config = self.config
+        self._validate(rgb, sparse_depth)
+        samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
+                                         self.model.device)
+        too_few = samples.count < config.min_points
+        if samples.count == 0 or (too_few and config.few_points is FewPointsPolicy.ERROR):
+            raise InsufficientSparseDepthError(
+                f'{samples.count} valid sparse depths in [{config.min_depth}, '
+                f'{config.max_depth}] m, need at least {config.min_points} (min_points)')
+        pixel_values = self.model.preprocess(rgb, config.processing_size)
+        warm = config.warm_start and self._warm_input_shape == tuple(pixel_values.shape)
+        if not warm:
+            self.adaptation.reset(pixel_values)
+        encoded = self.model.encode(pixel_values, rgb.shape[:2])
+        self._synchronize()
+        encoded_at = time.perf_counter()
+
+        target = depth_to_target(samples.depth, self.model.prediction_space)
+        iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
+        trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm)
+        dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace)
+        depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
+                                 config.min_depth, config.max_depth)
+        result_depth = depth.cpu().numpy().astype(np.float32)
+        self._synchronize()
+        end = time.perf_counter()
+
+        status = (CompletionStatus.DIVERGED if trace.diverged else
+                  CompletionStatus.OPTIMIZED if trace.losses else CompletionStatus.ALIGNMENT_ONLY)
+        # A diverged frame is not a good starting point for the next one.
+        keep_warm = config.warm_start and status is not CompletionStatus.DIVERGED
+        self._warm_input_shape = tuple(pixel_values.shape) if keep_warm else None
+        return CompletionResult(
+            depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
+            num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
+            losses=trace.losses, final_loss=float(loss), encode_seconds=encoded_at - start,
+            optimize_seconds=end - encoded_at, total_seconds=end - start)

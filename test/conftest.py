@@ -1,0 +1,80 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Shared fixtures: tiny Depth Anything networks built in-process (no downloads)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
+                                  Path(__file__).resolve().parents[2] / 'shared' / 'data'))
+
+
+def tiny_config(depth_estimation_type: str = 'relative', swiglu: bool = False,
+                max_depth: int = 20):
+    """Return a Depth Anything V2 config small enough for unit tests (a few thousand weights)."""
+    from transformers import DepthAnythingConfig, Dinov2Config
+
+    backbone = Dinov2Config(hidden_size=32, num_attention_heads=2, num_hidden_layers=4,
+                            out_indices=[1, 2, 3, 4], reshape_hidden_states=False, image_size=56,
+                            patch_size=14, layerscale_value=1.0, use_swiglu_ffn=swiglu)
+    extra = {'max_depth': max_depth} if depth_estimation_type == 'metric' else {}
+    return DepthAnythingConfig(backbone_config=backbone, neck_hidden_sizes=[8, 16, 32, 32],
+                               fusion_hidden_size=16, head_hidden_size=8,
+                               reassemble_hidden_size=32,
+                               depth_estimation_type=depth_estimation_type, **extra)
+
+
+def tiny_network(seed: int = 0, **config_options):
+    """Build a tiny network with PyTorch's default init (HF's 0.02-std init is nearly dead)."""
+    from transformers import DepthAnythingForDepthEstimation
+
+    torch.manual_seed(seed)
+    network = DepthAnythingForDepthEstimation(tiny_config(**config_options))
+    for module in network.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.ConvTranspose2d, torch.nn.Linear)):
+            module.reset_parameters()
+    with torch.no_grad():
+        network.head.conv3.bias.fill_(1.0)  # keep the final ReLU alive
+    return network.eval()
+
+
+def smooth_image(seed: int, height: int = 60, width: int = 80) -> np.ndarray:
+    """Return a smooth random RGB image (low-frequency noise, bicubic upsampled)."""
+    rng = np.random.default_rng(seed)
+    coarse = torch.from_numpy(rng.uniform(0, 255, (1, 3, 6, 8)).astype(np.float32))
+    image = torch.nn.functional.interpolate(coarse, size=(height, width), mode='bicubic')
+    return image.clamp(0, 255)[0].permute(1, 2, 0).numpy().astype(np.uint8)
+
+
+@pytest.fixture
+def tiny_model():
+    """Return a DepthModel around a fresh tiny relative (disparity) network on the CPU."""
+    from lrda_ros.engine import DepthModel
+
+    return DepthModel(tiny_network(), 'cpu')
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    """Return the shared real-data folder, skipping the test when it is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f'shared data not found at {SHARED_DATA} (set LRDA_SHARED_DATA)')
+    return SHARED_DATA

@@ -1,0 +1,143 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Model loading: local Hugging Face directories, official checkpoints, and clear failures."""
+
+from __future__ import annotations
+
+from conftest import smooth_image, tiny_config, tiny_network
+from lrda_ros.engine import DepthModel, load_depth_model, ModelLoadError, PredictionSpace
+from lrda_ros.engine.checkpoint import (
+    build_config, official_to_transformers, transformers_to_official)
+import numpy as np
+import pytest
+import torch
+from transformers import DepthAnythingForDepthEstimation
+
+
+def _forward(network, pixel_values: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return network(pixel_values).predicted_depth
+
+
+def test_save_pretrained_directory_round_trips(tmp_path):
+    network = tiny_network(seed=3)
+    network.save_pretrained(tmp_path / 'tiny')
+    loaded = load_depth_model(tmp_path / 'tiny')
+    image = smooth_image(0, 56, 84)
+    expected = DepthModel(network).predict(image)
+    np.testing.assert_array_equal(loaded.predict(image), expected)
+    assert loaded.prediction_space is PredictionSpace.DISPARITY
+
+
+@pytest.mark.parametrize('options', [
+    {},
+    {'swiglu': True},
+    {'depth_estimation_type': 'metric', 'max_depth': 20},
+])
+def test_official_layout_converts_onto_transformers_exactly(options):
+    source = tiny_network(seed=1, **options)
+    official = transformers_to_official(source.state_dict(), source.config)
+    # The inverted dict really is in the official layout.
+    assert 'pretrained.blocks.0.attn.qkv.weight' in official
+    assert 'depth_head.scratch.refinenet4.out_conv.weight' in official
+    assert 'depth_head.scratch.output_conv2.2.bias' in official
+    assert not any(k.startswith(('backbone.', 'neck.', 'head.')) for k in official)
+
+    target = DepthAnythingForDepthEstimation(tiny_config(**options)).eval()
+    converted = official_to_transformers(official, target.config, set(target.state_dict()))
+    result = target.load_state_dict(converted, strict=True)
+    assert not result.missing_keys and not result.unexpected_keys
+    pixels = torch.randn(1, 3, 56, 70, generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(_forward(target, pixels), _forward(source, pixels),
+                               rtol=0, atol=0)
+
+
+def test_refinenet_order_matters():
+    """Swapping two fusion stages must change the output, so the order mapping is tested."""
+    source = tiny_network(seed=2)
+    official = transformers_to_official(source.state_dict(), source.config)
+    prefix = 'depth_head.scratch.refinenet'
+    swapped = dict(official)
+    for key in [k for k in official if k.startswith(prefix + '1.')]:
+        other = key.replace(prefix + '1.', prefix + '2.')
+        swapped[key], swapped[other] = official[other], official[key]
+    target = DepthAnythingForDepthEstimation(tiny_config()).eval()
+    target.load_state_dict(official_to_transformers(swapped, target.config,
+                                                    set(target.state_dict())))
+    pixels = torch.randn(1, 3, 56, 56, generator=torch.Generator().manual_seed(0))
+    assert not torch.allclose(_forward(target, pixels), _forward(source, pixels))
+
+
+@pytest.fixture(scope='module')
+def official_vits_file(tmp_path_factory):
+    """Write a randomly initialized ViT-S model as an official checkpoint (about 100 MB)."""
+    torch.manual_seed(0)
+    network = DepthAnythingForDepthEstimation(build_config('vits')).eval()
+    folder = tmp_path_factory.mktemp('official')
+    state = transformers_to_official(network.state_dict(), network.config)
+    torch.save(state, folder / 'depth_anything_v2_vits.pth')
+    # Training scripts often save {'model': state} from DataParallel ('module.' keys).
+    torch.save({'model': {'module.' + k: v for k, v in state.items()}},
+               folder / 'depth_anything_v2_metric_hypersim_vits.pth')
+    return folder, network
+
+
+@pytest.mark.slow
+def test_official_checkpoint_file_loads_and_predicts_identically(official_vits_file):
+    folder, network = official_vits_file
+    model = load_depth_model(folder / 'depth_anything_v2_vits.pth')
+    assert model.network.config.backbone_config.hidden_size == 384
+    assert model.prediction_space is PredictionSpace.DISPARITY
+    pixels = torch.randn(1, 3, 56, 70, generator=torch.Generator().manual_seed(1))
+    torch.testing.assert_close(_forward(model.network, pixels), _forward(network, pixels),
+                               rtol=0, atol=0)
+
+
+@pytest.mark.slow
+def test_metric_checkpoint_is_recognized_by_name(official_vits_file):
+    folder, _ = official_vits_file
+    model = load_depth_model(folder / 'depth_anything_v2_metric_hypersim_vits.pth')
+    assert model.network.config.depth_estimation_type == 'metric'
+    assert model.network.config.max_depth == 20.0
+    assert model.prediction_space is PredictionSpace.DEPTH
+
+
+def test_missing_path_says_what_to_pass(tmp_path):
+    with pytest.raises(ModelLoadError, match='does not exist.*local Hugging Face directory'):
+        load_depth_model(tmp_path / 'nowhere' / 'depth_anything_v2_vits.pth')
+
+
+def test_directory_without_config_is_rejected(tmp_path):
+    with pytest.raises(ModelLoadError, match='no config.json'):
+        load_depth_model(tmp_path)
+
+
+def test_foreign_checkpoint_is_rejected(tmp_path):
+    path = tmp_path / 'depth_anything_v2_vits.pth'
+    torch.save({'conv.weight': torch.zeros(2, 2)}, path)
+    with pytest.raises(ModelLoadError, match='not an official Depth Anything V2 checkpoint'):
+        load_depth_model(path)
+    path.write_bytes(b'not a checkpoint')
+    with pytest.raises(ModelLoadError, match='cannot be read'):
+        load_depth_model(path)
+
+
+def test_unreachable_hub_id_fails_at_load_time(monkeypatch):
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
+    with pytest.raises(ModelLoadError, match='hub id that is reachable or already cached'):
+        load_depth_model('lrda-ros-tests/no-such-model')
