@@ -1,0 +1,304 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Tests for lrda_ros.sync: message_filters' approximate-time rule, built in."""
+
+import sys
+import threading
+import time
+import types
+import uuid
+
+from lrda_ros.sync import (
+    ApproximateTimeSync, create_synchronized_subscriptions, InvalidSyncConfigError,
+    message_filters_available, stamp_ns)
+import numpy as np
+import pytest
+from std_msgs.msg import Header
+
+MS = 1_000_000  # nanoseconds
+
+
+def stamped(time_ns, label=None):
+    """Return a std_msgs Header-carrying message (a Header inside a simple holder)."""
+    header = Header(frame_id=label or str(time_ns))
+    header.stamp.sec, header.stamp.nanosec = divmod(int(time_ns), 1_000_000_000)
+    return type('Stamped', (), {'header': header})()
+
+
+class Recorder:
+    """Collect emitted sets as tuples of stamps in nanoseconds."""
+
+    def __init__(self):
+        self.sets = []
+
+    def __call__(self, *msgs):
+        self.sets.append(tuple(stamp_ns(m) for m in msgs))
+
+
+def make_sync(num_inputs=3, queue_size=10, slop_s=0.02):
+    recorder = Recorder()
+    return ApproximateTimeSync(num_inputs, queue_size, slop_s, recorder), recorder
+
+
+def feed(sync, arrivals):
+    for index, time_ns in arrivals:
+        sync.add(index, stamped(time_ns))
+
+
+def test_exact_stamps_match():
+    sync, recorder = make_sync()
+    feed(sync, [(0, 100 * MS), (1, 100 * MS), (2, 100 * MS)])
+    assert recorder.sets == [(100 * MS,) * 3]
+    assert sync.num_emitted == 1 and sync.num_evicted == 0
+
+
+def test_within_slop_matches_and_outside_does_not():
+    sync, recorder = make_sync(num_inputs=2, slop_s=0.010)
+    feed(sync, [(0, 0), (1, 9 * MS)])
+    assert recorder.sets == [(0, 9 * MS)]
+    # Exactly one slop apart: a candidate (|dt| <= slop) but the spread must be < slop.
+    feed(sync, [(0, 100 * MS), (1, 110 * MS)])
+    feed(sync, [(0, 200 * MS), (1, 211 * MS)])
+    assert recorder.sets == [(0, 9 * MS)]
+
+
+def test_jittered_sequence_emits_every_frame_once_in_order():
+    # 3 inputs at 10 Hz with +-5 ms jitter: a frame's stamps spread <= 10 ms < 20 ms slop,
+    # neighbouring frames are >= 90 ms apart, so each frame matches exactly its own.
+    rng = np.random.default_rng(4)
+    sync, recorder = make_sync(num_inputs=3, queue_size=5, slop_s=0.020)
+    frames = [[k * 100 * MS + int(rng.integers(-5 * MS, 5 * MS)) for _ in range(3)]
+              for k in range(50)]
+    for stamps in frames:
+        for index in rng.permutation(3):
+            sync.add(int(index), stamped(stamps[index]))
+    assert recorder.sets == [tuple(stamps) for stamps in frames]
+    assert sync.num_evicted == 0
+
+
+def test_streams_with_different_latency_still_pair_up():
+    # The LiDAR stream lags the camera by two frames; queues of 5 hold the backlog.
+    sync, recorder = make_sync(num_inputs=2, queue_size=5, slop_s=0.020)
+    camera = [k * 100 * MS + 3 * MS for k in range(10)]
+    lidar = [k * 100 * MS for k in range(10)]
+    for k in range(12):
+        if k < 10:
+            sync.add(0, stamped(camera[k]))
+        if k >= 2:
+            sync.add(1, stamped(lidar[k - 2]))
+    assert recorder.sets == list(zip(camera, lidar))
+
+
+def test_first_combination_in_nearest_first_order_wins():
+    sync, recorder = make_sync(num_inputs=3, slop_s=0.010)
+    # None of these can complete a set (input 2 is empty).
+    feed(sync, [(0, 0), (0, 9 * MS), (1, 14 * MS), (1, 1 * MS)])
+    assert recorder.sets == []
+    # For t = 5 ms the candidates, nearest first, are input 0: [9, 0], input 1: [1, 14].
+    # (9, 1, 5) is tried first and spreads 8 ms < 10 ms.
+    feed(sync, [(2, 5 * MS)])
+    assert recorder.sets == [(9 * MS, 1 * MS, 5 * MS)]
+    # The leftovers 0 and 14 are 14 ms apart: no set, whatever arrives on input 2 in between.
+    feed(sync, [(2, 7 * MS)])
+    assert recorder.sets == [(9 * MS, 1 * MS, 5 * MS)]
+
+
+def test_missing_candidate_on_one_input_blocks_until_it_arrives():
+    sync, recorder = make_sync(num_inputs=3, slop_s=0.010)
+    feed(sync, [(0, 0), (1, 9 * MS), (2, -5 * MS)])
+    # From t = -5 ms, input 1's 9 ms is 14 ms away: no candidate, nothing emitted.
+    assert recorder.sets == []
+    feed(sync, [(2, 4 * MS)])
+    assert recorder.sets == [(0, 9 * MS, 4 * MS)]
+
+
+def test_queue_overflow_evicts_oldest_and_counts():
+    sync, recorder = make_sync(num_inputs=2, queue_size=3, slop_s=0.010)
+    feed(sync, [(0, k * 100 * MS) for k in range(5)])
+    assert sync.num_evicted == 2  # stamps 0 and 100 ms pushed out
+    feed(sync, [(1, 0)])
+    assert recorder.sets == []
+    feed(sync, [(1, 200 * MS)])
+    assert recorder.sets == [(200 * MS, 200 * MS)]
+    # Input 1 now holds 0 (never matched); an older stamp than all of a full queue is
+    # evicted straight away.
+    feed(sync, [(1, 1), (1, 2), (1, -5 * MS)])
+    assert sync.num_evicted == 3
+
+
+def test_same_stamp_replaces_and_counts_as_evicted():
+    labels = []
+    sync = ApproximateTimeSync(
+        2, 10, 0.01, lambda a, b: labels.append((a.header.frame_id, b.header.frame_id)))
+    sync.add(0, stamped(0, 'first'))
+    sync.add(0, stamped(0, 'second'))
+    sync.add(1, stamped(0, 'other'))
+    assert labels == [('second', 'other')] and sync.num_evicted == 1
+
+
+def test_late_message_for_old_stamp_pairs_if_still_queued():
+    sync, recorder = make_sync(num_inputs=2, queue_size=10, slop_s=0.010)
+    feed(sync, [(0, k * 100 * MS) for k in range(6)])
+    feed(sync, [(1, 2 * MS)])  # half a second late, for the first frame
+    assert recorder.sets == [(0, 2 * MS)]
+
+
+def test_headerless_messages_are_rejected_unless_allowed():
+    sync, recorder = make_sync(num_inputs=2)
+    sync.add(0, object())
+    assert sync.num_rejected_headerless == 1 and recorder.sets == []
+    recorder = Recorder()
+    lenient = ApproximateTimeSync(2, 10, 0.01, recorder, allow_headerless=True,
+                                  now_ns=lambda: 42 * MS)
+    lenient.add(0, object())
+    lenient.add(1, stamped(45 * MS))
+    assert len(recorder.sets) == 1 and lenient.num_rejected_headerless == 0
+
+
+def test_invalid_settings_raise():
+    for args in [(1, 10, 0.01), (2, 0, 0.01), (2, 10, -0.1), (2, 10, float('nan'))]:
+        with pytest.raises(InvalidSyncConfigError):
+            ApproximateTimeSync(*args, callback=print)
+    sync, _ = make_sync(num_inputs=2)
+    with pytest.raises(IndexError):
+        sync.add(2, stamped(0))
+
+
+def test_callback_runs_outside_the_lock():
+    seen = []
+
+    def callback(*msgs):
+        seen.append(sync.num_emitted)  # takes the lock: would deadlock inside it
+
+    sync = ApproximateTimeSync(2, 10, 0.01, callback)
+    worker = threading.Thread(target=feed, args=(sync, [(0, 0), (1, 0)]), daemon=True)
+    worker.start()
+    worker.join(timeout=5.0)
+    assert not worker.is_alive() and seen == [1]
+
+
+def test_two_threads_adding_concurrently():
+    num_frames = 2000
+    lock = threading.Lock()
+    emitted = []
+
+    def callback(a, b):
+        with lock:
+            emitted.append((stamp_ns(a), stamp_ns(b)))
+
+    sync = ApproximateTimeSync(2, num_frames, 0.01, callback)
+    stamps = [k * 100 * MS for k in range(num_frames)]
+    threads = [threading.Thread(target=feed, args=(sync, [(index, t) for t in stamps]))
+               for index in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20.0)
+    assert sync.num_emitted == num_frames and sync.num_evicted == 0
+    assert sorted(emitted) == [(t, t) for t in stamps]
+
+
+@pytest.fixture
+def ros_node():
+    rclpy = pytest.importorskip('rclpy')
+    from rclpy.context import Context
+    from rclpy.executors import SingleThreadedExecutor
+
+    context = Context()
+    rclpy.init(context=context)
+    node = rclpy.create_node('test_sync', namespace=f'/lrda_test_{uuid.uuid4().hex[:12]}',
+                             context=context)
+    executor = SingleThreadedExecutor(context=context)
+    executor.add_node(node)
+    yield node, executor
+    executor.shutdown()
+    node.destroy_node()
+    rclpy.shutdown(context=context)
+
+
+def test_create_synchronized_subscriptions_with_rclpy(ros_node):
+    from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+
+    node, executor = ros_node
+    received = []
+    topics = [(Image, 'image'), (CameraInfo, 'camera_info'), (PointCloud2, 'points')]
+    handle = create_synchronized_subscriptions(
+        node, topics, 10, queue_size=5, slop_s=0.05,
+        callback=lambda *msgs: received.append(msgs), prefer_message_filters=True)
+    assert handle.backend == ('message_filters' if message_filters_available() else 'builtin')
+    assert message_filters_available() or handle.num_evicted == 0
+    publishers = [node.create_publisher(msg_type, topic, 10) for msg_type, topic in topics]
+
+    deadline = time.monotonic() + 10.0
+    frame = 0
+    while not received and time.monotonic() < deadline:
+        # Offsets of 0, 7 and 13 ms stand in for sensor jitter (all within the 50 ms slop).
+        base = 1_000_000_000 + frame * 100 * MS
+        for (msg_type, _), publisher, offset in zip(topics, publishers, (0, 7, 13)):
+            msg = msg_type()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(base + offset * MS,
+                                                                    1_000_000_000)
+            publisher.publish(msg)
+        frame += 1
+        executor.spin_once(timeout_sec=0.05)
+        executor.spin_once(timeout_sec=0.05)
+        executor.spin_once(timeout_sec=0.05)
+    assert received, 'no synchronized triple within 10 s'
+    image, info, cloud = received[0]
+    assert (isinstance(image, Image) and isinstance(info, CameraInfo)
+            and isinstance(cloud, PointCloud2))
+    stamps = [stamp_ns(m) for m in received[0]]
+    assert stamps[1] - stamps[0] == 7 * MS and stamps[2] - stamps[0] == 13 * MS
+
+
+def test_builtin_backend_when_message_filters_not_preferred(ros_node):
+    from sensor_msgs.msg import Image
+
+    node, _ = ros_node
+    handle = create_synchronized_subscriptions(
+        node, [(Image, 'a'), (Image, 'b')], 10, 5, 0.05, callback=print,
+        prefer_message_filters=False)
+    assert handle.backend == 'builtin' and len(handle.subscriptions) == 2
+    assert handle.num_evicted == 0 and handle.num_emitted == 0
+
+
+def test_message_filters_backend_wiring(monkeypatch):
+    # message_filters is not installed here: a stand-in records how it would be called.
+    calls = []
+
+    class Subscriber:
+        def __init__(self, node, msg_type, topic, qos_profile):
+            calls.append(('Subscriber', node, msg_type, topic, qos_profile))
+
+    class ApproximateTimeSynchronizer:
+        def __init__(self, subscribers, queue_size, slop):
+            calls.append(('Synchronizer', len(subscribers), queue_size, slop))
+
+        def registerCallback(self, callback):
+            calls.append(('registerCallback', callback))
+
+    fake = types.ModuleType('message_filters')
+    fake.Subscriber = Subscriber
+    fake.ApproximateTimeSynchronizer = ApproximateTimeSynchronizer
+    monkeypatch.setitem(sys.modules, 'message_filters', fake)
+    assert message_filters_available()
+
+    node, qos = object(), 7
+    handle = create_synchronized_subscriptions(
+        node, [(int, 'a'), (float, 'b')], qos, 5, 0.05, callback=print)
+    assert handle.backend == 'message_filters' and handle.num_evicted is None
+    assert len(handle.subscriptions) == 2
+    assert calls == [('Subscriber', node, int, 'a', 7), ('Subscriber', node, float, 'b', 7),
+                     ('Synchronizer', 2, 5, 0.05), ('registerCallback', print)]
