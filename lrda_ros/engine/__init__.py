@@ -24,14 +24,14 @@ Typical use::
     result = completer.complete(rgb, sparse_depth)   # result.depth: (H, W) metres
 """
 
-from lrda_ros.engine.alignment import (
+from .alignment import (
     aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
     ScaleShift)
-from lrda_ros.engine.config import FewPointsPolicy, Scope, TTOConfig
-from lrda_ros.engine.lora import LoraAdapters
-from lrda_ros.engine.model import (
+from .config import FewPointsPolicy, Scope, TTOConfig
+from .lora import LoraAdapters
+from .model import (
     DEFAULT_MODEL, DepthModel, EncodedImage, load_depth_model, ModelLoadError, resolve_device)
-from lrda_ros.engine.tto import (
+from .tto import (
     CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError)
 
 __all__ = [

@@ -23,11 +23,12 @@ or the input must re-run the encoder, with autograd, at every step: that is thei
 
 from __future__ import annotations
 
-from lrda_ros.engine.config import Scope, TTOConfig
-from lrda_ros.engine.lora import (
-    adaptable_layers, DECODER_PREFIXES, ENCODER_PREFIXES, LoraAdapters, ParameterSnapshot)
-from lrda_ros.engine.model import DepthModel, EncodedImage
 import torch
+
+from .config import Scope, TTOConfig
+from .lora import (
+    adaptable_layers, DECODER_PREFIXES, ENCODER_PREFIXES, LoraAdapters, ParameterSnapshot)
+from .model import DepthModel, EncodedImage
 
 
 class Adaptation:

@@ -26,13 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from lrda_ros.engine.alignment import PredictionSpace
-from lrda_ros.engine.checkpoint import (
-    build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
-    read_official_state_dict)
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+from .alignment import PredictionSpace
+from .checkpoint import (
+    build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
+    read_official_state_dict)
 
 DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

@@ -28,13 +28,14 @@ from enum import Enum
 import math
 import time
 
-from lrda_ros.engine.adaptation import build_adaptation
-from lrda_ros.engine.alignment import aligned_to_depth, alignment_loss, depth_to_target
-from lrda_ros.engine.config import FewPointsPolicy, TTOConfig
-from lrda_ros.engine.model import (
-    DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
 import numpy as np
 import torch
+
+from .adaptation import build_adaptation
+from .alignment import aligned_to_depth, alignment_loss, depth_to_target
+from .config import FewPointsPolicy, TTOConfig
+from .model import (
+    DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
 
 
 class InsufficientSparseDepthError(ValueError):
