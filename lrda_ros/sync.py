@@ -203,19 +203,22 @@ class SynchronizedSubscriptions:
 def create_synchronized_subscriptions(
         node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
         slop_s: float, callback: Callable[..., None],
-        prefer_message_filters: bool = True) -> SynchronizedSubscriptions:
+        prefer_message_filters: bool = True,
+        **subscription_options: Any) -> SynchronizedSubscriptions:
     """
     Subscribe ``node`` to ``topics`` (``(msg_type, topic)`` pairs) and synchronize them.
 
     ``callback`` receives one message per topic, in ``topics`` order. Uses
     ``message_filters.ApproximateTimeSynchronizer`` when it is importable and
-    ``prefer_message_filters`` is set, else ``ApproximateTimeSync``.
+    ``prefer_message_filters`` is set, else ``ApproximateTimeSync``. ``subscription_options``
+    (e.g. ``qos_overriding_options``) go to every underlying subscription.
     """
     _validate_settings(len(topics), queue_size, slop_s, callback)
     if prefer_message_filters and message_filters_available():
         import message_filters
 
-        subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos)
+        subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
+                                                  **subscription_options)
                        for msg_type, topic in topics]
         synchronizer = message_filters.ApproximateTimeSynchronizer(
             subscribers, queue_size, slop_s)
@@ -225,6 +228,7 @@ def create_synchronized_subscriptions(
     synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback)
     subscriptions = [
         node.create_subscription(msg_type, topic,
-                                 lambda msg, index=index: synchronizer.add(index, msg), qos)
+                                 lambda msg, index=index: synchronizer.add(index, msg), qos,
+                                 **subscription_options)
         for index, (msg_type, topic) in enumerate(topics)]
     return SynchronizedSubscriptions(BACKEND_BUILTIN, subscriptions, synchronizer)
