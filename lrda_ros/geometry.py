@@ -261,6 +261,25 @@ class RigidTransform:
         matrix[:3, 3] = self.translation
         return matrix
 
+    def quaternion_xyzw(self) -> np.ndarray:
+        """Return the rotation as a unit quaternion (x, y, z, w) with w >= 0."""
+        m = self.rotation
+        # Shepperd's method: build from the largest of the four squared components.
+        squares = np.array([1 + m[0, 0] - m[1, 1] - m[2, 2], 1 - m[0, 0] + m[1, 1] - m[2, 2],
+                            1 - m[0, 0] - m[1, 1] + m[2, 2], 1 + np.trace(m)])
+        k = int(np.argmax(squares))
+        scale = 0.5 / np.sqrt(squares[k])
+        off = {0: (m[1, 0] + m[0, 1], m[0, 2] + m[2, 0], m[2, 1] - m[1, 2]),
+               1: (m[1, 0] + m[0, 1], m[2, 1] + m[1, 2], m[0, 2] - m[2, 0]),
+               2: (m[0, 2] + m[2, 0], m[2, 1] + m[1, 2], m[1, 0] - m[0, 1]),
+               3: (m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1])}[k]
+        others = [i for i in range(4) if i != k]
+        quaternion = np.empty(4)
+        quaternion[k] = 0.5 * np.sqrt(squares[k])
+        quaternion[others] = np.asarray(off) * scale
+        quaternion /= np.linalg.norm(quaternion)
+        return quaternion if quaternion[3] >= 0 else -quaternion
+
     def inverse(self) -> RigidTransform:
         rotation_t = self.rotation.T
         return RigidTransform(rotation_t, -rotation_t @ self.translation)

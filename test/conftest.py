@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import time
+import uuid
 
 import numpy as np
 import pytest
 import torch
+
+# Keep DDS discovery on this host so concurrent test runs and other machines cannot interfere.
+os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
 SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
                                   Path(__file__).resolve().parents[2] / 'shared' / 'data'))
@@ -78,3 +83,37 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f'shared data not found at {SHARED_DATA} (set LRDA_SHARED_DATA)')
     return SHARED_DATA
+
+
+@pytest.fixture
+def ros_context():
+    """Yield an initialized rclpy Context of this test alone; shut it down afterwards."""
+    rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    yield context
+    rclpy.try_shutdown(context=context)
+
+
+@pytest.fixture
+def namespace() -> str:
+    """Return a namespace unique to this test, so topics of other tests never mix in."""
+    return '/t' + uuid.uuid4().hex[:10]
+
+
+def spin_until(executor, predicate, timeout: float = 30.0) -> bool:
+    """Spin ``executor`` until ``predicate()`` holds or ``timeout`` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        executor.spin_once(timeout_sec=0.05)
+    return predicate()
+
+
+@pytest.fixture
+def tiny_model_dir(tmp_path) -> Path:
+    """Save a tiny relative-depth network in the Hugging Face layout and return its folder."""
+    folder = tmp_path / 'tiny_model'
+    tiny_network(seed=0).save_pretrained(folder)
+    return folder

@@ -83,8 +83,11 @@ class TTOConfig:
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
     #: divergence: optimization stops and the best weights seen are kept.
     divergence_factor: float = 10.0
-    #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps.
-    sparse_head: bool = False
+    #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps
+    #: (exact; see engine/sparse_head.py).
+    sparse_head: bool = True
+    #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
+    channels_last: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:

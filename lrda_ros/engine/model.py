@@ -120,7 +120,9 @@ class DepthModel:
     """A Depth Anything V2 network with the encoder/decoder split the method needs."""
 
     def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu') -> None:
-        self.network = network.eval().requires_grad_(False).to(device)
+        # Weights may be stored in half precision; the engine keeps float32 master weights and
+        # uses autocast for lower-precision compute.
+        self.network = network.eval().requires_grad_(False).to(device=device, dtype=torch.float32)
         self.device = torch.device(device)
         config = network.config
         self.patch_size = int(config.patch_size)
@@ -218,12 +220,14 @@ def _looks_like_path(source: str) -> bool:
 
 def load_depth_model(source: str | Path = DEFAULT_MODEL, device: str = 'cpu',
                      depth_estimation_type: str | None = None,
-                     max_depth: float | None = None) -> DepthModel:
+                     max_depth: float | None = None,
+                     local_files_only: bool = False) -> DepthModel:
     """
     Load a Depth Anything V2 model from a hub id, a local directory or an official .pth.
 
     ``depth_estimation_type`` ('relative' or 'metric') and ``max_depth`` only matter for official
     checkpoints, whose file name otherwise tells (``..._metric_vkitti_...`` means metric, 80 m).
+    ``local_files_only`` makes a hub id resolve from the local cache only (no network).
     Raises ModelLoadError with a message that says what to pass instead.
     """
     text = str(source)
@@ -239,7 +243,7 @@ def load_depth_model(source: str | Path = DEFAULT_MODEL, device: str = 'cpu',
         elif _looks_like_path(text):
             raise ModelLoadError(f'model path {text!r} does not exist. {_HOW_TO_PASS}')
         else:
-            network = _load_pretrained(text, local_files_only=False)
+            network = _load_pretrained(text, local_files_only=local_files_only)
     except ModelLoadError:
         raise
     except CheckpointError as error:

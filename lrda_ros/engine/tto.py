@@ -36,6 +36,7 @@ from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .config import FewPointsPolicy, TTOConfig
 from .model import (
     DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
+from .sparse_head import SparseHeadPlan
 
 
 class InsufficientSparseDepthError(ValueError):
@@ -119,6 +120,8 @@ class DepthCompleter:
     def __init__(self, model: DepthModel, config: TTOConfig | None = None) -> None:
         self.config = config or TTOConfig()
         self.model = model.to(resolve_device(self.config.device))
+        if self.config.channels_last:
+            self.model.network.to(memory_format=torch.channels_last)
         self.adaptation = build_adaptation(model, self.config)
         self._warm_input_shape: tuple[int, ...] | None = None
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
@@ -147,7 +150,10 @@ class DepthCompleter:
             raise ValueError(f'sparse depth is {sparse_depth.shape[:2]} but the image is '
                              f'{rgb.shape[:2]}: project the LiDAR into this image first')
 
-    def _points_prediction(self, features: EncodedImage, samples: SparseSamples) -> torch.Tensor:
+    def _points_prediction(self, features: EncodedImage, samples: SparseSamples,
+                           plan: SparseHeadPlan | None) -> torch.Tensor:
+        if plan is not None:
+            return plan.evaluate(self.model, features)
         prediction = self.model.decode(features)
         return sample_prediction(prediction, samples.rows, samples.cols, features.input_size)
 
@@ -162,11 +168,13 @@ class DepthCompleter:
         if not warm or self._optimizer is None:
             self._optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
         optimizer = self._optimizer
+        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
+                                    tuple(pixel_values.shape[-2:])) if config.sparse_head else None
         for _ in range(iterations):
             optimizer.zero_grad(set_to_none=True)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
-                points = self._points_prediction(features, samples)
+                points = self._points_prediction(features, samples, plan)
             loss, _ = alignment_loss(points, target)
             value = float(loss.detach())
             trace.losses.append(value)

@@ -865,6 +865,12 @@ class GenericFolder(FrameDataset):
 
 # --------------------------------------------------------------------------- registry
 
+def _rosbag(root: str | Path, **options: Any) -> FrameDataset:
+    from .bag import RosbagDataset  # bag.py builds on this module
+
+    return RosbagDataset(root, **options)
+
+
 _REGISTRY = MappingProxyType({
     'kitti_dc': KittiDepthCompletion,
     'nyuv2': NYUv2,
@@ -872,6 +878,7 @@ _REGISTRY = MappingProxyType({
     'ibims': IBims,
     'void': VOID,
     'folder': GenericFolder,
+    'rosbag': _rosbag,
 })
 
 #: Dataset kinds accepted by :func:`open_dataset`.

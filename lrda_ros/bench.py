@@ -1,0 +1,312 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``lrda bench``: time and peak memory of test-time optimization, measured side by side.
+
+Speed part (random weights are fine for timing): for each backbone size and resolution, after
+a warm-up, per-frame time and peak memory of ``lrda`` (decoder LoRA, cold, paper's 40 steps),
+``lrda-warm`` (warm-started frames of a sequence), ``encoder-lora`` and ``prompt`` (tuning
+through the whole network), with ratios against ``lrda``; plus the cost structure (one encoder
+pass vs one decoder step, with the dense and the sparse head) and the sparse-head ablation.
+
+Accuracy part (``--accuracy``, needs a trained model, default the demo prior): a synthetic
+sequence scored for scale/shift, cold, cold with the dense head, and warm start, so speed-ups
+are shown next to what they cost in error.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, replace
+import json
+from pathlib import Path
+import platform
+import time
+
+import numpy as np
+import torch
+
+from .engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from .engine.checkpoint import build_config
+from .engine.model import resolve_device
+from .engine.sparse_head import SparseHeadPlan
+from .profiling import Measure
+
+#: (height, width) of the named resolutions.
+RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
+SPEED_METHODS = {'lrda': (Scope.DECODER_LORA, False), 'lrda-warm': (Scope.DECODER_LORA, True),
+                 'encoder-lora': (Scope.ENCODER_LORA, False), 'prompt': (Scope.PROMPT, False)}
+
+
+@dataclass
+class BenchOptions:
+    """What ``lrda bench`` measures."""
+
+    backbones: tuple[str, ...] = ('vits',)
+    resolutions: tuple[str, ...] = ('224', 'vga')
+    methods: tuple[str, ...] = tuple(SPEED_METHODS)
+    iterations: int = 40
+    warm_iterations: int = 10
+    device: str = 'auto'
+    dtype: str = 'float32'
+    #: Share of pixels with a LiDAR return (KITTI's projected HDL-64: about 4 %).
+    lidar_fraction: float = 0.04
+    frames: int = 2
+    sparse_head: bool = True
+    output: Path = Path('out/bench')
+    seed: int = 0
+
+
+def random_network(variant: str, seed: int):
+    """Build an official-size network with PyTorch's default (non-degenerate) random init."""
+    from transformers import DepthAnythingForDepthEstimation
+
+    torch.manual_seed(seed)
+    network = DepthAnythingForDepthEstimation(build_config(variant))
+    for module in network.modules():
+        if isinstance(module, (torch.nn.Conv2d, torch.nn.ConvTranspose2d, torch.nn.Linear)):
+            module.reset_parameters()
+    with torch.no_grad():
+        network.head.conv3.bias.fill_(1.0)
+    return network
+
+
+def bench_frames(height: int, width: int, count: int, lidar_fraction: float,
+                 seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Return ``count`` related frames: a panning crop of a smooth image, with sparse depth."""
+    rng = np.random.default_rng(seed)
+    shift = max(2, width // 100)
+    wide = width + shift * count
+    coarse = torch.from_numpy(rng.uniform(0, 255, (1, 3, 12, 16)).astype(np.float32))
+    image = torch.nn.functional.interpolate(coarse, size=(height, wide), mode='bicubic')
+    image = image.clamp(0, 255)[0].permute(1, 2, 0).numpy().astype(np.uint8)
+    rows = np.linspace(0, 1, height)[:, None]
+    depth = (2.0 + 30.0 * rows ** 2 + 3.0 * np.sin(np.linspace(0, 6, wide))[None]).astype(
+        np.float32)
+    mask = rng.random((height, width)) < lidar_fraction
+    frames = []
+    for k in range(count):
+        window = slice(k * shift, k * shift + width)
+        frames.append((np.ascontiguousarray(image[:, window]),
+                       np.where(mask, depth[:, window], 0).astype(np.float32)))
+    return frames
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray,
+                   repeats: int = 3) -> dict[str, float]:
+    """Time one encoder pass and one decoder step (forward + backward), dense and sparse."""
+    completer = DepthCompleter(model, TTOConfig(device=str(model.device)))
+    pixel_values = model.preprocess(rgb, None)
+    rows, cols = (torch.from_numpy(a).to(model.device) for a in np.nonzero(sparse > 0))
+    plan = SparseHeadPlan.build(rows, cols, rgb.shape[:2], tuple(pixel_values.shape[-2:]))
+    parameters = completer.adaptation.parameters
+
+    def encoder():
+        return model.encode(pixel_values, rgb.shape[:2])
+
+    encoded = encoder()
+
+    def dense_step():
+        from .engine.model import sample_prediction
+        values = sample_prediction(model.decode(encoded), rows, cols, rgb.shape[:2])
+        torch.autograd.grad(values.sum(), parameters, allow_unused=True)
+
+    def sparse_step():
+        torch.autograd.grad(plan.evaluate(model, encoded).sum(), parameters, allow_unused=True)
+
+    timings = {}
+    for name, call in (('encoder_s', encoder), ('decoder_step_dense_s', dense_step),
+                       ('decoder_step_sparse_s', sparse_step)):
+        call()  # warm-up
+        _sync(model.device)
+        start = time.perf_counter()
+        for _ in range(repeats):
+            call()
+        _sync(model.device)
+        timings[name] = (time.perf_counter() - start) / repeats
+    return timings
+
+
+def time_method(base: DepthModel, frames, config: TTOConfig, warm: bool,
+                timed_frames: int) -> dict[str, float]:
+    """
+    Return mean seconds, peak MB, iterations and loss per timed frame of one configuration.
+
+    Runs on its own copy of the network (adapters modify it). A warm-up frame is not timed:
+    a 2-step run for cold methods, the cold first frame of the sequence for warm start.
+    """
+    model = DepthModel(copy.deepcopy(base.network), base.device)
+    completer = DepthCompleter(model, replace(config, warm_start=warm,
+                                              iterations=config.iterations if warm else 2))
+    completer.complete(*frames[0])
+    completer.config = replace(config, warm_start=warm)
+    seconds, peaks, iterations, losses = [], [], [], []
+    for rgb, sparse in frames[1:1 + timed_frames]:
+        if not warm:
+            completer.reset()
+        with Measure(model.device) as measured:
+            result = completer.complete(rgb, sparse)
+        seconds.append(measured.seconds)
+        peaks.append(measured.peak_mb)
+        iterations.append(result.iterations)
+        losses.append(result.final_loss)
+    return {'seconds': float(np.mean(seconds)), 'peak_mb': float(np.max(peaks)),
+            'iterations': float(np.mean(iterations)), 'final_loss': float(np.mean(losses))}
+
+
+def run_speed(options: BenchOptions, progress=print) -> list[dict]:
+    """Measure every (backbone, resolution, method) and return one row each."""
+    device = resolve_device(options.device)
+    rows = []
+    for variant in options.backbones:
+        base = DepthModel(random_network(variant, options.seed), device)
+        for resolution in options.resolutions:
+            height, width = RESOLUTIONS[resolution]
+            frames = bench_frames(height, width, options.frames + 1, options.lidar_fraction,
+                                  options.seed)
+            config = TTOConfig(iterations=options.iterations,
+                               warm_iterations=options.warm_iterations, device=str(device),
+                               dtype=options.dtype, processing_size=None,
+                               sparse_head=options.sparse_head, seed=options.seed)
+            structure = cost_structure(DepthModel(copy.deepcopy(base.network), device),
+                                       *frames[0])
+            progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
+                     f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
+                     f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
+            measured = {}
+            plan = [(name, replace(config, scope=SPEED_METHODS[name][0]), SPEED_METHODS[name][1])
+                    for name in options.methods]
+            if 'lrda' in options.methods:  # the sparse-head ablation, side by side
+                plan.append(('lrda (dense head)', replace(config, sparse_head=False), False))
+            for name, method_config, warm in plan:
+                try:
+                    measured[name] = time_method(base, frames, method_config, warm,
+                                                 options.frames)
+                except torch.cuda.OutOfMemoryError:
+                    measured[name] = {'seconds': float('nan'), 'peak_mb': float('nan'),
+                                      'iterations': 0, 'final_loss': float('nan'),
+                                      'error': 'out of memory'}
+                progress(f'  {name}: {measured[name]["seconds"]:.2f} s/frame, '
+                         f'{measured[name]["peak_mb"]:.0f} MB')
+            reference = measured.get('lrda', {})
+            for name, values in measured.items():
+                rows.append({
+                    'backbone': variant, 'resolution': resolution, 'method': name, **values,
+                    'time_vs_lrda': values['seconds'] / reference['seconds']
+                    if reference else float('nan'),
+                    'memory_vs_lrda': values['peak_mb'] / reference['peak_mb']
+                    if reference and reference['peak_mb'] > 0 else float('nan'),
+                    **structure})
+    return rows
+
+
+def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 8,
+                 width: int = 320, height: int = 240, progress: bool = True) -> dict:
+    """Score speed-ups against error on a synthetic sequence with a trained model."""
+    from . import synthetic
+    from .eval.harness import evaluate
+    from .eval.methods import build_method, MethodSpec, TTOMethod
+    from .eval.synthetic_frames import synthetic_frames
+    from .models import load_model
+
+    choice = load_model(model_spec, options.device)
+    config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
+                       device=options.device, sparse_head=options.sparse_head, min_points=8)
+    methods = [build_method(name, choice.model, config)
+               for name in ('scale-shift', 'lrda', 'lrda-warm')]
+    methods.append(TTOMethod(MethodSpec('lrda (dense head)', 'lrda, full-resolution head'),
+                             choice.model, replace(config, sparse_head=False)))
+    sequence = synthetic.SequenceConfig('outdoor', frames, width=width, height=height, seed=11)
+    result = evaluate(list(synthetic_frames(sequence)), methods,
+                      device=str(choice.model.device), progress=progress)
+    return {'model': choice.source, 'frames': frames, 'size': [width, height],
+            'methods': result.summary()}
+
+
+def speed_table(rows: list[dict]) -> str:
+    """Return the speed rows as a Markdown table."""
+    lines = ['| backbone | resolution | method | s/frame | peak MB | time vs lrda | '
+             'memory vs lrda | iterations |', '|---|---|---|---|---|---|---|---|']
+    for row in rows:
+        lines.append(f'| {row["backbone"]} | {row["resolution"]} | {row["method"]} | '
+                     f'{row["seconds"]:.2f} | {row["peak_mb"]:.0f} | '
+                     f'{row["time_vs_lrda"]:.2f}x | {row["memory_vs_lrda"]:.2f}x | '
+                     f'{row["iterations"]:.0f} |')
+    structure = {(r['backbone'], r['resolution']): r for r in rows}
+    lines += ['', '| backbone | resolution | encoder pass (ms) | decoder step, dense head (ms) | '
+              'decoder step, sparse head (ms) |', '|---|---|---|---|---|']
+    for (backbone, resolution), row in structure.items():
+        lines.append(f'| {backbone} | {resolution} | {row["encoder_s"] * 1e3:.0f} | '
+                     f'{row["decoder_step_dense_s"] * 1e3:.0f} | '
+                     f'{row["decoder_step_sparse_s"] * 1e3:.0f} |')
+    return '\n'.join(lines) + '\n'
+
+
+def speed_plot(rows: list[dict], path: Path) -> None:
+    """Bar chart of seconds per frame, grouped by backbone and resolution (log scale)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys((r['backbone'], r['resolution']) for r in rows))
+    methods = list(dict.fromkeys(r['method'] for r in rows))
+    figure, axis = plt.subplots(figsize=(max(6, 1.8 * len(groups) * len(methods) / 2), 4.5))
+    width = 0.8 / len(methods)
+    for offset, method in enumerate(methods):
+        values = [next((r['seconds'] for r in rows if (r['backbone'], r['resolution']) == g
+                        and r['method'] == method), np.nan) for g in groups]
+        axis.bar(np.arange(len(groups)) + offset * width, values, width, label=method)
+    axis.set_xticks(np.arange(len(groups)) + 0.4 - width / 2)
+    axis.set_xticklabels([f'{b} {r}' for b, r in groups])
+    axis.set_yscale('log')
+    axis.set_ylabel('seconds per frame (log)')
+    axis.legend(fontsize=8)
+    axis.grid(True, axis='y', which='both', alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def run_bench(options: BenchOptions, accuracy: bool = False) -> dict:
+    """Run the benchmark, print the tables, and write bench.json, bench.md and bench.png."""
+    output = Path(options.output)
+    output.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(options.device)
+    report = {'options': {k: str(v) for k, v in asdict(options).items()},
+              'device': str(device), 'torch': torch.__version__,
+              'threads': torch.get_num_threads(),
+              'machine': platform.processor() or platform.machine()}
+    if device.type == 'cuda':
+        report['gpu'] = torch.cuda.get_device_name(device)
+    rows = run_speed(options)
+    report['speed'] = rows
+    text = speed_table(rows)
+    if accuracy:
+        from .eval.report import summary_markdown
+
+        report['accuracy'] = run_accuracy(options)
+        text += '\n' + summary_markdown(report['accuracy']['methods'],
+                                        'accuracy on a synthetic sequence')
+    print(text)
+    (output / 'bench.json').write_text(json.dumps(report, indent=2) + '\n')
+    (output / 'bench.md').write_text(text)
+    speed_plot(rows, output / 'bench.png')
+    print(f'wrote {output}/bench.json, bench.md, bench.png')
+    return report

@@ -1,0 +1,190 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The ``lrda`` command: ``demo``, ``eval``, ``bench`` and ``train-prior``.
+
+Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import sys
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in text.split(',') if item.strip())
+
+
+def _add_demo(commands) -> None:
+    parser = commands.add_parser('demo', help='run the whole system on a synthetic sequence')
+    parser.add_argument('--output', type=Path, default=Path('out/demo'))
+    parser.add_argument('--kind', choices=('outdoor', 'indoor'), default='outdoor')
+    parser.add_argument('--frames', type=int, default=10)
+    parser.add_argument('--width', type=int, default=320)
+    parser.add_argument('--height', type=int, default=240)
+    parser.add_argument('--beams', type=int, default=32)
+    parser.add_argument('--seed', type=int, default=7)
+    parser.add_argument('--model', default='demo',
+                        help="'demo' (embedded prior), 'auto', a hub id, a directory or a .pth")
+    parser.add_argument('--device', default='auto')
+    parser.add_argument('--iterations', type=int, default=40)
+    parser.add_argument('--warm-iterations', type=int, default=10)
+
+
+def _add_eval(commands) -> None:
+    from .eval.datasets import DATASET_KINDS
+    from .eval.methods import METHODS
+    from .eval.run import DEFAULT_METHODS
+
+    parser = commands.add_parser('eval', help='evaluate methods on a dataset or a rosbag2')
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument('--dataset', choices=[k for k in DATASET_KINDS if k != 'rosbag'],
+                        help='benchmark layout of --root')
+    source.add_argument('--bag', type=Path, help='a rosbag2 folder (.db3 or .mcap)')
+    parser.add_argument('--root', type=Path, help='dataset folder (with --dataset)')
+    parser.add_argument('--output', type=Path, default=Path('out/eval'))
+    parser.add_argument('--methods', type=_csv, default=DEFAULT_METHODS,
+                        help=f'comma-separated, from: {", ".join(METHODS)}')
+    parser.add_argument('--model', default='auto')
+    parser.add_argument('--device', default='auto')
+    parser.add_argument('--iterations', type=int, default=40)
+    parser.add_argument('--warm-iterations', type=int, default=10)
+    parser.add_argument('--learning-rate', type=float, default=1e-2)
+    parser.add_argument('--processing-size', type=int, default=0,
+                        help='longer side of the network input (0: image size)')
+    parser.add_argument('--max-frames', type=int)
+    parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
+    parser.add_argument('--num-points', type=int,
+                        help='sample this many sparse points from ground truth (field protocols)')
+    parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--holdout', type=float, default=0.2,
+                        help='bags without a depth topic: LiDAR fraction held out as truth')
+    for role in ('image', 'camera-info', 'points', 'depth'):
+        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+
+
+def _add_train_prior(commands) -> None:
+    from .prior import PriorTrainingConfig
+
+    defaults = PriorTrainingConfig()
+    parser = commands.add_parser('train-prior',
+                                 help='train the embedded demo prior on synthetic scenes')
+    parser.add_argument('--output', type=Path, default=defaults.output)
+    parser.add_argument('--views', type=int, default=defaults.num_views)
+    parser.add_argument('--steps', type=int, default=defaults.steps)
+    parser.add_argument('--seed', type=int, default=defaults.seed)
+
+
+def _add_bench(commands) -> None:
+    from .bench import BenchOptions, RESOLUTIONS, SPEED_METHODS
+
+    defaults = BenchOptions()
+    parser = commands.add_parser('bench', help='time and memory of TTO, side by side')
+    parser.add_argument('--backbones', type=_csv, default=defaults.backbones,
+                        help='comma-separated: vits, vitb, vitl, vitg (random weights)')
+    parser.add_argument('--resolutions', type=_csv, default=defaults.resolutions,
+                        help=f'comma-separated, from: {", ".join(RESOLUTIONS)}')
+    parser.add_argument('--methods', type=_csv, default=defaults.methods,
+                        help=f'comma-separated, from: {", ".join(SPEED_METHODS)}')
+    parser.add_argument('--iterations', type=int, default=defaults.iterations)
+    parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
+    parser.add_argument('--frames', type=int, default=defaults.frames,
+                        help='timed frames per method (after one warm-up frame)')
+    parser.add_argument('--device', default=defaults.device)
+    parser.add_argument('--dtype', default=defaults.dtype,
+                        choices=('float32', 'bfloat16', 'float16'))
+    parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction)
+    parser.add_argument('--dense-head', action='store_true',
+                        help='evaluate the full-resolution head during TTO steps')
+    parser.add_argument('--accuracy', action='store_true',
+                        help='also score speed-ups on a synthetic sequence (demo prior)')
+    parser.add_argument('--output', type=Path, default=defaults.output)
+
+
+def _run_bench(args) -> int:
+    from .bench import BenchOptions, run_bench
+
+    run_bench(BenchOptions(backbones=args.backbones, resolutions=args.resolutions,
+                           methods=args.methods, iterations=args.iterations,
+                           warm_iterations=args.warm_iterations, device=args.device,
+                           dtype=args.dtype, lidar_fraction=args.lidar_fraction,
+                           frames=args.frames, sparse_head=not args.dense_head,
+                           output=args.output), accuracy=args.accuracy)
+    return 0
+
+
+def _run_demo(args) -> int:
+    from .demo import DemoOptions, run_demo
+
+    run_demo(DemoOptions(output=args.output, kind=args.kind, frames=args.frames,
+                         width=args.width, height=args.height, beams=args.beams, seed=args.seed,
+                         model=args.model, device=args.device, iterations=args.iterations,
+                         warm_iterations=args.warm_iterations))
+    return 0
+
+
+def _run_eval(args) -> int:
+    from .eval.bag import BagTopics
+    from .eval.report import summary_markdown
+    from .eval.run import EvalOptions, run_evaluation
+
+    if args.dataset and args.root is None:
+        raise SystemExit('lrda eval: --dataset needs --root')
+    options = EvalOptions(
+        kind='rosbag' if args.bag else args.dataset, root=args.bag or args.root,
+        output=args.output, methods=args.methods, model=args.model, device=args.device,
+        iterations=args.iterations, warm_iterations=args.warm_iterations,
+        learning_rate=args.learning_rate, processing_size=args.processing_size or None,
+        max_frames=args.max_frames, figures=args.figures, seed=args.seed,
+        num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
+        topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
+                         args.depth_topic))
+    _, summary = run_evaluation(options)
+    print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
+          'speed_accuracy.png, frames/*.png')
+    return 0
+
+
+def _run_train_prior(args) -> int:
+    from .prior import PriorTrainingConfig, train_prior
+
+    report = train_prior(PriorTrainingConfig(output=args.output, num_views=args.views,
+                                             steps=args.steps, seed=args.seed))
+    print(report)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run one command."""
+    parser = argparse.ArgumentParser(
+        prog='lrda', description='Zero-shot LiDAR + camera depth completion by low-rank '
+                                 'decoder adaptation (test-time optimization).')
+    commands = parser.add_subparsers(dest='command', required=True)
+    _add_demo(commands)
+    _add_eval(commands)
+    _add_bench(commands)
+    _add_train_prior(commands)
+    args = parser.parse_args(argv)
+    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench,
+               'train-prior': _run_train_prior}
+    return runners[args.command](args)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,153 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Live evaluation: score the completion node's ``depth`` against a ground-truth depth topic.
+
+Run it beside ``ros2 bag play`` and the completion node; it writes the same report as
+``lrda eval`` (frames.csv, summary.md/.json, speed_accuracy.png, frame figures when ``image``
+is available) every ``report_every`` frames and at shutdown. Ground truth is any depth Image
+topic (32FC1 metres or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion
+node's own ``holdout_depth`` when it runs with ``evaluation.holdout_fraction`` > 0.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import sys
+import threading
+import time
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+import rclpy
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import Image
+
+from .datasets import Frame
+from .harness import EvalResult, FrameRecord
+from .metrics import compute_metrics
+from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
+from ..conversions import depth_image_to_array, image_to_rgb
+from ..sync import create_synchronized_subscriptions
+
+
+class EvaluatorNode(Node):
+    """Synchronize ``depth`` with ``ground_truth`` and accumulate per-frame metrics."""
+
+    def __init__(self, **node_options) -> None:
+        super().__init__('evaluator_node', **node_options)
+        declare = self._declare
+        self.method = declare('method_name', 'lrda', 'Name of the evaluated configuration.')
+        self.output = Path(declare('output_dir', 'out/live_eval', 'Report folder.'))
+        self.max_depth = declare('max_depth', 0.0, 'Ignore ground truth beyond (m); 0 = none.')
+        self.figures = declare('figures', 5, 'Frames drawn as PNG (needs the image topic).')
+        self.report_every = declare('report_every', 10, 'Rewrite the report every N frames.')
+        slop = declare('sync.slop', 0.01, 'Largest stamp difference of a pair (s).')
+        self.result = EvalResult([self.method])
+        self._images: dict[int, Image] = {}
+        self._lock = threading.Lock()
+        self._last_arrival: float | None = None
+        self._figures_planned = 0
+        self._waiting_figures: dict[int, tuple[str, np.ndarray, np.ndarray]] = {}
+        self.output.mkdir(parents=True, exist_ok=True)
+        (self.output / 'frames').mkdir(exist_ok=True)
+        qos = QoSProfile(depth=10)
+        self._sync = create_synchronized_subscriptions(
+            self, [(Image, 'depth'), (Image, 'ground_truth')], qos, 20, slop, self._on_pair)
+        self.create_subscription(Image, 'image', self._on_image, qos)
+        self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
+                               f'report in {self.output}')
+
+    def _declare(self, name: str, default, description: str):
+        return self.declare_parameter(
+            name, default, ParameterDescriptor(description=description)).value
+
+    def _on_image(self, message: Image) -> None:
+        stamp = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
+        with self._lock:
+            self._images[stamp] = message
+            while len(self._images) > 50:
+                del self._images[min(self._images)]
+            waiting = self._waiting_figures.pop(stamp, None)
+        if waiting is not None:
+            self._draw(message, *waiting)
+
+    def _draw(self, image: Image, name: str, prediction: np.ndarray, truth: np.ndarray) -> None:
+        frame = Frame(name, image_to_rgb(image), np.zeros_like(truth), truth)
+        frame_figure(frame, {self.method: prediction}, self.output / 'frames' / f'{name}.png')
+
+    def _on_pair(self, depth_msg: Image, truth_msg: Image) -> None:
+        now = time.monotonic()
+        interval = float('nan') if self._last_arrival is None else now - self._last_arrival
+        self._last_arrival = now
+        stamp = depth_msg.header.stamp
+        name = f'{stamp.sec}.{stamp.nanosec:09d}'
+        try:
+            prediction = np.frombuffer(bytes(depth_msg.data), np.float32).reshape(
+                depth_msg.height, depth_msg.width)
+            truth = depth_image_to_array(truth_msg)
+            metrics = compute_metrics(prediction, truth,
+                                      max_depth=self.max_depth or None)
+        except ValueError as error:
+            self.get_logger().warning(f'frame {name} not scored: {error}')
+            return
+        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        with self._lock:
+            self.result.records.append(FrameRecord(name, self.method, interval, float('nan'),
+                                                   0, 'ok', float('nan'), metrics))
+            count = len(self.result.records)
+            image = self._images.get(stamp_ns)
+            wants_figure = self._figures_planned < self.figures
+            self._figures_planned += int(wants_figure)
+            if wants_figure and image is None:  # the image may still be on its way
+                self._waiting_figures[stamp_ns] = (name, prediction, truth)
+        if wants_figure and image is not None:
+            self._draw(image, name, prediction, truth)
+        if count % max(1, self.report_every) == 0:
+            self.write_report()
+
+    def write_report(self) -> dict:
+        """Write frames.csv, summary.md/.json and speed_accuracy.png; return the summary."""
+        with self._lock:
+            result = EvalResult(list(self.result.methods), list(self.result.records))
+        if not result.records:
+            return {}
+        write_csv(result, self.output / 'frames.csv')
+        summary = write_summary(result, self.output, f'live evaluation: {self.method}')
+        speed_accuracy_plot(summary, self.output / 'speed_accuracy.png',
+                            'live: time between depth frames vs MAE')
+        return summary
+
+
+def main(args: list[str] | None = None) -> int:
+    """Run the evaluator until shutdown, then write the final report."""
+    rclpy.init(args=args)
+    node = EvaluatorNode()
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    finally:
+        summary = node.write_report()
+        if summary:
+            node.get_logger().info(f'final report in {node.output}: {summary}')
+        node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,134 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Run methods side by side on the same frames and record metrics, time and memory per frame.
+
+Methods run one after another on each frame, so they see identical inputs; warm-started
+methods are reset at every sequence boundary (and on frames without a sequence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+import math
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from .datasets import Frame
+from .methods import Method
+from .metrics import aggregate, compute_metrics, DepthMetrics
+from ..profiling import Measure
+
+METRIC_NAMES = ('mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1')
+
+
+@dataclass
+class FrameRecord:
+    """One method on one frame."""
+
+    frame: str
+    method: str
+    seconds: float
+    peak_mb: float
+    iterations: int
+    status: str
+    final_loss: float
+    metrics: DepthMetrics | None = None
+    error: str = ''
+
+    def row(self) -> dict:
+        """Flatten to a CSV row."""
+        row = {k: v for k, v in asdict(self).items() if k != 'metrics'}
+        values = self.metrics.to_dict() if self.metrics else {}
+        row.update({name: values.get(name, math.nan) for name in METRIC_NAMES})
+        row['num_valid'] = values.get('num_valid', 0)
+        return row
+
+
+@dataclass
+class EvalResult:
+    """All records of a run, plus the order methods were given in."""
+
+    methods: list[str]
+    records: list[FrameRecord] = field(default_factory=list)
+
+    def summary(self) -> dict[str, dict]:
+        """Aggregate per method: mean of per-frame metrics, time, memory and failures."""
+        table = {}
+        for method in self.methods:
+            mine = [r for r in self.records if r.method == method]
+            scored = [r for r in mine if r.metrics is not None]
+            entry = {'frames': len(scored), 'failures': len(mine) - len(scored)}
+            if scored:
+                entry.update({k: v for k, v in aggregate([r.metrics for r in scored]).to_dict()
+                              .items() if k in METRIC_NAMES})
+                entry['seconds_per_frame'] = float(np.mean([r.seconds for r in scored]))
+                entry['peak_mb'] = float(np.max([r.peak_mb for r in scored]))
+                entry['iterations'] = float(np.mean([r.iterations for r in scored]))
+            table[method] = entry
+        return table
+
+
+def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = 'cpu',
+             max_frames: int | None = None, min_depth: float = 1e-3,
+             max_depth: float | None = None, total: int | None = None,
+             on_frame: Callable[[Frame, dict[str, np.ndarray]], None] | None = None,
+             progress: bool = True) -> EvalResult:
+    """
+    Evaluate ``methods`` on ``frames`` (ground truth required) and return every record.
+
+    ``on_frame(frame, {method: depth})`` is called after each frame (figures, live plots).
+    A method failing on a frame is recorded with its error and left out of the metrics.
+    """
+    result = EvalResult([m.name for m in methods])
+    if total is not None and max_frames is not None:
+        total = min(total, max_frames)
+    bar = tqdm(total=total or max_frames, desc='evaluating', unit='frame', disable=not progress)
+    previous_sequence = None
+    for index, frame in enumerate(frames):
+        if max_frames is not None and index >= max_frames:
+            break
+        if frame.gt_depth is None:
+            raise ValueError(f'frame {frame.name!r} has no ground truth to evaluate against')
+        new_sequence = frame.sequence is None or frame.sequence != previous_sequence
+        previous_sequence = frame.sequence
+        outputs = {}
+        for method in methods:
+            if new_sequence:
+                method.reset()
+            try:
+                with Measure(device) as measured:
+                    output = method.complete(frame.rgb, frame.sparse_depth)
+            except (ValueError, FloatingPointError) as error:
+                result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
+                                                  0, 'failed', math.nan, None, str(error)))
+                method.reset()
+                continue
+            outputs[method.name] = output.depth
+            metrics = compute_metrics(output.depth, frame.gt_depth, min_depth=min_depth,
+                                      max_depth=max_depth)
+            result.records.append(FrameRecord(
+                frame.name, method.name, measured.seconds, measured.peak_mb, output.iterations,
+                output.status, output.final_loss, metrics))
+        if on_frame is not None:
+            on_frame(frame, outputs)
+        bar.update(1)
+        bar.set_postfix({m: f'{r.metrics.mae:.3f}' for m, r in
+                         ((r.method, r) for r in result.records[-len(methods):])
+                         if r.metrics is not None})
+    bar.close()
+    return result

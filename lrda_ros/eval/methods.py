@@ -1,0 +1,131 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The methods compared by evaluation and benchmarks, behind one small interface.
+
+Every learned method is the same test-time optimization loop with a different scope (see
+:class:`~lrda_ros.engine.config.Scope`); ``scale-shift`` is that loop with zero steps, and
+``classical`` is IP-Basic morphological filling, a floor that needs no network.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import numpy as np
+
+from .classical import ip_basic_complete
+from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """How a named method configures the engine."""
+
+    name: str
+    description: str
+    scope: Scope | None = Scope.DECODER_LORA
+    iterations: int | None = None
+    warm_start: bool = False
+
+
+METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
+    MethodSpec('scale-shift', 'prior + least-squares scale/shift, no optimization',
+               iterations=0),
+    MethodSpec('lrda', 'decoder-only LoRA test-time optimization (the method)'),
+    MethodSpec('lrda-warm', 'lrda warm-started from the previous frame of a sequence',
+               warm_start=True),
+    MethodSpec('encoder-lora', 'ablation: LoRA on the encoder only', Scope.ENCODER_LORA),
+    MethodSpec('full-lora', 'ablation: LoRA on encoder and decoder', Scope.FULL_LORA),
+    MethodSpec('decoder-ft', 'ablation: full fine-tuning of the decoder', Scope.DECODER_FULL),
+    MethodSpec('prompt', 'visual-prompt tuning through the frozen network (TestPromptDC-style)',
+               Scope.PROMPT),
+    MethodSpec('classical', 'IP-Basic morphological filling (no network)', scope=None),
+)}
+
+
+@dataclass
+class MethodOutput:
+    """A method's depth for one frame and what it did."""
+
+    depth: np.ndarray
+    iterations: int = 0
+    status: str = 'ok'
+    final_loss: float = float('nan')
+
+
+class Method(Protocol):
+    """Complete one frame; ``reset`` starts a new sequence."""
+
+    name: str
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+        """Return dense metric depth for one frame."""
+
+    def reset(self) -> None:
+        """Forget state carried between frames."""
+
+
+class TTOMethod:
+    """A test-time optimization method on its own copy of the network."""
+
+    def __init__(self, spec: MethodSpec, model: DepthModel, config: TTOConfig) -> None:
+        overrides = {'scope': spec.scope, 'warm_start': spec.warm_start}
+        if spec.iterations is not None:
+            overrides['iterations'] = spec.iterations
+        network = copy.deepcopy(model.network)  # LoRA injection modifies the network
+        self.name = spec.name
+        self.completer = DepthCompleter(DepthModel(network, model.device),
+                                        replace(config, **overrides))
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+        """Run the engine on one frame."""
+        result = self.completer.complete(rgb, sparse_depth)
+        return MethodOutput(result.depth, result.iterations, result.status.value,
+                            result.final_loss)
+
+    def reset(self) -> None:
+        """Cold-start the next frame."""
+        self.completer.reset()
+
+
+class ClassicalMethod:
+    """IP-Basic filling of the sparse depth alone."""
+
+    name = 'classical'
+
+    def __init__(self, max_depth: float) -> None:
+        self.max_depth = max_depth
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+        """Fill the sparse depth; the image is not used."""
+        return MethodOutput(ip_basic_complete(sparse_depth, max_depth=self.max_depth))
+
+    def reset(self) -> None:
+        """Nothing is carried between frames."""
+
+
+def build_method(name: str, model: DepthModel | None, config: TTOConfig) -> Method:
+    """Return the named method (``model`` may be None for ``classical`` only)."""
+    if name not in METHODS:
+        raise ValueError(f'unknown method {name!r}; expected one of {", ".join(METHODS)}')
+    spec = METHODS[name]
+    if spec.scope is None:
+        return ClassicalMethod(config.max_depth)
+    if model is None:
+        raise ValueError(f'method {name!r} needs a depth model')
+    return TTOMethod(spec, model, config)

@@ -1,0 +1,44 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Synthetic sequences as evaluation frames: LiDAR projected as the node does, exact truth."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from .datasets import Frame
+from .. import synthetic
+from ..geometry import CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform
+
+
+def synthetic_camera(frame: synthetic.SyntheticFrame) -> CameraModel:
+    """Return the pinhole camera (no distortion) of a synthetic frame."""
+    camera = frame.camera
+    return CameraModel(camera.K, camera.width, camera.height, 'plumb_bob', np.zeros(5))
+
+
+def synthetic_frames(config: synthetic.SequenceConfig,
+                     projection: ProjectionConfig = ProjectionConfig(remove_occluded=True)
+                     ) -> Iterator[Frame]:
+    """Yield a rendered sequence's frames with projected LiDAR input and exact depth truth."""
+    for frame in synthetic.iter_sequence(config):
+        sparse = lidar_to_sparse_depth(frame.points_lidar[:, :3],
+                                       RigidTransform.from_matrix(frame.T_cam_lidar),
+                                       synthetic_camera(frame), projection).depth
+        yield Frame(f'{config.kind}_{config.seed}_{frame.index:03d}', frame.rgb, sparse,
+                    frame.depth.astype(np.float32), frame.camera.K,
+                    f'{config.kind}_{config.seed}', frame.stamp_ns)

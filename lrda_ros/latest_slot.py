@@ -1,0 +1,67 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+A one-item mailbox between subscriber callbacks and the worker thread: newest frame wins.
+
+When frames arrive faster than they are processed, older unprocessed frames are replaced and
+counted, so latency and memory stay bounded instead of a queue growing without limit.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Generic, TypeVar
+
+T = TypeVar('T')
+
+
+class LatestSlot(Generic[T]):
+    """Hold at most one pending item; ``put`` replaces (and counts) an unconsumed one."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._item: T | None = None
+        self._has_item = False
+        self._closed = False
+        self.num_replaced = 0
+
+    def put(self, item: T) -> bool:
+        """Offer an item; return True when it replaced one that was never taken."""
+        with self._condition:
+            replaced = self._has_item
+            self.num_replaced += int(replaced)
+            self._item, self._has_item = item, True
+            self._condition.notify()
+            return replaced
+
+    def take(self, timeout: float | None = None) -> T | None:
+        """Wait for and remove the pending item; None on timeout or after close."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._has_item or self._closed, timeout)
+            if not self._has_item:
+                return None
+            item, self._item, self._has_item = self._item, None, False
+            return item
+
+    def close(self) -> None:
+        """Wake every waiter; later takes return None."""
+        with self._condition:
+            self._closed = True
+            self._condition.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        """Return whether close was called."""
+        return self._closed

@@ -1,0 +1,242 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The completion node's parameters: one table of specs, validated into one settings object.
+
+Kept free of ROS so validation is testable anywhere; the node turns each spec into a declared
+parameter with a descriptor (description, range, read-only) and validates changes through
+:meth:`NodeSettings.from_values`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .engine import FewPointsPolicy, TTOConfig
+from .geometry import ProjectionConfig, RigidTransform
+
+
+class InvalidParameterError(ValueError):
+    """A parameter value was rejected; ``name`` says which."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"parameter '{name}': {reason}")
+        self.name = name
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ParameterSpec:
+    """One parameter: default (which fixes its type), description and constraints."""
+
+    name: str
+    default: Any
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    choices: tuple[str, ...] = ()
+    #: Needs a restart (model, device, adapter shape, subscriptions).
+    read_only: bool = False
+
+    def check(self, value: Any) -> str | None:
+        """Return why ``value`` is invalid, or None."""
+        if self.choices and value not in self.choices:
+            return f'must be one of {list(self.choices)}, got {value!r}'
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if numeric and self.minimum is not None and value < self.minimum:
+            return f'must be >= {self.minimum}, got {value}'
+        if numeric and self.maximum is not None and value > self.maximum:
+            return f'must be <= {self.maximum}, got {value}'
+        return None
+
+
+PARAMETERS: tuple[ParameterSpec, ...] = (
+    ParameterSpec('model', 'auto', 'Depth model: a Hugging Face hub id, a local Hugging Face '
+                  'directory, an official depth_anything_v2_*.pth file, "demo" (the embedded '
+                  'synthetic-world prior) or "auto" (Depth Anything V2 Small if cached or '
+                  'reachable, else the demo prior with a warning).', read_only=True),
+    ParameterSpec('device', 'auto', 'Torch device: "auto" (CUDA when present), "cpu", "cuda", '
+                  '"cuda:N".', read_only=True),
+    ParameterSpec('dtype', 'float32', 'Autocast precision of forward passes.',
+                  choices=('float32', 'bfloat16', 'float16'), read_only=True),
+    ParameterSpec('iterations', 40, 'Adam steps per frame on a cold start (paper: 40).', 0, 1000),
+    ParameterSpec('learning_rate', 0.01, 'Adam learning rate (paper: 0.01).', 1e-6, 1.0),
+    ParameterSpec('lora_rank', 8, 'Rank of the decoder LoRA adapters (paper: 8).', 1, 256,
+                  read_only=True),
+    ParameterSpec('lora_alpha', 8.0, 'LoRA scaling numerator (scale = alpha / rank).', 1e-3,
+                  1e4, read_only=True),
+    ParameterSpec('warm_start', True, 'Carry adapted weights from one frame to the next.'),
+    ParameterSpec('warm_iterations', 10, 'Adam steps on a warm-started frame.', 0, 1000),
+    ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
+                  'fraction over 3 steps (0 disables).', 0.0, 1.0),
+    ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
+                  'multiples of 14); 0 keeps the image size. Lower is faster.', 0, 8192),
+    ParameterSpec('min_points', 32, 'Fewest projected LiDAR pixels to run the optimization.',
+                  1, 10_000_000),
+    ParameterSpec('few_points', 'align', "Below min_points: 'align' publishes the prior aligned "
+                  "by scale/shift only; 'skip' drops the frame (counted).",
+                  choices=('align', 'skip')),
+    ParameterSpec('min_depth', 0.1, 'Nearest valid depth in metres (input and output).', 1e-3,
+                  1e3),
+    ParameterSpec('max_depth', 120.0, 'Farthest valid depth in metres; farther output is NaN.',
+                  0.1, 1e4),
+    ParameterSpec('projection.min_range', 0.5, 'Drop LiDAR points closer than this (metres '
+                  'from the sensor).', 0.0, 1e3),
+    ParameterSpec('projection.max_range', 120.0, 'Drop LiDAR points farther than this (metres '
+                  'from the sensor).', 0.1, 1e4),
+    ParameterSpec('projection.remove_occluded', True, 'Drop LiDAR points that show through '
+                  'nearer surfaces because LiDAR and camera sit apart.'),
+    ParameterSpec('projection.occlusion_window', 7, 'Window (odd, pixels) of the occlusion '
+                  'test.', 3, 51),
+    ParameterSpec('projection.occlusion_margin', 0.1, 'A point is occluded when it is this '
+                  'fraction farther than the nearest point in its window.', 0.0, 10.0),
+    ParameterSpec('image_is_rectified', False, 'The image is rectified (image_rect): project '
+                  'with the P matrix and no distortion instead of K and D.', read_only=True),
+    ParameterSpec('sync.queue_size', 10, 'Messages kept per input for time synchronization.',
+                  1, 1000, read_only=True),
+    ParameterSpec('sync.slop', 0.05, 'Largest stamp difference (s) of a synchronized set.',
+                  0.0, 10.0, read_only=True),
+    ParameterSpec('lidar_to_camera.use_tf', True, 'Look up the LiDAR->camera transform in tf2 '
+                  '(ignored when an override below is set or tf2_ros is missing).'),
+    ParameterSpec('lidar_to_camera.translation', [0.0], 'Override: translation [x, y, z] (m) of '
+                  'T_camera_lidar (maps LiDAR points into the camera optical frame); [] or [0.0] '
+                  'for none.'),
+    ParameterSpec('lidar_to_camera.rotation', [0.0], 'Override: rotation quaternion [x, y, z, '
+                  'w] of T_camera_lidar.'),
+    ParameterSpec('lidar_to_camera.matrix', [0.0], 'Override: row-major 4x4 T_camera_lidar (16 '
+                  'values); wins over translation/rotation.'),
+    ParameterSpec('tf_timeout', 0.05, 'Seconds to wait for a transform.', 0.0, 10.0),
+    ParameterSpec('publish.sparse_depth', True, 'Publish the projected LiDAR depth.'),
+    ParameterSpec('publish.depth_colored', True, 'Publish an rgb8 colour map of the depth.'),
+    ParameterSpec('publish.points_dense', False, 'Publish the dense depth as a coloured cloud.'),
+    ParameterSpec('publish.points_stride', 2, 'Pixel stride of points_dense.', 1, 64),
+    ParameterSpec('colormap.min_depth', 0.0, 'Near end of the colour map (m); 0 picks per frame.',
+                  0.0, 1e4),
+    ParameterSpec('colormap.max_depth', 0.0, 'Far end of the colour map (m); 0 picks per frame.',
+                  0.0, 1e4),
+    ParameterSpec('evaluation.holdout_fraction', 0.0, 'Live evaluation: withhold this fraction '
+                  'of the projected LiDAR pixels from the optimization and publish them on '
+                  'holdout_depth (0 = off; score with evaluator_node).', 0.0, 0.9),
+    ParameterSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics updates.', 0.05,
+                  3600.0, read_only=True),
+)
+
+SPECS = {spec.name: spec for spec in PARAMETERS}
+
+
+def _is_unset(values: Sequence[float]) -> bool:
+    # ROS 2 parameter overrides cannot declare an empty double array type from YAML, so [0.0]
+    # (the default) also means "not set".
+    return len(values) == 0 or (len(values) == 1 and values[0] == 0.0)
+
+
+def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
+                       matrix: Sequence[float]) -> RigidTransform | None:
+    """Return the T_camera_lidar the override parameters give, or None when unset."""
+    if not _is_unset(matrix):
+        if len(matrix) != 16:
+            raise InvalidParameterError('lidar_to_camera.matrix',
+                                        f'needs 16 values (row-major 4x4), got {len(matrix)}')
+        try:
+            return RigidTransform.from_matrix(np.asarray(matrix, float).reshape(4, 4))
+        except ValueError as error:
+            raise InvalidParameterError('lidar_to_camera.matrix', str(error)) from error
+    if _is_unset(translation) and _is_unset(rotation):
+        return None
+    if len(translation) != 3:
+        raise InvalidParameterError('lidar_to_camera.translation',
+                                    f'needs 3 values [x, y, z], got {len(translation)}')
+    if len(rotation) != 4:
+        raise InvalidParameterError('lidar_to_camera.rotation',
+                                    f'needs 4 values [x, y, z, w], got {len(rotation)}')
+    try:
+        return RigidTransform.from_translation_quaternion(np.asarray(translation, float),
+                                                          np.asarray(rotation, float))
+    except ValueError as error:
+        raise InvalidParameterError('lidar_to_camera.rotation', str(error)) from error
+
+
+@dataclass(frozen=True)
+class NodeSettings:
+    """Validated settings of the completion node."""
+
+    model: str
+    tto: TTOConfig
+    projection: ProjectionConfig
+    skip_few_points: bool
+    image_is_rectified: bool
+    sync_queue_size: int
+    sync_slop: float
+    use_tf: bool
+    extrinsic: RigidTransform | None
+    tf_timeout: float
+    publish_sparse_depth: bool
+    publish_depth_colored: bool
+    publish_points_dense: bool
+    points_stride: int
+    colormap_range: tuple[float | None, float | None]
+    holdout_fraction: float
+    diagnostics_period: float
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, Any]) -> 'NodeSettings':
+        """Validate a name -> value mapping; raise InvalidParameterError naming the culprit."""
+        merged = {spec.name: spec.default for spec in PARAMETERS}
+        merged.update(values)
+        for name, value in merged.items():
+            spec = SPECS.get(name)
+            reason = spec.check(value) if spec is not None else None
+            if reason:
+                raise InvalidParameterError(name, reason)
+        v = merged
+        try:
+            tto = TTOConfig(
+                iterations=v['iterations'], learning_rate=v['learning_rate'],
+                lora_rank=v['lora_rank'], lora_alpha=v['lora_alpha'], device=v['device'],
+                dtype=v['dtype'], processing_size=v['processing_size'] or None,
+                min_depth=v['min_depth'], max_depth=v['max_depth'],
+                min_points=v['min_points'], few_points=FewPointsPolicy.ALIGN,
+                warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
+                convergence_tol=v['convergence_tol'])
+        except ValueError as error:
+            raise InvalidParameterError('min_depth/max_depth', str(error)) from error
+        try:
+            projection = ProjectionConfig(
+                min_range=v['projection.min_range'], max_range=v['projection.max_range'],
+                remove_occluded=v['projection.remove_occluded'],
+                occlusion_window=v['projection.occlusion_window'],
+                occlusion_margin=v['projection.occlusion_margin'])
+        except ValueError as error:
+            raise InvalidParameterError('projection.*', str(error)) from error
+        colormap = (v['colormap.min_depth'] or None, v['colormap.max_depth'] or None)
+        if colormap[0] and colormap[1] and colormap[0] >= colormap[1]:
+            raise InvalidParameterError('colormap.max_depth', 'must exceed colormap.min_depth')
+        return cls(
+            model=v['model'], tto=tto, projection=projection,
+            skip_few_points=v['few_points'] == 'skip',
+            image_is_rectified=v['image_is_rectified'], sync_queue_size=v['sync.queue_size'],
+            sync_slop=v['sync.slop'], use_tf=v['lidar_to_camera.use_tf'],
+            extrinsic=extrinsic_override(v['lidar_to_camera.translation'],
+                                         v['lidar_to_camera.rotation'],
+                                         v['lidar_to_camera.matrix']),
+            tf_timeout=v['tf_timeout'], publish_sparse_depth=v['publish.sparse_depth'],
+            publish_depth_colored=v['publish.depth_colored'],
+            publish_points_dense=v['publish.points_dense'],
+            points_stride=v['publish.points_stride'], colormap_range=colormap,
+            holdout_fraction=v['evaluation.holdout_fraction'],
+            diagnostics_period=v['diagnostics_period'])

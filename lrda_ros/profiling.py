@@ -1,0 +1,95 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Wall time and peak memory of one call, on CUDA (allocator peak) or the CPU (sampled RSS).
+
+On the CPU, torch allocates through the process heap, so the peak is the largest resident-set
+growth over the call's start, sampled every few milliseconds by a background thread: it can
+miss spikes shorter than the sampling period and it includes allocator caching, so compare
+figures taken the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import os
+import threading
+import time
+
+import torch
+
+_PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
+
+
+def resident_bytes() -> int:
+    """Return this process's resident set size in bytes (0 where /proc is missing)."""
+    try:
+        with open('/proc/self/statm') as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except OSError:
+        return 0
+
+
+@dataclass
+class Measurement:
+    """Result of :class:`Measure`."""
+
+    seconds: float = 0.0
+    peak_bytes: int = 0
+
+    @property
+    def peak_mb(self) -> float:
+        """Return the peak in MiB."""
+        return self.peak_bytes / 2**20
+
+
+class Measure:
+    """Context manager timing a block and recording its peak memory on ``device``."""
+
+    def __init__(self, device: torch.device | str = 'cpu', sample_period_s: float = 0.002):
+        self.device = torch.device(device)
+        self.sample_period_s = sample_period_s
+        self.result = Measurement()
+        self._stop = threading.Event()
+        self._baseline = 0
+        self._peak = 0
+        self._sampler: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        while not self._stop.wait(self.sample_period_s):
+            self._peak = max(self._peak, resident_bytes())
+
+    def __enter__(self) -> Measurement:
+        if self.device.type == 'cuda':
+            torch.cuda.synchronize(self.device)
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self._baseline = torch.cuda.memory_allocated(self.device)
+        else:
+            self._baseline = self._peak = resident_bytes()
+            self._sampler = threading.Thread(target=self._sample, daemon=True)
+            self._sampler.start()
+        self._start = time.perf_counter()
+        return self.result
+
+    def __exit__(self, *exc: object) -> None:
+        if self.device.type == 'cuda':
+            torch.cuda.synchronize(self.device)
+            peak = torch.cuda.max_memory_allocated(self.device)
+        else:
+            self._stop.set()
+            self._sampler.join()
+            peak = max(self._peak, resident_bytes())
+        self.result.seconds = time.perf_counter() - self._start
+        self.result.peak_bytes = max(0, peak - self._baseline)

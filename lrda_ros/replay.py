@@ -1,0 +1,115 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Replay a rosbag2 into a running completion node over rclpy, one synchronized frame at a time.
+
+Unlike ``ros2 bag play`` (which keeps the recorded rate, so a slow node drops frames), lock-step
+replay publishes a frame's image, camera_info and cloud and waits for the node's outputs for
+that image stamp before the next: every frame is processed, deterministically. Used by the demo
+and the tests; needs only the rclpy PyPI wheels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import time
+from typing import Any
+
+from rclpy.serialization import deserialize_message
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+
+from .eval.bag import cdr_header_stamp, RosbagSource
+
+_MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
+                  'sensor_msgs/msg/PointCloud2': PointCloud2}
+
+
+@dataclass
+class ReplayedFrame:
+    """The inputs published for one frame and the outputs received for it."""
+
+    stamp_ns: int
+    inputs: dict[str, Any]
+    outputs: dict[str, Any] = field(default_factory=dict)
+
+
+class LockstepReplay:
+    """Publish a bag's synchronized frames to ``image``/``camera_info``/``points``."""
+
+    def __init__(self, node, source: RosbagSource,
+                 outputs: tuple[str, ...] = ('depth', 'sparse_depth')) -> None:
+        self.node = node
+        self.source = source
+        self.publishers = {name: node.create_publisher(msg_type, name, 10) for name, msg_type
+                           in (('image', Image), ('camera_info', CameraInfo),
+                               ('points', PointCloud2))}
+        self._received: dict[str, dict[int, Any]] = {name: {} for name in outputs}
+        for name in outputs:
+            node.create_subscription(Image, name, self._store(name), 10)
+
+    def _store(self, name: str):
+        def store(message: Image) -> None:
+            stamp = message.header.stamp
+            self._received[name][stamp.sec * 1_000_000_000 + stamp.nanosec] = message
+        return store
+
+    def frames(self) -> list[dict[str, Any]]:
+        """Return the synchronized frames as rclpy messages keyed by input name."""
+        topics = self.source.topics
+        roles = {topics.image: 'image', topics.camera_info: 'camera_info',
+                 topics.points: 'points'}
+        order = self.source.synchronized_stamps()
+        wanted = {(topic, stamp) for match in order
+                  for topic, stamp in zip(roles, match)}
+        messages = {}
+        for topic, msgtype, _, raw in self.source.raw_messages(list(roles)):
+            key = (topic, cdr_header_stamp(raw))
+            if key in wanted:
+                messages[key] = deserialize_message(raw, _MESSAGE_TYPES[msgtype])
+        return [{roles[t]: messages[(t, s)] for t, s in zip(roles, match)} for match in order]
+
+    def wait_for_subscribers(self, executor, timeout: float = 10.0) -> bool:
+        """Spin until the node under test subscribes to all three inputs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if all(p.get_subscription_count() > 0 for p in self.publishers.values()):
+                return True
+            executor.spin_once(timeout_sec=0.05)
+        return False
+
+    def play(self, executor, timeout_per_frame: float = 120.0,
+             on_frame=None) -> list[ReplayedFrame]:
+        """
+        Publish each frame and spin until its outputs arrive (or the timeout passes).
+
+        A frame whose outputs never arrive (dropped by the node) has empty ``outputs``.
+        """
+        replayed = []
+        for inputs in self.frames():
+            stamp = inputs['image'].header.stamp
+            stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+            for name in ('image', 'camera_info', 'points'):
+                self.publishers[name].publish(inputs[name])
+            deadline = time.monotonic() + timeout_per_frame
+            while time.monotonic() < deadline and not all(
+                    stamp_ns in received for received in self._received.values()):
+                executor.spin_once(timeout_sec=0.05)
+            frame = ReplayedFrame(stamp_ns, inputs, {
+                name: received.pop(stamp_ns) for name, received in self._received.items()
+                if stamp_ns in received})
+            replayed.append(frame)
+            if on_frame is not None:
+                on_frame(frame)
+        return replayed

@@ -1,0 +1,72 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Colour-map depth for display (rviz2 images, evaluation figures).
+
+Depth is coloured by inverse depth so near structure gets most of the colour range, with the
+Turbo palette (near = red, far = blue) and black where there is no depth.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+
+@lru_cache(maxsize=1)
+def _turbo_table() -> np.ndarray:
+    """Return matplotlib's 256-entry Turbo table as uint8 (loaded once)."""
+    from matplotlib import colormaps
+
+    return (colormaps['turbo'](np.linspace(0.0, 1.0, 256))[:, :3] * 255.0 + 0.5).astype(np.uint8)
+
+
+def turbo(values: np.ndarray) -> np.ndarray:
+    """Map values in [0, 1] (clipped, NaN as 0) to (..., 3) uint8 Turbo colours."""
+    x = np.nan_to_num(np.asarray(values, dtype=np.float32), nan=0.0)
+    return _turbo_table()[np.clip(np.rint(x * 255.0), 0, 255).astype(np.intp)]
+
+
+def depth_display_range(depth: np.ndarray, low_percentile: float = 2.0,
+                        high_percentile: float = 98.0) -> tuple[float, float]:
+    """Return a robust (near, far) range in metres from the valid pixels (1, 10 if none)."""
+    valid = depth[np.isfinite(depth) & (depth > 0)]
+    if valid.size == 0:
+        return 1.0, 10.0
+    near, far = np.percentile(valid, [low_percentile, high_percentile])
+    return float(near), float(max(far, near * 1.001))
+
+
+def colorize_depth(depth: np.ndarray, near: float | None = None,
+                   far: float | None = None) -> np.ndarray:
+    """
+    Return an (H, W, 3) uint8 RGB image of depth; invalid pixels (NaN, <= 0) are black.
+
+    ``near``/``far`` fix the range in metres (pass the same values to compare images); None
+    picks a robust range from this image.
+    """
+    if near is None or far is None:
+        auto_near, auto_far = depth_display_range(depth)
+        near = auto_near if near is None else near
+        far = auto_far if far is None else far
+    if not 0 < near < far:
+        raise ValueError(f'need 0 < near < far, got near={near}, far={far}')
+    valid = np.isfinite(depth) & (depth > 0)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        closeness = (1.0 / np.where(valid, depth, far) - 1.0 / far) / (1.0 / near - 1.0 / far)
+    rgb = turbo(closeness)
+    rgb[~valid] = 0
+    return rgb

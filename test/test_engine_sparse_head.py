@@ -1,0 +1,99 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The sparse head evaluation is exact: same values and adapter gradients as decoding densely."""
+
+from __future__ import annotations
+
+import copy
+
+from conftest import smooth_image, tiny_network
+from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
+from lrda_ros.engine.model import sample_prediction
+from lrda_ros.engine.sparse_head import effective_conv, SparseHeadPlan
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+
+def _adapted(metric: bool, processing_size: int | None):
+    options = {'depth_estimation_type': 'metric', 'max_depth': 20} if metric else {}
+    model = DepthModel(tiny_network(seed=1, **options))
+    completer = DepthCompleter(model, TTOConfig(device='cpu', processing_size=processing_size))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # make the adapters non-trivial
+        for parameter in completer.adaptation.parameters:
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    return model, completer.adaptation.parameters
+
+
+@pytest.mark.parametrize('metric', [False, True])
+@pytest.mark.parametrize('processing_size', [None, 40, 120])
+def test_values_and_gradients_match_dense_decoding(metric, processing_size):
+    model, parameters = _adapted(metric, processing_size)
+    image = smooth_image(0, 61, 83)
+    pixel_values = model.preprocess(image, processing_size)
+    encoded = model.encode(pixel_values, image.shape[:2])
+    generator = torch.Generator().manual_seed(1)
+    rows = torch.randint(0, 61, (300,), generator=generator)
+    cols = torch.randint(0, 83, (300,), generator=generator)
+    rows[:4], cols[:4] = torch.tensor([0, 60, 30, 60]), torch.tensor([0, 82, 0, 0])  # borders
+    plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+
+    dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
+    sparse = plan.evaluate(model, encoded)
+    torch.testing.assert_close(sparse, dense, rtol=1e-5, atol=1e-5)
+
+    weights = torch.linspace(0.5, 1.5, 300)
+    dense_grads = torch.autograd.grad((weights * dense).sum(), parameters, allow_unused=True,
+                                      retain_graph=True)
+    sparse_grads = torch.autograd.grad((weights * sparse).sum(), parameters, allow_unused=True)
+    checked = 0
+    for dense_grad, sparse_grad in zip(dense_grads, sparse_grads):
+        if dense_grad is None:
+            assert sparse_grad is None or not sparse_grad.any()
+            continue
+        torch.testing.assert_close(sparse_grad, dense_grad, rtol=1e-4,
+                                   atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
+        checked += 1
+    assert checked > 10
+
+
+def test_effective_conv_folds_lora_into_the_weight():
+    model, _ = _adapted(False, None)
+    conv = model.network.head.conv2
+    assert hasattr(conv, 'base_layer'), 'conv2 should carry a LoRA adapter'
+    weight, bias = effective_conv(conv)
+    x = torch.randn(1, conv.base_layer.in_channels, 9, 11)
+    torch.testing.assert_close(F.conv2d(x, weight, bias, padding=1), conv(x), rtol=1e-5,
+                               atol=1e-5)
+    plain = torch.nn.Conv2d(3, 4, 3)
+    assert effective_conv(plain)[0] is plain.weight
+
+
+def test_tto_with_the_sparse_head_follows_the_dense_trajectory():
+    network = tiny_network(seed=2)
+    image = smooth_image(4)
+    rng = np.random.default_rng(0)
+    sparse = np.zeros(image.shape[:2], np.float32)
+    index = rng.choice(sparse.size, 200, replace=False)
+    sparse.flat[index] = rng.uniform(2, 6, 200)
+    results = {}
+    for flag in (False, True):
+        completer = DepthCompleter(DepthModel(copy.deepcopy(network)),
+                                   TTOConfig(device='cpu', iterations=10, sparse_head=flag))
+        results[flag] = completer.complete(image, sparse)
+    np.testing.assert_allclose(results[True].losses, results[False].losses, rtol=2e-3)
+    np.testing.assert_allclose(results[True].depth, results[False].depth, rtol=2e-3)

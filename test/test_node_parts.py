@@ -1,0 +1,110 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The node's ROS-free parts: parameter validation, the newest-frame slot, colour maps."""
+
+from __future__ import annotations
+
+import threading
+
+from lrda_ros.latest_slot import LatestSlot
+from lrda_ros.parameters import (
+    extrinsic_override, InvalidParameterError, NodeSettings, PARAMETERS)
+from lrda_ros.visualization import colorize_depth, turbo
+import numpy as np
+import pytest
+
+
+def test_defaults_validate_and_map_to_the_engine():
+    settings = NodeSettings.from_values({})
+    assert settings.tto.iterations == 40 and settings.tto.learning_rate == 0.01
+    assert settings.tto.lora_rank == 8 and settings.tto.processing_size is None
+    assert settings.extrinsic is None and not settings.skip_few_points
+
+
+def test_every_parameter_has_a_description_and_a_sane_range():
+    for spec in PARAMETERS:
+        assert spec.description.endswith('.'), spec.name
+        if spec.minimum is not None:
+            assert spec.minimum <= spec.default <= spec.maximum, spec.name
+
+
+@pytest.mark.parametrize('values, culprit', [
+    ({'iterations': -1}, 'iterations'),
+    ({'learning_rate': 5.0}, 'learning_rate'),
+    ({'few_points': 'sometimes'}, 'few_points'),
+    ({'dtype': 'float64'}, 'dtype'),
+    ({'min_depth': 50.0, 'max_depth': 10.0}, 'min_depth/max_depth'),
+    ({'projection.occlusion_window': 4}, 'projection.*'),
+    ({'colormap.min_depth': 20.0, 'colormap.max_depth': 10.0}, 'colormap.max_depth'),
+    ({'lidar_to_camera.translation': [1.0, 2.0]}, 'lidar_to_camera.translation'),
+])
+def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
+    with pytest.raises(InvalidParameterError) as caught:
+        NodeSettings.from_values(values)
+    assert caught.value.name == culprit
+    assert culprit in str(caught.value)
+
+
+def test_extrinsic_override_forms_agree():
+    angle = np.pi / 2
+    matrix = np.eye(4)
+    matrix[:3, :3] = [[np.cos(angle), -np.sin(angle), 0], [np.sin(angle), np.cos(angle), 0],
+                      [0, 0, 1]]
+    matrix[:3, 3] = [0.1, -0.2, 0.3]
+    from_matrix = extrinsic_override([0.0], [0.0], matrix.ravel().tolist())
+    from_quaternion = extrinsic_override([0.1, -0.2, 0.3],
+                                         [0, 0, np.sin(angle / 2), np.cos(angle / 2)], [0.0])
+    np.testing.assert_allclose(from_matrix.as_matrix(), from_quaternion.as_matrix(), atol=1e-12)
+    assert extrinsic_override([0.0], [0.0], [0.0]) is None
+    with pytest.raises(InvalidParameterError, match='lidar_to_camera.matrix'):
+        extrinsic_override([0.0], [0.0], (2 * np.eye(4)).ravel().tolist())
+
+
+def test_latest_slot_keeps_the_newest_and_counts_replacements():
+    slot: LatestSlot[int] = LatestSlot()
+    assert slot.take(timeout=0.01) is None
+    assert not slot.put(1)
+    assert slot.put(2) and slot.put(3)
+    assert slot.take(timeout=0.01) == 3 and slot.num_replaced == 2
+    assert slot.take(timeout=0.01) is None
+
+
+def test_latest_slot_wakes_a_waiting_consumer_and_closes():
+    slot: LatestSlot[str] = LatestSlot()
+    taken = []
+    consumer = threading.Thread(target=lambda: taken.append(slot.take(timeout=5)))
+    consumer.start()
+    slot.put('frame')
+    consumer.join(timeout=5)
+    assert taken == ['frame']
+    waiter = threading.Thread(target=lambda: taken.append(slot.take(timeout=5)))
+    waiter.start()
+    slot.close()
+    waiter.join(timeout=5)
+    assert taken == ['frame', None] and slot.closed
+
+
+def test_colour_map_is_near_red_far_blue_and_black_where_invalid():
+    depth = np.array([[1.0, 10.0, np.nan, 0.0]], np.float32)
+    rgb = colorize_depth(depth, near=1.0, far=10.0)
+    assert rgb.dtype == np.uint8 and rgb.shape == (1, 4, 3)
+    near, far = rgb[0, 0].astype(int), rgb[0, 1].astype(int)
+    assert near[0] > near[2] and far[2] > far[0]
+    assert (rgb[0, 2:] == 0).all()
+    ends = turbo(np.array([0.0, 1.0]))
+    assert tuple(ends[0]) == pytest.approx((48, 18, 59), abs=3)
+    assert tuple(ends[1]) == pytest.approx((122, 4, 3), abs=3)
+    with pytest.raises(ValueError):
+        colorize_depth(depth, near=5.0, far=2.0)
