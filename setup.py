@@ -22,8 +22,9 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
-    package_data={package_name: ['weights/*/*.json', 'weights/*/*.safetensors',
-                                'weights/*/*.md']},
+    package_data={
+        package_name: ['weights/*/*.json', 'weights/*/*.safetensors', 'weights/*/*.md'],
+    },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),
         ('share/' + package_name, ['package.xml']),
