@@ -193,8 +193,11 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
             measured = {}
             plan = [(name, replace(config, scope=SPEED_METHODS[name][0]), SPEED_METHODS[name][1])
                     for name in options.methods]
-            if 'lrda' in options.methods:  # the sparse-head ablation, side by side
-                plan.append(('lrda (dense head)', replace(config, sparse_head=False), False))
+            if 'lrda' in options.methods:  # each optimization off, side by side
+                plan += [('lrda, dense head', replace(config, sparse_head=False), False),
+                         ('lrda, contiguous', replace(config, channels_last=False), False),
+                         ('lrda, neither (baseline)',
+                          replace(config, sparse_head=False, channels_last=False), False)]
             for name, method_config, warm in plan:
                 try:
                     measured[name] = time_method(base, frames, method_config, warm,
@@ -231,7 +234,7 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
                        device=options.device, sparse_head=options.sparse_head, min_points=8)
     methods = [build_method(name, choice.model, config)
                for name in ('scale-shift', 'lrda', 'lrda-warm')]
-    methods.append(TTOMethod(MethodSpec('lrda (dense head)', 'lrda, full-resolution head'),
+    methods.append(TTOMethod(MethodSpec('lrda, dense head', 'lrda, full-resolution head'),
                              choice.model, replace(config, sparse_head=False)))
     sequence = synthetic.SequenceConfig('outdoor', frames, width=width, height=height, seed=11)
     result = evaluate(list(synthetic_frames(sequence)), methods,

@@ -32,7 +32,7 @@ def _csv(text: str) -> tuple[str, ...]:
 def _add_demo(commands) -> None:
     parser = commands.add_parser('demo', help='run the whole system on a synthetic sequence')
     parser.add_argument('--output', type=Path, default=Path('out/demo'))
-    parser.add_argument('--kind', choices=('outdoor', 'indoor'), default='outdoor')
+    parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
     parser.add_argument('--frames', type=int, default=10)
     parser.add_argument('--width', type=int, default=320)
     parser.add_argument('--height', type=int, default=240)

@@ -15,7 +15,7 @@
 """
 ``lrda demo``: the whole system on a synthetic street, offline, in one command.
 
-1. Render a short synthetic sequence (camera + spinning LiDAR + exact depth).
+1. Render a short synthetic sequence (camera + spinning LiDAR + exact depth); indoor by default.
 2. Write it as a rosbag2 (MCAP): image, camera_info, LiDAR cloud, ground-truth depth, /tf_static.
 3. Replay the bag into the completion node over real rclpy/DDS, three times: prior + scale/shift
    only, test-time optimization from a cold start on every frame, and warm-started.
@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 import shutil
-import time
 import uuid
 
 import numpy as np
@@ -39,7 +38,7 @@ from tqdm import tqdm
 from . import synthetic
 from .conversions import (
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
-from .eval.bag import RosbagSource
+from .eval.bag import BagTopics, RosbagSource
 from .eval.datasets import Frame
 from .eval.harness import EvalResult, FrameRecord
 from .eval.metrics import compute_metrics
@@ -68,7 +67,7 @@ class DemoOptions:
     """What ``lrda demo`` renders and runs."""
 
     output: Path = Path('out/demo')
-    kind: str = 'outdoor'
+    kind: str = 'indoor'
     frames: int = 10
     width: int = 320
     height: int = 240
@@ -164,7 +163,7 @@ def run_node_on_bag(bag: Path, overrides: dict, description: str, progress: bool
     context = rclpy.Context()
     rclpy.init(context=context)
     namespace = '/lrda_demo_' + uuid.uuid4().hex[:8]
-    source = RosbagSource(bag)
+    source = RosbagSource(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC))
     try:
         T_cam_lidar = source.transform_tree().lookup(CAMERA_FRAME, LIDAR_FRAME)
         parameters = {**overrides,
@@ -181,13 +180,11 @@ def run_node_on_bag(bag: Path, overrides: dict, description: str, progress: bool
             raise RuntimeError('the completion node did not subscribe to the replayed topics')
         bar = tqdm(total=len(source.synchronized_stamps()), desc=description, unit='frame',
                    disable=not progress)
-        timings = []
-        last = [time.perf_counter()]
+        stats = []
 
         def tick(_frame):
-            now = time.perf_counter()
-            timings.append(now - last[0])
-            last[0] = now
+            # The node's own processing time and iterations for the frame just completed.
+            stats.append((node.stats.last_processing_s, node.stats.last_iterations))
             bar.update(1)
 
         frames = replay.play(executor, on_frame=tick)
@@ -195,7 +192,7 @@ def run_node_on_bag(bag: Path, overrides: dict, description: str, progress: bool
         executor.shutdown()
         node.destroy_node()
         player.destroy_node()
-        return frames, timings
+        return frames, stats
     finally:
         source.close()
         rclpy.try_shutdown(context=context)
@@ -251,24 +248,28 @@ def run_demo(options: DemoOptions) -> dict:
               'min_points': 16, 'publish.points_dense': False,
               'publish.depth_colored': False, 'publish.sparse_depth': False}
     result = EvalResult(list(CONFIGURATIONS))
+    max_depth = NodeSettings.from_values(common).tto.max_depth
     depth: dict[str, list[np.ndarray]] = {}
     for name, overrides in CONFIGURATIONS.items():
-        replayed, seconds = run_node_on_bag(bag, {**common, **overrides}, name,
-                                            options.progress)
+        replayed, stats = run_node_on_bag(bag, {**common, **overrides}, name,
+                                          options.progress)
         depth[name] = []
-        for synthetic_frame, frame, elapsed in zip(sequence, replayed, seconds):
+        for synthetic_frame, frame, (seconds, iterations) in zip(sequence, replayed, stats):
+            label = f'{synthetic_frame.index:03d}'
             if 'depth' not in frame.outputs:
-                result.records.append(FrameRecord(f'{synthetic_frame.index:03d}', name,
-                                                  elapsed, float('nan'), 0, 'dropped',
-                                                  float('nan'), None, 'no depth published'))
+                result.records.append(FrameRecord(label, name, seconds, float('nan'), 0,
+                                                  'dropped', float('nan'), None,
+                                                  'no depth published'))
                 depth[name].append(np.full(synthetic_frame.depth.shape, np.nan, np.float32))
                 continue
             prediction = np.frombuffer(bytes(frame.outputs['depth'].data), np.float32).reshape(
                 synthetic_frame.depth.shape).copy()
             depth[name].append(prediction)
-            metrics = compute_metrics(prediction, synthetic_frame.depth)
-            result.records.append(FrameRecord(f'{synthetic_frame.index:03d}', name, elapsed,
-                                              float('nan'), 0, 'ok', float('nan'), metrics))
+            # NaN from the node means "at or beyond max_depth" (REP 118): score it there.
+            metrics = compute_metrics(np.nan_to_num(prediction, nan=max_depth),
+                                      synthetic_frame.depth)
+            result.records.append(FrameRecord(label, name, seconds, float('nan'), iterations,
+                                              'ok', float('nan'), metrics))
 
     projected = _projected_inputs(bag, NodeSettings.from_values(common).projection)
     frames = [Frame(f'{f.index:03d}', f.rgb, sparse, f.depth.astype(np.float32),
@@ -292,7 +293,7 @@ def run_demo(options: DemoOptions) -> dict:
 
 def _projected_inputs(bag: Path, projection: ProjectionConfig) -> list[np.ndarray]:
     """Return the sparse depth each frame's LiDAR projects to, as the node computes it."""
-    from .eval.bag import BagTopics, RosbagDataset
+    from .eval.bag import RosbagDataset
 
     dataset = RosbagDataset(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC, DEPTH_TOPIC),
                             projection=projection)

@@ -59,13 +59,18 @@ def summary_markdown(summary: dict[str, dict], title: str) -> str:
         cells = [method, str(entry['frames'])]
         cells += [f'{entry[name]:.4f}' if name in ('absrel', 'delta1') else f'{entry[name]:.3f}'
                   for name in METRIC_NAMES]
-        cells += [f'{entry["seconds_per_frame"]:.2f}', f'{entry["peak_mb"]:.0f}',
-                  f'{entry["iterations"]:.1f}']
+        cells += [_number(entry['seconds_per_frame'], 2), _number(entry['peak_mb'], 0),
+                  _number(entry['iterations'], 1)]
         lines.append('| ' + ' | '.join(cells) + ' |')
     failures = {m: e['failures'] for m, e in summary.items() if e.get('failures')}
     if failures:
         lines += ['', f'Failed frames (not scored): {failures}']
     return '\n'.join(lines) + '\n'
+
+
+def _number(value: float, digits: int) -> str:
+    """Format a number, or a dash where it was not measured (NaN)."""
+    return '–' if value != value else f'{value:.{digits}f}'
 
 
 def write_summary(result: EvalResult, folder: Path, title: str,
