@@ -28,9 +28,10 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction
+from launch.actions import (
+    DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, SetEnvironmentVariable)
 from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
 
 
@@ -104,7 +105,13 @@ def generate_launch_description():
                            '-f', LaunchConfiguration('fixed_frame')],
                 parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
                 condition=IfCondition(LaunchConfiguration('rviz')))
+    # Megabyte images and clouds need Fast DDS's large-data transports between processes;
+    # keep the user's choice when one is set (other RMWs ignore the variable).
+    transports = SetEnvironmentVariable(
+        'FASTDDS_BUILTIN_TRANSPORTS',
+        EnvironmentVariable('FASTDDS_BUILTIN_TRANSPORTS', default_value='LARGE_DATA'))
     return LaunchDescription(arguments + [
+        transports,
         OpaqueFunction(function=_completion_node),
         OpaqueFunction(function=_bag_player),
         rviz,

@@ -63,7 +63,8 @@ class BenchOptions:
     dtype: str = 'float32'
     #: Share of pixels with a LiDAR return (KITTI's projected HDL-64: about 4 %).
     lidar_fraction: float = 0.04
-    frames: int = 2
+    #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
+    frames: int = 3
     sparse_head: bool = True
     output: Path = Path('out/bench')
     seed: int = 0
@@ -109,10 +110,11 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray,
-                   repeats: int = 3) -> dict[str, float]:
+def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repeats: int = 3,
+                   tune_allocator: bool = True) -> dict[str, float]:
     """Time one encoder pass and one decoder step (forward + backward), dense and sparse."""
-    completer = DepthCompleter(model, TTOConfig(device=str(model.device)))
+    completer = DepthCompleter(model, TTOConfig(device=str(model.device),
+                                                tune_cpu_allocator=tune_allocator))
     pixel_values = model.preprocess(rgb, None)
     rows, cols = (torch.from_numpy(a).to(model.device) for a in np.nonzero(sparse > 0))
     plan = SparseHeadPlan.build(rows, cols, rgb.shape[:2], tuple(pixel_values.shape[-2:]))
@@ -144,35 +146,60 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray,
     return timings
 
 
-def time_method(base: DepthModel, frames, config: TTOConfig, warm: bool,
-                timed_frames: int) -> dict[str, float]:
-    """
-    Return mean seconds, peak MB, iterations and loss per timed frame of one configuration.
+class _Timed:
+    """One configuration under test: its own network copy, completer and measurements."""
 
-    Runs on its own copy of the network (adapters modify it). A warm-up frame is not timed:
-    a 2-step run for cold methods, the cold first frame of the sequence for warm start.
-    """
-    model = DepthModel(copy.deepcopy(base.network), base.device)
-    completer = DepthCompleter(model, replace(config, warm_start=warm,
-                                              iterations=config.iterations if warm else 2))
-    completer.complete(*frames[0])
-    completer.config = replace(config, warm_start=warm)
-    seconds, peaks, iterations, losses = [], [], [], []
-    for rgb, sparse in frames[1:1 + timed_frames]:
-        if not warm:
-            completer.reset()
-        with Measure(model.device) as measured:
-            result = completer.complete(rgb, sparse)
-        seconds.append(measured.seconds)
-        peaks.append(measured.peak_mb)
-        iterations.append(result.iterations)
-        losses.append(result.final_loss)
-    return {'seconds': float(np.mean(seconds)), 'peak_mb': float(np.max(peaks)),
-            'iterations': float(np.mean(iterations)), 'final_loss': float(np.mean(losses))}
+    def __init__(self, base: DepthModel, config: TTOConfig, warm: bool) -> None:
+        # Its own copy of the network: adapters modify it.
+        model = DepthModel(copy.deepcopy(base.network), base.device)
+        self.warm = warm
+        self.completer = DepthCompleter(model, replace(config, warm_start=warm))
+        self.samples: list[dict[str, float]] = []
+
+    def warm_up(self, frame) -> None:
+        """Run an untimed frame: a short run for cold methods, the cold first frame if warm."""
+        config = self.completer.config
+        if not self.warm:
+            self.completer.config = replace(config, iterations=2)
+        self.completer.complete(*frame)
+        self.completer.config = config
+
+    def measure(self, frame) -> None:
+        """Time one frame (cold methods start from the unadapted network every time)."""
+        if not self.warm:
+            self.completer.reset()
+        with Measure(self.completer.model.device) as measured:
+            result = self.completer.complete(*frame)
+        self.samples.append({'seconds': measured.seconds, 'peak_mb': measured.peak_mb,
+                             'iterations': result.iterations, 'final_loss': result.final_loss})
+
+    def summary(self) -> dict[str, float]:
+        """Return the median time, the largest peak, mean iterations and loss."""
+        return {'seconds': float(np.median([s['seconds'] for s in self.samples])),
+                'peak_mb': float(np.max([s['peak_mb'] for s in self.samples])),
+                'iterations': float(np.mean([s['iterations'] for s in self.samples])),
+                'final_loss': float(np.mean([s['final_loss'] for s in self.samples]))}
+
+
+def _plan(options: BenchOptions, config: TTOConfig) -> list[tuple[str, TTOConfig, bool]]:
+    plan = [(name, replace(config, scope=SPEED_METHODS[name][0]), SPEED_METHODS[name][1])
+            for name in options.methods]
+    if 'lrda' in options.methods:  # each optimization off, side by side
+        plan += [('lrda, dense head', replace(config, sparse_head=False), False),
+                 ('lrda, contiguous', replace(config, channels_last=False), False),
+                 ('lrda, neither (baseline)',
+                  replace(config, sparse_head=False, channels_last=False), False)]
+    return plan
 
 
 def run_speed(options: BenchOptions, progress=print) -> list[dict]:
-    """Measure every (backbone, resolution, method) and return one row each."""
+    """
+    Measure every (backbone, resolution, method) and return one row each.
+
+    All configurations of a (backbone, resolution) are built and warmed up first, then timed
+    frame by frame in turn, so slow drifts of a shared machine hit them alike; medians are
+    reported.
+    """
     device = resolve_device(options.device)
     rows = []
     for variant in options.backbones:
@@ -190,24 +217,22 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
             progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
                      f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
                      f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
-            measured = {}
-            plan = [(name, replace(config, scope=SPEED_METHODS[name][0]), SPEED_METHODS[name][1])
-                    for name in options.methods]
-            if 'lrda' in options.methods:  # each optimization off, side by side
-                plan += [('lrda, dense head', replace(config, sparse_head=False), False),
-                         ('lrda, contiguous', replace(config, channels_last=False), False),
-                         ('lrda, neither (baseline)',
-                          replace(config, sparse_head=False, channels_last=False), False)]
-            for name, method_config, warm in plan:
-                try:
-                    measured[name] = time_method(base, frames, method_config, warm,
-                                                 options.frames)
-                except torch.cuda.OutOfMemoryError:
-                    measured[name] = {'seconds': float('nan'), 'peak_mb': float('nan'),
-                                      'iterations': 0, 'final_loss': float('nan'),
-                                      'error': 'out of memory'}
-                progress(f'  {name}: {measured[name]["seconds"]:.2f} s/frame, '
-                         f'{measured[name]["peak_mb"]:.0f} MB')
+            timed = {}
+            for name, method_config, warm in _plan(options, config):
+                timed[name] = _Timed(base, method_config, warm)
+                timed[name].warm_up(frames[0])
+            for index, frame in enumerate(frames[1:], start=1):
+                for name, subject in timed.items():
+                    try:
+                        subject.measure(frame)
+                    except torch.cuda.OutOfMemoryError:
+                        subject.samples.append({'seconds': float('nan'),
+                                                'peak_mb': float('nan'), 'iterations': 0,
+                                                'final_loss': float('nan')})
+                    sample = subject.samples[-1]
+                    progress(f'  frame {index} {name}: {sample["seconds"]:.2f} s, '
+                             f'{sample["peak_mb"]:.0f} MB')
+            measured = {name: subject.summary() for name, subject in timed.items()}
             reference = measured.get('lrda', {})
             for name, values in measured.items():
                 rows.append({
@@ -217,7 +242,39 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
                     'memory_vs_lrda': values['peak_mb'] / reference['peak_mb']
                     if reference and reference['peak_mb'] > 0 else float('nan'),
                     **structure})
+            del timed
     return rows
+
+
+def _steps_in_this_process(variant: str, height: int, width: int, lidar_fraction: float,
+                           seed: int, tuned: bool) -> dict[str, float]:
+    """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
+    frame = bench_frames(height, width, 1, lidar_fraction, seed)[0]
+    return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
+                          tune_allocator=tuned)
+
+
+def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, seed: int,
+                       rounds: int = 2) -> dict[str, dict[str, float]]:
+    """
+    Compare decoder steps with glibc's default allocator behaviour and the tuned one.
+
+    The setting is process-wide, so each measurement runs in a fresh spawned process,
+    alternating default and tuned; medians over ``rounds`` each.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+    import multiprocessing
+
+    height, width = RESOLUTIONS[resolution]
+    results: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    for _ in range(rounds):
+        for tuned in (False, True):
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as pool:
+                results[tuned].append(pool.submit(_steps_in_this_process, variant, height,
+                                                  width, lidar_fraction, seed, tuned).result())
+    return {('tuned' if tuned else 'default'): {
+        key: float(np.median([r[key] for r in runs])) for key in runs[0]}
+        for tuned, runs in results.items()}
 
 
 def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 8,
@@ -301,6 +358,15 @@ def run_bench(options: BenchOptions, accuracy: bool = False) -> dict:
     rows = run_speed(options)
     report['speed'] = rows
     text = speed_table(rows)
+    if device.type == 'cpu':
+        variant, resolution = options.backbones[0], options.resolutions[-1]
+        ablation = allocator_ablation(variant, resolution, options.lidar_fraction, options.seed)
+        report['allocator'] = {'backbone': variant, 'resolution': resolution, **ablation}
+        text += (f'\nCPU allocator ({variant}, {resolution}), fresh processes, median ms: '
+                 + '; '.join(f'{name}: encoder {v["encoder_s"] * 1e3:.0f}, decoder step dense '
+                             f'{v["decoder_step_dense_s"] * 1e3:.0f} / sparse '
+                             f'{v["decoder_step_sparse_s"] * 1e3:.0f}'
+                             for name, v in ablation.items()) + '\n')
     if accuracy:
         from .eval.report import summary_markdown
 

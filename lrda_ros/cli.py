@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: ``demo``, ``eval``, ``bench`` and ``train-prior``.
+The ``lrda`` command: ``demo``, ``eval``, ``bench``, ``play`` and ``train-prior``.
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``.
 """
@@ -128,6 +128,42 @@ def _run_bench(args) -> int:
     return 0
 
 
+def _add_play(commands) -> None:
+    parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)')
+    parser.add_argument('bag', type=Path)
+    parser.add_argument('--rate', type=float, default=1.0)
+    parser.add_argument('--loop', action='store_true')
+    parser.add_argument('--wait', type=float, default=10.0,
+                        help='seconds to wait for a subscriber on every topic before playing')
+    parser.add_argument('--linger', type=float, default=2.0,
+                        help='seconds to keep the publishers alive after the last message')
+    for role in ('image', 'camera-info', 'points'):
+        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+
+
+def _run_play(args) -> int:
+    import time
+
+    import rclpy
+
+    from .eval.bag import BagTopics, RosbagSource
+    from .node import prefer_large_data_transport
+    from .replay import play_timed
+
+    prefer_large_data_transport()
+    rclpy.init()
+    node = rclpy.create_node('lrda_play')
+    with RosbagSource(args.bag, BagTopics(args.image_topic, args.camera_info_topic,
+                                          args.points_topic)) as source:
+        count = play_timed(node, source, args.rate, args.loop,
+                           wait_for_subscribers_s=args.wait)
+    time.sleep(args.linger)  # let reliable retransmissions finish before the node goes
+    node.get_logger().info(f'published {count} messages from {args.bag}')
+    node.destroy_node()
+    rclpy.try_shutdown()
+    return 0
+
+
 def _run_demo(args) -> int:
     from .demo import DemoOptions, run_demo
 
@@ -179,9 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     _add_demo(commands)
     _add_eval(commands)
     _add_bench(commands)
+    _add_play(commands)
     _add_train_prior(commands)
     args = parser.parse_args(argv)
-    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench,
+    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench, 'play': _run_play,
                'train-prior': _run_train_prior}
     return runners[args.command](args)
 

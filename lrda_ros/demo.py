@@ -43,7 +43,6 @@ from .eval.datasets import Frame
 from .eval.harness import EvalResult, FrameRecord
 from .eval.metrics import compute_metrics
 from .eval.report import frame_figure, summary_markdown, write_csv, write_summary
-from .eval.synthetic_frames import synthetic_camera
 from .geometry import ProjectionConfig, RigidTransform
 from .parameters import NodeSettings
 from .visualization import colorize_depth, depth_display_range
@@ -140,7 +139,7 @@ def write_bag(frames: list[synthetic.SyntheticFrame], path: Path) -> None:
             points = frame.points_lidar
             messages = {
                 IMAGE_TOPIC: rgb_to_image_msg(frame.rgb, camera_header),
-                INFO_TOPIC: camera_model_to_camera_info(synthetic_camera(frame), camera_header),
+                INFO_TOPIC: camera_model_to_camera_info(frame.camera, camera_header),
                 POINTS_TOPIC: xyz_to_pointcloud2(points[:, :3], _header(LIDAR_FRAME, stamp),
                                                  extra_fields={'intensity': points[:, 3]}),
                 DEPTH_TOPIC: depth_to_image_msg(

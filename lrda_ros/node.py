@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+import os
 import sys
 import threading
 import time
@@ -92,7 +93,16 @@ class NodeStatistics:
     last_points: int = 0
     last_processing_s: float = float('nan')
     last_latency_s: float = float('nan')
-    processing_times: list[float] = field(default_factory=list)
+    #: Monotonic times of the last completed frames (for the output rate).
+    completed_at: list[float] = field(default_factory=list)
+
+    @property
+    def output_rate_hz(self) -> float:
+        """Return completed frames per second over the recent window (NaN before two)."""
+        times = self.completed_at
+        if len(times) < 2 or times[-1] <= times[0]:
+            return float('nan')
+        return (len(times) - 1) / (times[-1] - times[0])
 
     @property
     def num_dropped(self) -> int:
@@ -249,6 +259,8 @@ class CompletionNode(Node):
             try:
                 self._process(*frame)
             except Exception as error:  # the worker must survive anything a frame throws
+                if not rclpy.ok(context=self.context):
+                    return  # shutting down mid-frame: nothing to report
                 self._drop('error', f'{type(error).__name__}: {error}')
 
     def _wants_completion(self) -> bool:
@@ -328,7 +340,7 @@ class CompletionNode(Node):
             stats.last_points = result.num_points
             stats.last_processing_s = seconds
             stats.last_latency_s = latency * 1e-9
-            stats.processing_times = (stats.processing_times + [seconds])[-50:]
+            stats.completed_at = (stats.completed_at + [time.monotonic()])[-20:]
         self.get_logger().debug(
             f'frame {image.header.stamp.sec}.{image.header.stamp.nanosec:09d}: '
             f'{result.num_points} LiDAR px, {result.iterations} it '
@@ -343,14 +355,13 @@ class CompletionNode(Node):
     def _diagnostic_status(self) -> DiagnosticStatus:
         with self._stats_lock:
             stats = self.stats
-            mean_s = float(np.mean(stats.processing_times)) if stats.processing_times else 0.0
             values = {
                 'frames received': stats.received, 'frames processed': stats.processed,
                 'frames dropped': stats.num_dropped,
                 'dropped (superseded by a newer frame)': stats.replaced,
                 **{f'dropped ({reason})': n for reason, n in sorted(stats.dropped.items())},
                 **{f'status {name}': n for name, n in sorted(stats.statuses.items())},
-                'frame rate (Hz)': f'{1.0 / mean_s:.2f}' if mean_s else 'n/a',
+                'frame rate (Hz)': f'{stats.output_rate_hz:.2f}',
                 'processing time (s)': f'{stats.last_processing_s:.3f}',
                 'latency (s)': f'{stats.last_latency_s:.3f}',
                 'last loss': f'{stats.last_loss:.4g}',
@@ -387,8 +398,20 @@ class CompletionNode(Node):
         super().destroy_node()
 
 
+def prefer_large_data_transport() -> None:
+    """
+    Select Fast DDS's large-data transports (shared memory + TCP) unless already chosen.
+
+    Images and clouds are megabytes; over Fast DDS's default UDP transport they are often
+    lost between processes (measured here: 1 to 8 of 10 KITTI images arrived). Other RMWs and
+    older Fast DDS releases ignore the variable; set it to DEFAULT to opt out.
+    """
+    os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
+
+
 def main(args: list[str] | None = None) -> int:
     """Run the node; exit non-zero with one clear message if it cannot start."""
+    prefer_large_data_transport()
     rclpy.init(args=args)
     logger = rclpy.logging.get_logger(NODE_NAME)
     try:

@@ -13,16 +13,18 @@
 # limitations under the License.
 
 """
-Wall time and peak memory of one call, on CUDA (allocator peak) or the CPU (sampled RSS).
+Wall time and peak memory of one call, on CUDA (allocator peak) or the CPU (sampled heap).
 
-On the CPU, torch allocates through the process heap, so the peak is the largest resident-set
-growth over the call's start, sampled every few milliseconds by a background thread: it can
-miss spikes shorter than the sampling period and it includes allocator caching, so compare
-figures taken the same way.
+On the CPU, torch allocates from the C heap, so the peak is the largest growth of the bytes in
+use (glibc ``mallinfo2``: small blocks plus mmapped ones) over the call's start, sampled every
+few milliseconds by a background thread. Unlike the resident set size, this does not stay high
+after memory is freed, so consecutive measurements in one process are comparable; it can miss
+spikes shorter than the sampling period. Without glibc it falls back to resident-set growth.
 """
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import dataclass
 import os
 import threading
@@ -31,6 +33,27 @@ import time
 import torch
 
 _PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in (
+        'arena', 'ordblks', 'smblks', 'hblks', 'hblkhd', 'usmblks', 'fsmblks', 'uordblks',
+        'fordblks', 'keepcost')]
+
+
+def _heap_reader():
+    """Return a function giving the heap bytes in use, or None without glibc's mallinfo2."""
+    try:
+        libc = ctypes.CDLL('libc.so.6')
+        mallinfo2 = libc.mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = _MallInfo2
+
+    def in_use() -> int:
+        info = mallinfo2()
+        return int(info.uordblks + info.hblkhd)
+    return in_use
 
 
 def resident_bytes() -> int:
@@ -60,6 +83,7 @@ class Measure:
 
     def __init__(self, device: torch.device | str = 'cpu', sample_period_s: float = 0.002):
         self.device = torch.device(device)
+        self._cpu_bytes = _heap_reader() or resident_bytes
         self.sample_period_s = sample_period_s
         self.result = Measurement()
         self._stop = threading.Event()
@@ -69,7 +93,7 @@ class Measure:
 
     def _sample(self) -> None:
         while not self._stop.wait(self.sample_period_s):
-            self._peak = max(self._peak, resident_bytes())
+            self._peak = max(self._peak, self._cpu_bytes())
 
     def __enter__(self) -> Measurement:
         if self.device.type == 'cuda':
@@ -77,7 +101,7 @@ class Measure:
             torch.cuda.reset_peak_memory_stats(self.device)
             self._baseline = torch.cuda.memory_allocated(self.device)
         else:
-            self._baseline = self._peak = resident_bytes()
+            self._baseline = self._peak = self._cpu_bytes()
             self._sampler = threading.Thread(target=self._sample, daemon=True)
             self._sampler.start()
         self._start = time.perf_counter()
@@ -90,6 +114,6 @@ class Measure:
         else:
             self._stop.set()
             self._sampler.join()
-            peak = max(self._peak, resident_bytes())
+            peak = max(self._peak, self._cpu_bytes())
         self.result.seconds = time.perf_counter() - self._start
         self.result.peak_bytes = max(0, peak - self._baseline)

@@ -15,10 +15,10 @@
 """
 Replay a rosbag2 into a running completion node over rclpy, one synchronized frame at a time.
 
-Unlike ``ros2 bag play`` (which keeps the recorded rate, so a slow node drops frames), lock-step
-replay publishes a frame's image, camera_info and cloud and waits for the node's outputs for
-that image stamp before the next: every frame is processed, deterministically. Used by the demo
-and the tests; needs only the rclpy PyPI wheels.
+Lock-step replay publishes a frame's image, camera_info and cloud and waits for the node's
+outputs for that image stamp before the next: every frame is processed, deterministically (used
+by the demo and the tests). :func:`play_timed` replays at the recorded rate like ``ros2 bag
+play``, for machines without ros2cli (``lrda play``). Both need only the rclpy PyPI wheels.
 """
 
 from __future__ import annotations
@@ -113,3 +113,35 @@ class LockstepReplay:
             if on_frame is not None:
                 on_frame(frame)
         return replayed
+
+
+def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
+               prefix: str = '', wait_for_subscribers_s: float = 0.0) -> int:
+    """
+    Publish the bag's image, camera_info and points messages at the recorded pace.
+
+    Topics keep their recorded names (with ``prefix`` prepended). Waits up to
+    ``wait_for_subscribers_s`` for every topic to have a subscriber (messages published before
+    discovery are lost). Returns the number of messages published; ``rate`` scales the speed.
+    """
+    if rate <= 0:
+        raise ValueError('rate must be > 0')
+    topics = [source.topics.image, source.topics.camera_info, source.topics.points]
+    publishers = {topic: node.create_publisher(_MESSAGE_TYPES[source.msgtype(topic)],
+                                               prefix + topic, 10) for topic in topics}
+    deadline = time.monotonic() + wait_for_subscribers_s
+    while time.monotonic() < deadline and not all(
+            p.get_subscription_count() > 0 for p in publishers.values()):
+        time.sleep(0.05)
+    published = 0
+    while True:
+        start_wall, start_log = time.monotonic(), None
+        for topic, msgtype, log_ns, raw in source.raw_messages(topics):
+            start_log = log_ns if start_log is None else start_log
+            delay = (log_ns - start_log) * 1e-9 / rate - (time.monotonic() - start_wall)
+            if delay > 0:
+                time.sleep(delay)
+            publishers[topic].publish(deserialize_message(raw, _MESSAGE_TYPES[msgtype]))
+            published += 1
+        if not loop:
+            return published

@@ -35,6 +35,8 @@ import math
 
 import numpy as np
 
+from .geometry import CameraModel
+
 Vec3 = tuple[float, float, float]
 _F32 = np.float32
 # Rays closer than this to their origin are ignored: it rejects a ray re-hitting its own surface.
@@ -48,9 +50,9 @@ DEFAULT_HFOV_DEG = 70.0
 __all__ = [
     'Box', 'Cylinder', 'DEFAULT_HFOV_DEG', 'LidarConfig', 'Lighting', 'Material', 'RayHits',
     'Rect', 'RenderResult', 'Scene', 'SceneLayout', 'SequenceConfig', 'Sphere',
-    'SyntheticCamera', 'SyntheticFrame', 'TEXTURES', 'camera_pose', 'cast_rays',
-    'iter_sequence', 'lidar_mount', 'make_scene', 'make_sequence', 'random_view', 'render',
-    'sequence_poses', 'simulate_lidar',
+    'SyntheticFrame', 'TEXTURES', 'camera_pose', 'cast_rays', 'pinhole_camera',
+    'pinhole_camera_focal', 'iter_sequence', 'lidar_mount', 'make_scene', 'make_sequence',
+    'random_view', 'render', 'sequence_poses', 'simulate_lidar',
 ]
 
 
@@ -69,54 +71,16 @@ def _dot(a: Sequence[float], x, y, z):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
-class SyntheticCamera:
-    """Pinhole camera: intrinsics ``K`` (3x3) and image size in pixels."""
+def pinhole_camera(width: int, height: int, hfov_deg: float = DEFAULT_HFOV_DEG) -> CameraModel:
+    """Return a distortion-free camera with square pixels and a horizontal field of view."""
+    return pinhole_camera_focal(width, height, 0.5 * width / math.tan(math.radians(hfov_deg) / 2))
 
-    K: np.ndarray
-    width: int
-    height: int
 
-    def __post_init__(self) -> None:
-        K = np.array(self.K, dtype=np.float64).reshape(3, 3)
-        K.setflags(write=False)
-        object.__setattr__(self, 'K', K)
-        object.__setattr__(self, 'width', int(self.width))
-        object.__setattr__(self, 'height', int(self.height))
-
-    @classmethod
-    def from_fov(cls, width: int, height: int,
-                 hfov_deg: float = DEFAULT_HFOV_DEG) -> SyntheticCamera:
-        """Build a camera with square pixels, a centred principal point and a horizontal FOV."""
-        fx = 0.5 * width / math.tan(math.radians(hfov_deg) / 2.0)
-        return cls.from_focal(width, height, fx)
-
-    @classmethod
-    def from_focal(cls, width: int, height: int, fx: float) -> SyntheticCamera:
-        """Build a camera with square pixels, focal length ``fx`` and a centred principal point."""
-        # Pixel centres sit at integer coordinates, so the image centre is (W-1)/2, (H-1)/2.
-        K = [[fx, 0.0, (width - 1) / 2.0], [0.0, fx, (height - 1) / 2.0], [0.0, 0.0, 1.0]]
-        return cls(np.array(K), width, height)
-
-    @property
-    def fx(self) -> float:
-        """Return the horizontal focal length in pixels."""
-        return float(self.K[0, 0])
-
-    @property
-    def fy(self) -> float:
-        """Return the vertical focal length in pixels."""
-        return float(self.K[1, 1])
-
-    @property
-    def cx(self) -> float:
-        """Return the principal point column."""
-        return float(self.K[0, 2])
-
-    @property
-    def cy(self) -> float:
-        """Return the principal point row."""
-        return float(self.K[1, 2])
+def pinhole_camera_focal(width: int, height: int, fx: float) -> CameraModel:
+    """Return a distortion-free camera with square pixels and focal length ``fx`` (pixels)."""
+    # Pixel centres sit at integer coordinates, so the image centre is (W-1)/2, (H-1)/2.
+    K = [[fx, 0.0, (width - 1) / 2.0], [0.0, fx, (height - 1) / 2.0], [0.0, 0.0, 1.0]]
+    return CameraModel(np.array(K), width, height, 'plumb_bob', np.zeros(5))
 
 
 def _rot_x(a: float) -> np.ndarray:
@@ -1185,7 +1149,7 @@ def _untile(values: np.ndarray, shape: tuple[int, int], tile: tuple[int, int]) -
     return np.ascontiguousarray(grid.reshape((nr * tr, nc * tc) + tail)[:rows, :cols])
 
 
-def _camera_rays(camera: SyntheticCamera, T_world_cam: np.ndarray) -> tuple:
+def _camera_rays(camera: CameraModel, T_world_cam: np.ndarray) -> tuple:
     rows, cols, valid = _tile_grid(camera.height, camera.width, _TILE)
     x = (cols.astype(_F32) - _F32(camera.cx)) / _F32(camera.fx)
     y = (rows.astype(_F32) - _F32(camera.cy)) / _F32(camera.fy)
@@ -1244,7 +1208,7 @@ def _sky(scene: Scene, dz: np.ndarray) -> np.ndarray:
     return _mix(scene.sky_horizon, scene.sky_zenith, f.astype(_F32))
 
 
-def render(scene: Scene, camera: SyntheticCamera, T_world_cam: np.ndarray,
+def render(scene: Scene, camera: CameraModel, T_world_cam: np.ndarray,
            rng: np.random.Generator | None = None, noise_std: float = 0.01,
            shadows: bool | None = None) -> RenderResult:
     """
@@ -1392,11 +1356,11 @@ class SequenceConfig:
         if self.num_frames < 0 or self.fps <= 0.0:
             raise ValueError('num_frames must be >= 0 and fps > 0')
 
-    def camera(self) -> SyntheticCamera:
+    def camera(self) -> CameraModel:
         """Return the camera model of the sequence."""
         if self.fx is None:
-            return SyntheticCamera.from_fov(self.width, self.height, DEFAULT_HFOV_DEG)
-        return SyntheticCamera.from_focal(self.width, self.height, self.fx)
+            return pinhole_camera(self.width, self.height, DEFAULT_HFOV_DEG)
+        return pinhole_camera_focal(self.width, self.height, self.fx)
 
     def lidar_config(self) -> LidarConfig:
         """Return the LiDAR configuration, resolving the per-kind default."""
@@ -1424,7 +1388,7 @@ class SyntheticFrame:
     stamp_ns: int
     rgb: np.ndarray
     depth: np.ndarray
-    camera: SyntheticCamera
+    camera: CameraModel
     points_lidar: np.ndarray
     T_cam_lidar: np.ndarray
     T_world_cam: np.ndarray
@@ -1511,10 +1475,10 @@ def _clear(scene: Scene, position: np.ndarray, clearance: float) -> bool:
     return bool(t.min() > clearance)
 
 
-def _probe(scene: Scene, camera: SyntheticCamera, T_world_cam: np.ndarray) -> tuple:
+def _probe(scene: Scene, camera: CameraModel, T_world_cam: np.ndarray) -> tuple:
     """Return (median depth, sky fraction) of a coarse 12x9 ray grid of the view."""
     rows = max(2, round(12 * camera.height / camera.width))
-    small = SyntheticCamera.from_focal(12, rows, camera.fx * 12.0 / camera.width)
+    small = pinhole_camera_focal(12, rows, camera.fx * 12.0 / camera.width)
     o, d, z_unit, _, _, valid = _camera_rays(small, T_world_cam)
     t, ids = _nearest(scene.primitives, o, d)
     depth = np.where(ids >= 0, t * z_unit, 0.0)[valid]
@@ -1553,7 +1517,7 @@ def _sample_pose(scene: Scene, rng: np.random.Generator) -> np.ndarray:
 
 
 def random_view(seed: int, kind: str = 'indoor', width: int = 224,
-                height: int = 224) -> tuple[np.ndarray, np.ndarray, SyntheticCamera]:
+                height: int = 224) -> tuple[np.ndarray, np.ndarray, CameraModel]:
     """
     Render one random view of a fresh random scene: (rgb uint8, depth float32, camera).
 
@@ -1564,7 +1528,7 @@ def random_view(seed: int, kind: str = 'indoor', width: int = 224,
     rng = np.random.default_rng([seed, 606])
     scene = make_scene(kind, seed, length=60.0)
     fx = 0.5 * width / math.tan(math.radians(rng.uniform(55.0, 85.0)) / 2.0)
-    camera = SyntheticCamera.from_focal(width, height, fx)
+    camera = pinhole_camera_focal(width, height, fx)
     min_depth = 1.5 if kind == 'indoor' else 3.0
     pose = None
     for _ in range(50):

@@ -41,8 +41,6 @@ import launch_testing.asserts  # noqa: E402
 from lrda_ros import synthetic  # noqa: E402
 from lrda_ros.conversions import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
-from lrda_ros.geometry import CameraModel  # noqa: E402
-import numpy as np  # noqa: E402
 import rclpy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
@@ -103,8 +101,7 @@ class TestDepthIsPublished(unittest.TestCase):
         infos = self.node.create_publisher(CameraInfo, '/camera_info', 10)
         clouds = self.node.create_publisher(PointCloud2, '/points', 10)
         frame = FRAMES[0]
-        camera = CameraModel(frame.camera.K, frame.camera.width, frame.camera.height,
-                             'plumb_bob', np.zeros(5))
+        camera = frame.camera
         deadline = time.monotonic() + 120
         stamp = 1
         while not received and time.monotonic() < deadline:

@@ -32,7 +32,7 @@ from lrda_ros import synthetic  # noqa: E402
 from lrda_ros.conversions import (  # noqa: E402
     camera_model_to_camera_info, depth_image_to_array, rgb_to_image_msg, xyz_to_pointcloud2)
 from lrda_ros.geometry import (  # noqa: E402
-    CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform)
+    lidar_to_sparse_depth, ProjectionConfig, RigidTransform)
 from lrda_ros.node import CompletionNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
@@ -48,11 +48,6 @@ def frames():
     config = synthetic.SequenceConfig('indoor', num_frames=4, width=112, height=84, seed=3,
                                       lidar=synthetic.LidarConfig.indoor(beams=16))
     return synthetic.make_sequence(config)
-
-
-def camera_of(frame) -> CameraModel:
-    return CameraModel(frame.camera.K, frame.camera.width, frame.camera.height, 'plumb_bob',
-                       np.zeros(5))
 
 
 def header(frame_id: str, stamp_ns: int) -> Header:
@@ -93,7 +88,7 @@ class Harness:
                 image: Image | None = None, info: CameraInfo | None = None) -> None:
         camera_header = header(CAMERA_FRAME, stamp_ns)
         self.pub_image.publish(image or rgb_to_image_msg(frame.rgb, camera_header))
-        self.pub_info.publish(info or camera_model_to_camera_info(camera_of(frame),
+        self.pub_info.publish(info or camera_model_to_camera_info(frame.camera,
                                                                   camera_header))
         points = frame.points_lidar
         self.pub_points.publish(xyz_to_pointcloud2(
@@ -147,7 +142,7 @@ def test_synchronized_frames_give_dense_depth_with_the_image_header(system, fram
     # The adapted, aligned prediction agrees with the LiDAR where there is LiDAR.
     expected_sparse = lidar_to_sparse_depth(
         frame.points_lidar[:, :3], RigidTransform.from_matrix(frame.T_cam_lidar),
-        camera_of(frame), ProjectionConfig(min_range=0.1)).depth
+        frame.camera, ProjectionConfig(min_range=0.1)).depth
     lidar = expected_sparse > 0
     relative_error = np.abs(depth[lidar] - expected_sparse[lidar]) / expected_sparse[lidar]
     assert np.median(relative_error) < 0.25
@@ -185,7 +180,7 @@ def test_bad_and_unsynchronized_input_is_dropped_and_counted(system, frames):
     assert node.stats.dropped['malformed'] == 1
 
     # CameraInfo of another size.
-    info = camera_model_to_camera_info(camera_of(good), header(CAMERA_FRAME, base + 10**8))
+    info = camera_model_to_camera_info(good.camera, header(CAMERA_FRAME, base + 10**8))
     info.width = 200
     harness.publish(good, base + 10**8, info=info)
     assert spin_until(executor, settled(2), 30)

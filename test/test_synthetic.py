@@ -105,7 +105,7 @@ def test_same_seed_is_deterministic_and_seeds_differ():
 
 def test_flat_floor_depth_is_analytic():
     height, pitch = 1.5, math.radians(20.0)
-    camera = syn.SyntheticCamera.from_fov(160, 120, 70.0)
+    camera = syn.pinhole_camera(160, 120, 70.0)
     pose = syn.camera_pose((3.0, -2.0, height), yaw=0.7, pitch=-pitch)
     result = syn.render(_floor_scene(), camera, pose)
     fy, cy = camera.K[1, 1], camera.K[1, 2]
@@ -120,7 +120,7 @@ def test_flat_floor_depth_is_analytic():
 def test_outdoor_sky_has_zero_depth():
     scene = syn.make_scene('outdoor', 5, length=60.0)
     lane = scene.layout.lane_y
-    camera = syn.SyntheticCamera.from_fov(160, 120)
+    camera = syn.pinhole_camera(160, 120)
     result = syn.render(scene, camera, syn.camera_pose((20.0, lane, 1.6), 0.0, math.radians(12)))
     sky = result.depth == 0.0
     assert sky[:20].mean() > 0.2
@@ -247,7 +247,7 @@ def test_random_views_are_plausible_and_diverse():
 
 def test_render_timing_640x480():
     scene = syn.make_scene('outdoor', 0)
-    camera = syn.SyntheticCamera.from_fov(640, 480)
+    camera = syn.pinhole_camera(640, 480)
     pose = syn.sequence_poses(syn.SequenceConfig('outdoor', 1, seed=0), scene)[0]
     start = time.perf_counter()
     result = syn.render(scene, camera, pose)

@@ -88,6 +88,9 @@ class TTOConfig:
     sparse_head: bool = True
     #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
     channels_last: bool = True
+    #: On the CPU, keep large freed blocks in the heap (process-wide glibc setting; see
+    #: engine/allocator.py): steps stop paying page faults for their activations.
+    tune_cpu_allocator: bool = True
     seed: int = 0
 
     def __post_init__(self) -> None:

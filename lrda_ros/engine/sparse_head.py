@@ -99,14 +99,15 @@ class SparseHeadPlan:
         # conv3, the costly full-resolution part, run only on the needed windows.
         upsampled = F.interpolate(head.conv1(fused), size=self.processing_size,
                                   mode='bilinear', align_corners=True)
-        padded = F.pad(upsampled, (1, 1, 1, 1))[0]
-        channels = padded.shape[0]
-        windows = padded.reshape(channels, -1)[:, self.window_index]  # (C, M, 9)
-        # Match conv2's weight layout (out, in, ky, kx): rows of in * 9 + window position.
-        patches = windows.permute(1, 0, 2).reshape(self.window_index.shape[0], channels * 9)
+        padded = F.pad(upsampled, (1, 1, 1, 1))
+        channels = padded.shape[1]
+        # Gather whole channel vectors per pixel (free view in channels-last memory).
+        pixels = padded[0].permute(1, 2, 0).reshape(-1, channels)
+        patches = pixels[self.window_index].reshape(self.window_index.shape[0], 9 * channels)
         weight2, bias2 = effective_conv(head.conv2)
-        hidden = head.activation1(F.linear(patches, weight2.reshape(weight2.shape[0], -1),
-                                           bias2))
+        # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
+        weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
+        hidden = head.activation1(F.linear(patches, weight2, bias2))
         weight3, bias3 = effective_conv(head.conv3)
         values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
         values = head.activation2(values) * head.max_depth

@@ -33,6 +33,7 @@ import torch
 
 from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
+from .allocator import keep_freed_memory_in_heap
 from .config import FewPointsPolicy, TTOConfig
 from .model import (
     DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
@@ -122,6 +123,8 @@ class DepthCompleter:
         self.model = model.to(resolve_device(self.config.device))
         if self.config.channels_last:
             self.model.network.to(memory_format=torch.channels_last)
+        if self.config.tune_cpu_allocator and self.model.device.type == 'cpu':
+            keep_freed_memory_in_heap()
         self.adaptation = build_adaptation(model, self.config)
         self._warm_input_shape: tuple[int, ...] | None = None
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every

@@ -95,6 +95,13 @@ class RosbagSource:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+    def msgtype(self, topic: str) -> str:
+        """Return the message type of a recorded topic."""
+        for connection in self._reader.connections:
+            if connection.topic == topic:
+                return connection.msgtype
+        raise BagError(f'{self.path}: no topic {topic!r}')
+
     def _topics_of(self, msgtype: str) -> list[str]:
         return sorted({c.topic for c in self._reader.connections if c.msgtype == msgtype})
 

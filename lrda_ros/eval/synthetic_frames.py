@@ -22,13 +22,7 @@ import numpy as np
 
 from .datasets import Frame
 from .. import synthetic
-from ..geometry import CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform
-
-
-def synthetic_camera(frame: synthetic.SyntheticFrame) -> CameraModel:
-    """Return the pinhole camera (no distortion) of a synthetic frame."""
-    camera = frame.camera
-    return CameraModel(camera.K, camera.width, camera.height, 'plumb_bob', np.zeros(5))
+from ..geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
 
 
 def synthetic_frames(config: synthetic.SequenceConfig,
@@ -38,7 +32,7 @@ def synthetic_frames(config: synthetic.SequenceConfig,
     for frame in synthetic.iter_sequence(config):
         sparse = lidar_to_sparse_depth(frame.points_lidar[:, :3],
                                        RigidTransform.from_matrix(frame.T_cam_lidar),
-                                       synthetic_camera(frame), projection).depth
+                                       frame.camera, projection).depth
         yield Frame(f'{config.kind}_{config.seed}_{frame.index:03d}', frame.rgb, sparse,
                     frame.depth.astype(np.float32), frame.camera.K,
                     f'{config.kind}_{config.seed}', frame.stamp_ns)
