@@ -52,7 +52,6 @@ setup(
     description='Zero-shot LiDAR + camera depth completion by decoder-only LoRA test-time '
                 'optimization of Depth Anything V2, as a ROS 2 node.',
     license='Apache-2.0',
-    tests_require=['pytest'],
     entry_points={
         'console_scripts': [
             'lrda = lrda_ros.cli:main',

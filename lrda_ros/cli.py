@@ -111,6 +111,8 @@ def _add_bench(commands) -> None:
     parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction)
     parser.add_argument('--dense-head', action='store_true',
                         help='evaluate the full-resolution head during TTO steps')
+    parser.add_argument('--no-ablations', action='store_true',
+                        help='skip the runs with each optimization off')
     parser.add_argument('--accuracy', action='store_true',
                         help='also score speed-ups on a synthetic sequence (demo prior)')
     parser.add_argument('--output', type=Path, default=defaults.output)
@@ -124,7 +126,8 @@ def _run_bench(args) -> int:
                            warm_iterations=args.warm_iterations, device=args.device,
                            dtype=args.dtype, lidar_fraction=args.lidar_fraction,
                            frames=args.frames, sparse_head=not args.dense_head,
-                           output=args.output), accuracy=args.accuracy)
+                           ablations=not args.no_ablations, output=args.output),
+              accuracy=args.accuracy)
     return 0
 
 

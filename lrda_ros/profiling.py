@@ -17,7 +17,7 @@ Wall time and peak memory of one call, on CUDA (allocator peak) or the CPU (samp
 
 On the CPU, torch allocates from the C heap, so the peak is the largest growth of the bytes in
 use (glibc ``mallinfo2``: small blocks plus mmapped ones) over the call's start, sampled every
-few milliseconds by a background thread. Unlike the resident set size, this does not stay high
+ten milliseconds by a background thread. Unlike the resident set size, this does not stay high
 after memory is freed, so consecutive measurements in one process are comparable; it can miss
 spikes shorter than the sampling period. Without glibc it falls back to resident-set growth.
 """
@@ -81,7 +81,7 @@ class Measurement:
 class Measure:
     """Context manager timing a block and recording its peak memory on ``device``."""
 
-    def __init__(self, device: torch.device | str = 'cpu', sample_period_s: float = 0.002):
+    def __init__(self, device: torch.device | str = 'cpu', sample_period_s: float = 0.01):
         self.device = torch.device(device)
         self._cpu_bytes = _heap_reader() or resident_bytes
         self.sample_period_s = sample_period_s

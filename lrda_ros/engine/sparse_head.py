@@ -19,15 +19,17 @@ The head is conv1 (at 8x the patch grid) -> bilinear upsample to the input resol
 conv2 -> ReLU -> 1x1 conv3 -> output activation, and the prediction is then resized to the image
 size, again bilinearly. Both resizes are linear and the convolutions are local, so the
 prediction at one image pixel depends on the upsampled conv1 features in a 3x3 window around
-each of (at most) four processing-resolution pixels. :class:`SparseHeadPlan` gathers exactly
-those windows and applies conv2/conv3 as matrix products with their effective weights (LoRA
-included), which is exact: the same numbers as decoding densely and sampling, with the costly
-full-resolution convolutions done only where LiDAR pixels need them.
+each of (at most) four processing-resolution pixels. :class:`SparseHeadPlan` upsamples conv1's
+output only at those windows (a sparse matrix product), gathers them, and applies conv2/conv3
+as matrix products with their effective weights (LoRA included), which is exact: the same
+numbers as decoding densely and sampling, with the costly full-resolution upsampling and
+convolutions done only where LiDAR pixels need them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -52,18 +54,52 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
     return weight, base.bias
 
 
+def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
+                    input_size: tuple[int, int]) -> torch.Tensor:
+    """
+    Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
+
+    Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
+    upsampled to ``output_size`` at flat output position ``positions[p]``. Source coordinates
+    are computed in float32 the way PyTorch's kernel does, so the product matches it.
+    """
+    (out_h, out_w), (in_h, in_w) = output_size, input_size
+
+    def axis(index: torch.Tensor, size_in: int, size_out: int):
+        scale = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+        source = index.to(torch.float32) * torch.tensor(scale, dtype=torch.float32)
+        low = source.long().clamp(0, size_in - 1)
+        return low, (low + 1).clamp(max=size_in - 1), source - low
+
+    y0, y1, wy = axis(positions // out_w, in_h, out_h)
+    x0, x1, wx = axis(positions % out_w, in_w, out_w)
+    columns = torch.stack([y0 * in_w + x0, y0 * in_w + x1, y1 * in_w + x0, y1 * in_w + x1], 1)
+    weights = torch.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx], 1)
+    row_starts = torch.arange(0, 4 * len(positions) + 1, 4, device=positions.device)
+    with warnings.catch_warnings():  # CSR support is flagged beta; these products are tested
+        warnings.simplefilter('ignore', UserWarning)
+        return torch.sparse_csr_tensor(row_starts, columns.reshape(-1), weights.reshape(-1),
+                                       size=(len(positions), in_h * in_w),
+                                       check_invariants=False)
+
+
 @dataclass
 class SparseHeadPlan:
     """Index structures for one frame's LiDAR pixels (built once, reused every step)."""
 
-    #: (M, 9) flat indices of the 3x3 windows around the needed processing-resolution pixels,
-    #: into the upsampled feature map zero-padded by one pixel (conv2's padding).
+    #: (M, 9) row of each 3x3 window entry around the M needed processing-resolution pixels,
+    #: into the upsampled values at ``window_positions`` followed by one zero row (conv2's
+    #: zero padding, for entries outside the image).
     window_index: torch.Tensor
+    #: (P,) flat processing-resolution positions the windows cover (each once).
+    window_positions: torch.Tensor
     #: (N, 4) index into the M needed pixels of each LiDAR pixel's bilinear corners.
     corner_index: torch.Tensor
     #: (N, 4) bilinear weights of those corners.
     corner_weight: torch.Tensor
     processing_size: tuple[int, int]
+    #: The upsampling matrices, per conv1 output size and dtype (built on first use).
+    _upsampling: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
@@ -84,26 +120,42 @@ class SparseHeadPlan:
         # Corners with zero weight (pixels that map exactly onto the grid) need no evaluation.
         corners = torch.where(weights > 0, corners, corners[:, :1])
         needed, corner_index = torch.unique(corners, return_inverse=True)
-        padded_w = proc_w + 2
-        centre = (needed // proc_w + 1) * padded_w + (needed % proc_w + 1)
-        offsets = torch.tensor([dy * padded_w + dx for dy in (-1, 0, 1) for dx in (-1, 0, 1)],
-                               device=rows.device)
-        return cls(centre[:, None] + offsets[None], corner_index.view(-1, 4), weights,
+        offsets = torch.tensor([-1, 0, 1], device=rows.device)
+        window_y = (needed // proc_w)[:, None, None] + offsets[None, :, None]
+        window_x = (needed % proc_w)[:, None, None] + offsets[None, None, :]
+        inside = (window_y >= 0) & (window_y < proc_h) & (window_x >= 0) & (window_x < proc_w)
+        # Outside entries get a key past the image, which sorts last: the zero row.
+        keys = torch.where(inside, window_y * proc_w + window_x, proc_h * proc_w)
+        positions, window_index = torch.unique(keys.reshape(len(needed), 9),
+                                               return_inverse=True)
+        if len(positions) == 0 or positions[-1] != proc_h * proc_w:  # no window leaves the image
+            positions = torch.cat([positions, positions.new_tensor([proc_h * proc_w])])
+        return cls(window_index, positions[:-1], corner_index.view(-1, 4), weights,
                    (proc_h, proc_w))
+
+    def _upsampling_matrix(self, features: torch.Tensor) -> torch.Tensor:
+        key = (tuple(features.shape[-2:]), features.dtype, features.device)
+        if key not in self._upsampling:
+            self._upsampling[key] = bilinear_matrix(
+                self.window_positions, self.processing_size, key[0]).to(features.device,
+                                                                        features.dtype)
+        return self._upsampling[key]
 
     def evaluate(self, model: DepthModel, encoded: EncodedImage) -> torch.Tensor:
         """Return the (N,) prediction at the planned pixels (differentiable, exact)."""
         head = model.network.head
         fused = model.decode_features(encoded)[head.head_in_index]
-        # conv1 and the upsampling stay dense (cheap: few channels, memory-bound); conv2 and
-        # conv3, the costly full-resolution part, run only on the needed windows.
-        upsampled = F.interpolate(head.conv1(fused), size=self.processing_size,
-                                  mode='bilinear', align_corners=True)
-        padded = F.pad(upsampled, (1, 1, 1, 1))
-        channels = padded.shape[1]
-        # Gather whole channel vectors per pixel (free view in channels-last memory).
-        pixels = padded[0].permute(1, 2, 0).reshape(-1, channels)
-        patches = pixels[self.window_index].reshape(self.window_index.shape[0], 9 * channels)
+        # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
+        # resolution, conv2 and conv3, the costly full-resolution part, are evaluated only on
+        # the needed windows: upsampling as a sparse matrix product, the convolutions as
+        # matrix products over the gathered windows.
+        features = head.conv1(fused)[0]
+        channels = features.shape[0]
+        upsampled = torch.sparse.mm(self._upsampling_matrix(features),
+                                    features.reshape(channels, -1).t())
+        with_padding = torch.cat([upsampled, upsampled.new_zeros(1, channels)])
+        patches = with_padding[self.window_index].reshape(self.window_index.shape[0],
+                                                          9 * channels)
         weight2, bias2 = effective_conv(head.conv2)
         # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
         weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)

@@ -1,0 +1,59 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The benchmark's building blocks: realistic inputs, a measured frame, tables and plots."""
+
+from __future__ import annotations
+
+from lrda_ros.bench import (
+    bench_frames, measure_configuration, RESOLUTIONS, speed_plot, speed_table)
+from lrda_ros.engine import Scope, TTOConfig
+import numpy as np
+import pytest
+
+
+def test_bench_frames_pan_and_carry_lidar_at_the_requested_density():
+    frames = bench_frames(48, 64, 3, 0.05, seed=0)
+    assert len(frames) == 3
+    for rgb, sparse in frames:
+        assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8
+        assert 0.02 < np.count_nonzero(sparse) / sparse.size < 0.08
+    assert not np.array_equal(frames[0][0], frames[1][0])  # the camera pans
+    np.testing.assert_array_equal(frames[0][1] > 0, frames[1][1] > 0)  # the LiDAR pattern stays
+    assert RESOLUTIONS['vga'] == (480, 640) and RESOLUTIONS['fhd'] == (1080, 1920)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('scope, warm', [(Scope.DECODER_LORA, False), (Scope.DECODER_LORA, True),
+                                         (Scope.PROMPT, False)])
+def test_one_configuration_is_measured(scope, warm):
+    config = TTOConfig(iterations=3, warm_iterations=2, device='cpu', scope=scope)
+    sample = measure_configuration('vits', '224', config, warm, 0.04, seed=0, frame_index=1)
+    assert sample['seconds'] > 0 and sample['peak_mb'] >= 0
+    assert sample['iterations'] == (2 if warm else 3)
+    assert np.isfinite(sample['final_loss'])
+
+
+def test_tables_and_plot(tmp_path):
+    row = {'backbone': 'vits', 'resolution': 'vga', 'seconds': 2.0, 'peak_mb': 100.0,
+           'iterations': 40, 'encoder_s': 0.7, 'decoder_step_dense_s': 0.5,
+           'decoder_step_sparse_s': 0.4}
+    rows = [{**row, 'method': 'lrda', 'time_vs_lrda': 1.0, 'memory_vs_lrda': 1.0},
+            {**row, 'method': 'prompt', 'seconds': 10.0, 'time_vs_lrda': 5.0,
+             'memory_vs_lrda': 2.0}]
+    table = speed_table(rows)
+    assert '| vits | vga | prompt | 10.00 | 100 | 5.00x | 2.00x | 40 |' in table
+    assert '| vits | vga | 700 | 500 | 400 |' in table
+    speed_plot(rows, tmp_path / 'bench.png')
+    assert (tmp_path / 'bench.png').stat().st_size > 5_000
