@@ -54,14 +54,14 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
     return weight, base.bias
 
 
-def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
-                    input_size: tuple[int, int]) -> torch.Tensor:
+def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[int, int],
+                     input_size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """
-    Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
+    Return the (P, 4) source indices and weights of ``F.interpolate(align_corners=True)``.
 
-    Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
-    upsampled to ``output_size`` at flat output position ``positions[p]``. Source coordinates
-    are computed in float32 the way PyTorch's kernel does, so the product matches it.
+    For output pixels (rows, cols) of a resize from ``input_size`` to ``output_size``: the
+    flat indices of the four input pixels each one interpolates, and their bilinear weights.
+    Source coordinates are computed in float32 the way PyTorch's kernel does.
     """
     (out_h, out_w), (in_h, in_w) = output_size, input_size
 
@@ -71,15 +71,29 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
         low = source.long().clamp(0, size_in - 1)
         return low, (low + 1).clamp(max=size_in - 1), source - low
 
-    y0, y1, wy = axis(positions // out_w, in_h, out_h)
-    x0, x1, wx = axis(positions % out_w, in_w, out_w)
-    columns = torch.stack([y0 * in_w + x0, y0 * in_w + x1, y1 * in_w + x0, y1 * in_w + x1], 1)
+    y0, y1, wy = axis(rows, in_h, out_h)
+    x0, x1, wx = axis(cols, in_w, out_w)
+    indices = torch.stack([y0 * in_w + x0, y0 * in_w + x1, y1 * in_w + x0, y1 * in_w + x1], 1)
     weights = torch.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx], 1)
+    return indices, weights
+
+
+def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
+                    input_size: tuple[int, int]) -> torch.Tensor:
+    """
+    Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
+
+    Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
+    upsampled to ``output_size`` at flat output position ``positions[p]``.
+    """
+    out_w = output_size[1]
+    columns, weights = bilinear_corners(positions // out_w, positions % out_w, output_size,
+                                        input_size)
     row_starts = torch.arange(0, 4 * len(positions) + 1, 4, device=positions.device)
     with warnings.catch_warnings():  # CSR support is flagged beta; these products are tested
         warnings.simplefilter('ignore', UserWarning)
         return torch.sparse_csr_tensor(row_starts, columns.reshape(-1), weights.reshape(-1),
-                                       size=(len(positions), in_h * in_w),
+                                       size=(len(positions), input_size[0] * input_size[1]),
                                        check_invariants=False)
 
 
@@ -105,18 +119,9 @@ class SparseHeadPlan:
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
               processing_size: tuple[int, int]) -> 'SparseHeadPlan':
         """Plan the evaluation of input pixels (rows, cols) for a network input size."""
-        (height, width), (proc_h, proc_w) = input_size, processing_size
-        y = rows.to(torch.float64) * ((proc_h - 1) / max(height - 1, 1))
-        x = cols.to(torch.float64) * ((proc_w - 1) / max(width - 1, 1))
-        y0 = y.floor().clamp(0, proc_h - 1)
-        x0 = x.floor().clamp(0, proc_w - 1)
-        wy, wx = (y - y0).to(torch.float32), (x - x0).to(torch.float32)
-        y0, x0 = y0.long(), x0.long()
-        y1, x1 = (y0 + 1).clamp(max=proc_h - 1), (x0 + 1).clamp(max=proc_w - 1)
-        corners = torch.stack([y0 * proc_w + x0, y0 * proc_w + x1, y1 * proc_w + x0,
-                               y1 * proc_w + x1], dim=1)
-        weights = torch.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx],
-                              dim=1)
+        proc_h, proc_w = processing_size
+        # The prediction is resized from the processing size to the input size.
+        corners, weights = bilinear_corners(rows, cols, input_size, processing_size)
         # Corners with zero weight (pixels that map exactly onto the grid) need no evaluation.
         corners = torch.where(weights > 0, corners, corners[:, :1])
         needed, corner_index = torch.unique(corners, return_inverse=True)
