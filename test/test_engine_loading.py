@@ -17,7 +17,8 @@
 from __future__ import annotations
 
 from conftest import smooth_image, tiny_config, tiny_network
-from lrda_ros.engine import DepthModel, load_depth_model, ModelLoadError, PredictionSpace
+from lrda_ros.engine import (
+    DepthCompleter, DepthModel, load_depth_model, ModelLoadError, PredictionSpace, TTOConfig)
 from lrda_ros.engine.checkpoint import (
     build_config, official_to_transformers, transformers_to_official)
 import numpy as np
@@ -141,3 +142,32 @@ def test_unreachable_hub_id_fails_at_load_time(monkeypatch):
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
     with pytest.raises(ModelLoadError, match='hub id that is reachable or already cached'):
         load_depth_model('lrda-ros-tests/no-such-model')
+
+
+def test_decoder_neck_matches_transformers_with_adapters():
+    """Our fusion order (projection before upsampling) gives transformers' numbers and grads."""
+    model = DepthModel(tiny_network(seed=3))
+    completer = DepthCompleter(model, TTOConfig(device='cpu'))
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # non-trivial adapters, so the LoRA branches are exercised too
+        for parameter in completer.adaptation.parameters:
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    image = smooth_image(1, 61, 83)
+    encoded = model.encode(model.preprocess(image, None), image.shape[:2])
+    ours = model.decode_features(encoded)
+    reference = model.network.neck(list(encoded.hidden_states), *encoded.patch_grid)
+    assert len(ours) == len(reference) == 4
+    for mine, theirs in zip(ours, reference):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-6)
+    parameters = completer.adaptation.parameters
+    weights = [torch.randn(t.shape, generator=generator) for t in reference]
+    our_grads = torch.autograd.grad(sum((w * t).sum() for w, t in zip(weights, ours)),
+                                    parameters, allow_unused=True)
+    their_grads = torch.autograd.grad(sum((w * t).sum() for w, t in zip(weights, reference)),
+                                      parameters, allow_unused=True)
+    compared = 0
+    for mine, theirs in zip(our_grads, their_grads):
+        if theirs is not None:
+            torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-6)
+            compared += 1
+    assert compared > 10

@@ -116,6 +116,36 @@ def sample_prediction(prediction: torch.Tensor, rows: torch.Tensor, cols: torch.
     return sampled[0, 0, 0]
 
 
+def fuse_features(fusion_stage: torch.nn.Module,
+                  features: list[torch.Tensor]) -> list[torch.Tensor]:
+    """
+    Run the DPT fusion stage (coarsest level first), as transformers' DepthAnything does.
+
+    One change of order, exact up to rounding: each fusion layer's 1x1 projection runs before
+    its 2x bilinear upsampling instead of after. Both are linear and the bilinear weights sum
+    to one, so the bias (and a LoRA branch) passes through unchanged, while the projection
+    (forward, backward, and the activation autograd keeps for its adapter) costs a quarter.
+    """
+    fused: list[torch.Tensor] = []
+    hidden = None
+    coarse_to_fine = features[::-1]
+    for index, (feature, layer) in enumerate(zip(coarse_to_fine, fusion_stage.layers)):
+        if hidden is None:
+            hidden = feature
+        else:
+            skip = feature
+            if hidden.shape != skip.shape:
+                skip = F.interpolate(skip, size=hidden.shape[2:], mode='bilinear',
+                                     align_corners=False)
+            hidden = hidden + layer.residual_layer1(skip)
+        hidden = layer.projection(layer.residual_layer2(hidden))
+        size = ({'size': coarse_to_fine[index + 1].shape[2:]}
+                if index + 1 < len(coarse_to_fine) else {'scale_factor': 2})
+        hidden = F.interpolate(hidden, **size, mode='bilinear', align_corners=True)
+        fused.append(hidden)
+    return fused
+
+
 class DepthModel:
     """A Depth Anything V2 network with the encoder/decoder split the method needs."""
 
@@ -173,8 +203,11 @@ class DepthModel:
 
     def decode_features(self, encoded: EncodedImage) -> list[torch.Tensor]:
         """Run the DPT neck: reassemble and fuse the features into a pyramid."""
+        neck = self.network.neck
         patch_h, patch_w = encoded.patch_grid
-        return self.network.neck(list(encoded.hidden_states), patch_h, patch_w)
+        reassembled = neck.reassemble_stage(list(encoded.hidden_states), patch_h, patch_w)
+        return fuse_features(neck.fusion_stage,
+                             [conv(feature) for conv, feature in zip(neck.convs, reassembled)])
 
     def decode(self, encoded: EncodedImage) -> torch.Tensor:
         """Run neck and head: the (1, h, w) prediction at processing resolution."""

@@ -19,8 +19,8 @@ The head is conv1 (at 8x the patch grid) -> bilinear upsample to the input resol
 conv2 -> ReLU -> 1x1 conv3 -> output activation, and the prediction is then resized to the image
 size, again bilinearly. Both resizes are linear and the convolutions are local, so the
 prediction at one image pixel depends on the upsampled conv1 features in a 3x3 window around
-each of (at most) four processing-resolution pixels. :class:`SparseHeadPlan` upsamples conv1's
-output only at those windows (a sparse matrix product), gathers them, and applies conv2/conv3
+each of (at most) four processing-resolution pixels. :class:`SparseHeadPlan` samples conv1's
+output upsampled at those windows (one sparse matrix product), and applies conv2/conv3
 as matrix products with their effective weights (LoRA included), which is exact: the same
 numbers as decoding densely and sampling, with the costly full-resolution upsampling and
 convolutions done only where LiDAR pixels need them.
@@ -79,16 +79,21 @@ def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[
 
 
 def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
-                    input_size: tuple[int, int]) -> torch.Tensor:
+                    input_size: tuple[int, int],
+                    valid: torch.Tensor | None = None) -> torch.Tensor:
     """
     Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
 
     Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
-    upsampled to ``output_size`` at flat output position ``positions[p]``.
+    upsampled to ``output_size`` at flat output position ``positions[p]``; rows where ``valid``
+    is False are zero (a convolution's zero padding).
     """
     out_w = output_size[1]
     columns, weights = bilinear_corners(positions // out_w, positions % out_w, output_size,
                                         input_size)
+    if valid is not None:
+        columns = torch.where(valid[:, None], columns, 0)
+        weights = torch.where(valid[:, None], weights, 0)
     row_starts = torch.arange(0, 4 * len(positions) + 1, 4, device=positions.device)
     with warnings.catch_warnings():  # CSR support is flagged beta; these products are tested
         warnings.simplefilter('ignore', UserWarning)
@@ -97,23 +102,36 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
                                        check_invariants=False)
 
 
+class _SparseProduct(torch.autograd.Function):
+    """``matrix @ dense`` whose backward uses a transpose built once, not every step."""
+
+    @staticmethod
+    def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
+                dense: torch.Tensor) -> torch.Tensor:
+        ctx.transposed = transposed
+        return torch.sparse.mm(matrix, dense)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        return None, None, torch.sparse.mm(ctx.transposed, grad.contiguous())
+
+
 @dataclass
 class SparseHeadPlan:
     """Index structures for one frame's LiDAR pixels (built once, reused every step)."""
 
-    #: (M, 9) row of each 3x3 window entry around the M needed processing-resolution pixels,
-    #: into the upsampled values at ``window_positions`` followed by one zero row (conv2's
-    #: zero padding, for entries outside the image).
-    window_index: torch.Tensor
-    #: (P,) flat processing-resolution positions the windows cover (each once).
+    #: (M, 9) flat processing-resolution position of each 3x3 window entry around the M needed
+    #: processing-resolution pixels, in conv2's weight order.
     window_positions: torch.Tensor
+    #: (M, 9) whether each entry lies inside the image (outside is conv2's zero padding).
+    window_inside: torch.Tensor
     #: (N, 4) index into the M needed pixels of each LiDAR pixel's bilinear corners.
     corner_index: torch.Tensor
     #: (N, 4) bilinear weights of those corners.
     corner_weight: torch.Tensor
     processing_size: tuple[int, int]
-    #: The upsampling matrices, per conv1 output size and dtype (built on first use).
-    _upsampling: dict = field(default_factory=dict, repr=False)
+    #: The window-sampling matrices, per conv1 output size and dtype (built on first use).
+    _sampling: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
@@ -129,22 +147,26 @@ class SparseHeadPlan:
         window_y = (needed // proc_w)[:, None, None] + offsets[None, :, None]
         window_x = (needed % proc_w)[:, None, None] + offsets[None, None, :]
         inside = (window_y >= 0) & (window_y < proc_h) & (window_x >= 0) & (window_x < proc_w)
-        # Outside entries get a key past the image, which sorts last: the zero row.
-        keys = torch.where(inside, window_y * proc_w + window_x, proc_h * proc_w)
-        positions, window_index = torch.unique(keys.reshape(len(needed), 9),
-                                               return_inverse=True)
-        if len(positions) == 0 or positions[-1] != proc_h * proc_w:  # no window leaves the image
-            positions = torch.cat([positions, positions.new_tensor([proc_h * proc_w])])
-        return cls(window_index, positions[:-1], corner_index.view(-1, 4), weights,
-                   (proc_h, proc_w))
+        positions = torch.where(inside, window_y * proc_w + window_x, 0)
+        return cls(positions.reshape(-1, 9), inside.reshape(-1, 9),
+                   corner_index.view(-1, 4), weights, (proc_h, proc_w))
 
-    def _upsampling_matrix(self, features: torch.Tensor) -> torch.Tensor:
+    def _sample_windows(self, features: torch.Tensor) -> torch.Tensor:
+        """Return conv1's (1, C, h, w) output upsampled to the processing size at the windows."""
+        channels = features.shape[1]
         key = (tuple(features.shape[-2:]), features.dtype, features.device)
-        if key not in self._upsampling:
-            self._upsampling[key] = bilinear_matrix(
-                self.window_positions, self.processing_size, key[0]).to(features.device,
-                                                                        features.dtype)
-        return self._upsampling[key]
+        if key not in self._sampling:  # (9M, h*w) and its transpose
+            matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
+                                     key[0], self.window_inside.reshape(-1))
+            matrix = matrix.to(features.device, features.dtype)
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore', UserWarning)
+                self._sampling[key] = matrix, matrix.t().to_sparse_csr()
+        # (h*w, C) rows: a free view of channels-last features, and the gradient flows back
+        # channels-last too (no layout conversion before conv1's backward).
+        rows = features.permute(0, 2, 3, 1).reshape(-1, channels)
+        samples = _SparseProduct.apply(*self._sampling[key], rows)
+        return samples.reshape(self.window_positions.shape[0], 9 * channels)
 
     def evaluate(self, model: DepthModel, encoded: EncodedImage) -> torch.Tensor:
         """Return the (N,) prediction at the planned pixels (differentiable, exact)."""
@@ -152,15 +174,10 @@ class SparseHeadPlan:
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
         # resolution, conv2 and conv3, the costly full-resolution part, are evaluated only on
-        # the needed windows: upsampling as a sparse matrix product, the convolutions as
-        # matrix products over the gathered windows.
-        features = head.conv1(fused)[0]
-        channels = features.shape[0]
-        upsampled = torch.sparse.mm(self._upsampling_matrix(features),
-                                    features.reshape(channels, -1).t())
-        with_padding = torch.cat([upsampled, upsampled.new_zeros(1, channels)])
-        patches = with_padding[self.window_index].reshape(self.window_index.shape[0],
-                                                          9 * channels)
+        # the needed windows: upsampling and window gathering as one sparse matrix product
+        # (its backward is another sparse product, no scatter), the convolutions as matrix
+        # products over the windows.
+        patches = self._sample_windows(head.conv1(fused))
         weight2, bias2 = effective_conv(head.conv2)
         # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
         weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
