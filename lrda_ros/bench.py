@@ -17,9 +17,11 @@
 
 Speed part (random weights are fine for timing): for each backbone size and resolution, after
 a warm-up, per-frame time and peak memory of ``lrda`` (decoder LoRA, cold, paper's 40 steps),
-``lrda-warm`` (warm-started frames of a sequence), ``encoder-lora`` and ``prompt`` (tuning
-through the whole network), with ratios against ``lrda``; plus the cost structure (one encoder
-pass vs one decoder step, with the dense and the sparse head) and the sparse-head ablation.
+``lrda-warm`` (warm-started frames of a sequence), ``lrda-strips`` (the decoder's
+high-resolution tail in strips under activation checkpointing: less memory, more time),
+``encoder-lora`` and ``prompt`` (tuning through the whole network), with ratios against
+``lrda``; plus the cost structure (one encoder pass vs one decoder step, with the dense and
+the sparse head) and the ablations.
 
 Accuracy part (``--accuracy``, needs a trained model, default the demo prior): a synthetic
 sequence scored for scale/shift, cold, cold with the dense head, and warm start, so speed-ups
@@ -45,8 +47,24 @@ from .profiling import Measure
 
 #: (height, width) of the named resolutions.
 RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
-SPEED_METHODS = {'lrda': (Scope.DECODER_LORA, False), 'lrda-warm': (Scope.DECODER_LORA, True),
-                 'encoder-lora': (Scope.ENCODER_LORA, False), 'prompt': (Scope.PROMPT, False)}
+#: Strips of the decoder tail for ``lrda-strips`` (memory-saving mode, engine/strips.py).
+BENCH_TAIL_STRIPS = 16
+
+
+@dataclass(frozen=True)
+class SpeedMethod:
+    """A benchmarked configuration: what is adapted, warm start, decoder tail strips."""
+
+    scope: Scope
+    warm: bool = False
+    tail_strips: int = 1
+
+
+SPEED_METHODS = {'lrda': SpeedMethod(Scope.DECODER_LORA),
+                 'lrda-warm': SpeedMethod(Scope.DECODER_LORA, warm=True),
+                 'lrda-strips': SpeedMethod(Scope.DECODER_LORA, tail_strips=BENCH_TAIL_STRIPS),
+                 'encoder-lora': SpeedMethod(Scope.ENCODER_LORA),
+                 'prompt': SpeedMethod(Scope.PROMPT)}
 
 
 @dataclass
@@ -180,8 +198,9 @@ def _in_fresh_process(function, *args):
 
 
 def _plan(options: BenchOptions, config: TTOConfig) -> list[tuple[str, TTOConfig, bool]]:
-    plan = [(name, replace(config, scope=SPEED_METHODS[name][0]), SPEED_METHODS[name][1])
-            for name in options.methods]
+    methods = [(name, SPEED_METHODS[name]) for name in options.methods]
+    plan = [(name, replace(config, scope=method.scope, tail_strips=method.tail_strips),
+             method.warm) for name, method in methods]
     if options.ablations and 'lrda' in options.methods:  # each optimization off
         plan += [('lrda, dense head', replace(config, sparse_head=False), False),
                  ('lrda, contiguous', replace(config, channels_last=False), False),

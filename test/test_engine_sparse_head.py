@@ -39,9 +39,10 @@ def _adapted(metric: bool, processing_size: int | None):
     return model, completer.adaptation.parameters
 
 
-@pytest.mark.parametrize('metric', [False, True])
-@pytest.mark.parametrize('processing_size', [None, 40, 120])
-def test_values_and_gradients_match_dense_decoding(metric, processing_size):
+@pytest.mark.parametrize('metric,processing_size,strips', [
+    (False, None, 1), (False, 40, 1), (False, 120, 1), (True, None, 1), (True, 40, 1),
+    (True, 120, 1), (False, None, 3), (True, 120, 4), (False, 40, 50)])
+def test_values_and_gradients_match_dense_decoding(metric, processing_size, strips):
     model, parameters = _adapted(metric, processing_size)
     image = smooth_image(0, 61, 83)
     pixel_values = model.preprocess(image, processing_size)
@@ -53,7 +54,7 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size):
     plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
 
     dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
-    sparse = plan.evaluate(model, encoded)
+    sparse = plan.evaluate(model, encoded, strips)
     torch.testing.assert_close(sparse, dense, rtol=1e-5, atol=1e-5)
 
     weights = torch.linspace(0.5, 1.5, 300)

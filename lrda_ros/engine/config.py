@@ -86,6 +86,11 @@ class TTOConfig:
     #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps
     #: (exact; see engine/sparse_head.py).
     sparse_head: bool = True
+    #: Compute the decoder's high-resolution tail (last fusion layer, the head at 8x the patch
+    #: grid and above) in this many bands of rows, exact (see engine/strips.py): during the
+    #: steps under activation checkpointing (needs ``sparse_head``), and in the final decode.
+    #: Peak memory falls roughly with the count, each step computes the tail twice. 1 = off.
+    tail_strips: int = 1
     #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
     channels_last: bool = True
     #: On the CPU, keep large freed blocks in the heap (process-wide glibc setting; see
@@ -113,6 +118,7 @@ class TTOConfig:
             (self.min_points >= 1, 'min_points must be >= 1'),
             (self.convergence_tol >= 0, 'convergence_tol must be >= 0'),
             (self.patience >= 1, 'patience must be >= 1'),
+            (self.tail_strips >= 1, 'tail_strips must be >= 1'),
             (self.divergence_factor > 1, 'divergence_factor must be > 1'),
         ]
         for ok, message in checks:

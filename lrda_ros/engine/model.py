@@ -92,6 +92,21 @@ def resize_prediction(prediction: torch.Tensor, size: tuple[int, int]) -> torch.
                          align_corners=True)[:, 0]
 
 
+def bilinear_source(index: torch.Tensor, size_in: int,
+                    size_out: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """
+    Return (low, high, fraction) source indices of ``F.interpolate(align_corners=True)``.
+
+    For output indices along one axis resized from ``size_in`` to ``size_out``: the two input
+    indices each output interpolates and the weight of ``high``, computed in float32 the way
+    PyTorch's kernel does (so sampled values match it to rounding).
+    """
+    scale = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
+    source = index.to(torch.float32) * torch.tensor(scale, dtype=torch.float32)
+    low = source.long().clamp(0, size_in - 1)
+    return low, (low + 1).clamp(max=size_in - 1), source - low
+
+
 def input_pixels_to_grid(rows: torch.Tensor, cols: torch.Tensor,
                          input_size: tuple[int, int]) -> torch.Tensor:
     """
@@ -116,29 +131,39 @@ def sample_prediction(prediction: torch.Tensor, rows: torch.Tensor, cols: torch.
     return sampled[0, 0, 0]
 
 
-def fuse_features(fusion_stage: torch.nn.Module,
-                  features: list[torch.Tensor]) -> list[torch.Tensor]:
+def fuse_level(layer: torch.nn.Module, hidden: torch.Tensor | None,
+               skip: torch.Tensor) -> torch.Tensor:
     """
-    Run the DPT fusion stage (coarsest level first), as transformers' DepthAnything does.
+    One DPT fusion layer up to its upsampling: add the refined skip, refine, project.
 
-    One change of order, exact up to rounding: each fusion layer's 1x1 projection runs before
-    its 2x bilinear upsampling instead of after. Both are linear and the bilinear weights sum
-    to one, so the bias (and a LoRA branch) passes through unchanged, while the projection
-    (forward, backward, and the activation autograd keeps for its adapter) costs a quarter.
+    The 1x1 projection runs here, before the layer's 2x bilinear upsampling, where transformers
+    runs it after: both are linear and the bilinear weights sum to one, so the bias (and a LoRA
+    branch) passes through unchanged, while the projection (forward, backward, and the input
+    autograd keeps for its adapter) costs a quarter. Exact up to rounding.
     """
+    if hidden is None:  # the coarsest layer has no finer input yet
+        hidden = skip
+    else:
+        if hidden.shape != skip.shape:
+            skip = F.interpolate(skip, size=hidden.shape[2:], mode='bilinear',
+                                 align_corners=False)
+        hidden = hidden + layer.residual_layer1(skip)
+    return layer.projection(layer.residual_layer2(hidden))
+
+
+def fuse_features(fusion_stage: torch.nn.Module, features: list[torch.Tensor],
+                  levels: int | None = None) -> list[torch.Tensor]:
+    """
+    Run the DPT fusion stage, coarsest level first, as transformers' DepthAnything does.
+
+    ``features`` is the pyramid finest first; ``levels`` runs only that many fusion layers
+    (the rest of the decoder can then be evaluated elsewhere, e.g. in strips).
+    """
+    coarse_to_fine = features[::-1]
     fused: list[torch.Tensor] = []
     hidden = None
-    coarse_to_fine = features[::-1]
-    for index, (feature, layer) in enumerate(zip(coarse_to_fine, fusion_stage.layers)):
-        if hidden is None:
-            hidden = feature
-        else:
-            skip = feature
-            if hidden.shape != skip.shape:
-                skip = F.interpolate(skip, size=hidden.shape[2:], mode='bilinear',
-                                     align_corners=False)
-            hidden = hidden + layer.residual_layer1(skip)
-        hidden = layer.projection(layer.residual_layer2(hidden))
+    for index in range(len(coarse_to_fine) if levels is None else levels):
+        hidden = fuse_level(fusion_stage.layers[index], hidden, coarse_to_fine[index])
         size = ({'size': coarse_to_fine[index + 1].shape[2:]}
                 if index + 1 < len(coarse_to_fine) else {'scale_factor': 2})
         hidden = F.interpolate(hidden, **size, mode='bilinear', align_corners=True)
@@ -201,13 +226,30 @@ class DepthModel:
         features = self.network.backbone(pixel_values).feature_maps
         return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size)
 
+    def reassembled(self, encoded: EncodedImage, level: int, resize: bool = True) -> torch.Tensor:
+        """
+        Reassemble one backbone level into a feature map, as transformers' DPT neck does.
+
+        Drops the class token, lays the patch tokens out on the patch grid (channels-last
+        strides, free), and applies the level's 1x1 projection and, with ``resize``, its
+        resampling to the level's resolution.
+        """
+        patch_h, patch_w = encoded.patch_grid
+        tokens = encoded.hidden_states[level][:, 1:]
+        grid = tokens.reshape(tokens.shape[0], patch_h, patch_w, -1).permute(0, 3, 1, 2)
+        layer = self.network.neck.reassemble_stage.layers[level]
+        projected = layer.projection(grid)
+        return layer.resize(projected) if resize else projected
+
+    def neck_inputs(self, encoded: EncodedImage, first_level: int = 0) -> list[torch.Tensor]:
+        """Return the pyramid the fusion consumes (finest first), from ``first_level`` on."""
+        convs = self.network.neck.convs
+        return [convs[level](self.reassembled(encoded, level))
+                for level in range(first_level, len(convs))]
+
     def decode_features(self, encoded: EncodedImage) -> list[torch.Tensor]:
         """Run the DPT neck: reassemble and fuse the features into a pyramid."""
-        neck = self.network.neck
-        patch_h, patch_w = encoded.patch_grid
-        reassembled = neck.reassemble_stage(list(encoded.hidden_states), patch_h, patch_w)
-        return fuse_features(neck.fusion_stage,
-                             [conv(feature) for conv, feature in zip(neck.convs, reassembled)])
+        return fuse_features(self.network.neck.fusion_stage, self.neck_inputs(encoded))
 
     def decode(self, encoded: EncodedImage) -> torch.Tensor:
         """Run neck and head: the (1, h, w) prediction at processing resolution."""

@@ -33,8 +33,10 @@ import warnings
 
 import torch
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
-from .model import DepthModel, EncodedImage
+from .model import bilinear_source, DepthModel, EncodedImage
+from .strips import conv1_rows, row_bands, source_rows, tail_inputs, TailInputs
 
 
 def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -64,33 +66,29 @@ def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[
     Source coordinates are computed in float32 the way PyTorch's kernel does.
     """
     (out_h, out_w), (in_h, in_w) = output_size, input_size
-
-    def axis(index: torch.Tensor, size_in: int, size_out: int):
-        scale = (size_in - 1) / (size_out - 1) if size_out > 1 else 0.0
-        source = index.to(torch.float32) * torch.tensor(scale, dtype=torch.float32)
-        low = source.long().clamp(0, size_in - 1)
-        return low, (low + 1).clamp(max=size_in - 1), source - low
-
-    y0, y1, wy = axis(rows, in_h, out_h)
-    x0, x1, wx = axis(cols, in_w, out_w)
+    y0, y1, wy = bilinear_source(rows, in_h, out_h)
+    x0, x1, wx = bilinear_source(cols, in_w, out_w)
     indices = torch.stack([y0 * in_w + x0, y0 * in_w + x1, y1 * in_w + x0, y1 * in_w + x1], 1)
     weights = torch.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx], 1)
     return indices, weights
 
 
 def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
-                    input_size: tuple[int, int],
-                    valid: torch.Tensor | None = None) -> torch.Tensor:
+                    input_size: tuple[int, int], valid: torch.Tensor | None = None,
+                    input_rows: tuple[int, int] | None = None) -> torch.Tensor:
     """
     Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
 
     Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
     upsampled to ``output_size`` at flat output position ``positions[p]``; rows where ``valid``
-    is False are zero (a convolution's zero padding).
+    is False are zero (a convolution's zero padding). With ``input_rows`` (first, stop), the
+    columns cover only that band of input rows, which must hold every source row.
     """
-    out_w = output_size[1]
+    out_w, in_w = output_size[1], input_size[1]
+    first, stop = input_rows or (0, input_size[0])
     columns, weights = bilinear_corners(positions // out_w, positions % out_w, output_size,
                                         input_size)
+    columns = columns - first * in_w
     if valid is not None:
         columns = torch.where(valid[:, None], columns, 0)
         weights = torch.where(valid[:, None], weights, 0)
@@ -98,7 +96,7 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
     with warnings.catch_warnings():  # CSR support is flagged beta; these products are tested
         warnings.simplefilter('ignore', UserWarning)
         return torch.sparse_csr_tensor(row_starts, columns.reshape(-1), weights.reshape(-1),
-                                       size=(len(positions), input_size[0] * input_size[1]),
+                                       size=(len(positions), (stop - first) * in_w),
                                        check_invariants=False)
 
 
@@ -153,7 +151,6 @@ class SparseHeadPlan:
 
     def _sample_windows(self, features: torch.Tensor) -> torch.Tensor:
         """Return conv1's (1, C, h, w) output upsampled to the processing size at the windows."""
-        channels = features.shape[1]
         key = (tuple(features.shape[-2:]), features.dtype, features.device)
         if key not in self._sampling:  # (9M, h*w) and its transpose
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
@@ -162,15 +159,62 @@ class SparseHeadPlan:
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore', UserWarning)
                 self._sampling[key] = matrix, matrix.t().to_sparse_csr()
-        # (h*w, C) rows: a free view of channels-last features, and the gradient flows back
-        # channels-last too (no layout conversion before conv1's backward).
-        rows = features.permute(0, 2, 3, 1).reshape(-1, channels)
-        samples = _SparseProduct.apply(*self._sampling[key], rows)
-        return samples.reshape(self.window_positions.shape[0], 9 * channels)
+        samples = _SparseProduct.apply(*self._sampling[key], _pixel_rows(features))
+        return samples.reshape(-1, 9 * features.shape[1])
 
-    def evaluate(self, model: DepthModel, encoded: EncodedImage) -> torch.Tensor:
-        """Return the (N,) prediction at the planned pixels (differentiable, exact)."""
+    def _head_values(self, head: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
+        """Apply conv2, conv3 and the activations to (M, 9C) windows: (M,) predictions."""
+        weight2, bias2 = effective_conv(head.conv2)
+        # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
+        weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
+        hidden = head.activation1(F.linear(patches, weight2, bias2))
+        weight3, bias3 = effective_conv(head.conv3)
+        values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
+        return head.activation2(values) * head.max_depth
+
+    def _at_lidar_pixels(self, values: torch.Tensor) -> torch.Tensor:
+        """Resize (bilinearly) the needed processing-resolution values to the LiDAR pixels."""
+        return (values[self.corner_index] * self.corner_weight.to(values.dtype)).sum(dim=1)
+
+    def _bands(self, strips: int) -> list[slice]:
+        """Split the needed pixels (sorted by position) into bands of processing rows."""
+        proc_h, proc_w = self.processing_size
+        needed_rows = self.window_positions[:, 4] // proc_w  # the windows' centres
+        edges = [first for first, _ in row_bands(proc_h, strips)] + [proc_h]
+        starts = torch.searchsorted(needed_rows, torch.tensor(edges, device=needed_rows.device))
+        bounds = starts.tolist()
+        return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+    def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
+        """Predictions at one band of needed pixels, computing only the tail rows they need."""
+        proc_h, proc_w = self.processing_size
+        grid = (2 * inputs.fine_size[0], 2 * inputs.fine_size[1])  # conv1's resolution
+        positions, inside = self.window_positions[band], self.window_inside[band]
+        window_rows = positions[inside] // proc_w
+        grid_rows = source_rows(int(window_rows.min()), int(window_rows.max()) + 1, grid[0],
+                                proc_h)
+        features = conv1_rows(model, inputs, grid_rows)
+        matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
+                                 inside.reshape(-1), grid_rows).to(features.dtype)
+        patches = torch.sparse.mm(matrix, _pixel_rows(features))
+        return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
+
+    def evaluate(self, model: DepthModel, encoded: EncodedImage,
+                 strips: int = 1) -> torch.Tensor:
+        """
+        Return the (N,) prediction at the planned pixels (differentiable, exact).
+
+        With ``strips`` > 1 the decoder's high-resolution tail runs in that many bands of
+        rows under activation checkpointing (see engine/strips.py): peak memory falls with
+        the count, and each band's tail is computed again in the backward pass.
+        """
         head = model.network.head
+        if strips > 1:
+            inputs = tail_inputs(model, encoded)
+            values = [checkpoint(self._band_values, model, inputs, band,
+                                 use_reentrant=False, preserve_rng_state=False)
+                      for band in self._bands(strips)]
+            return self._at_lidar_pixels(torch.cat(values))
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
         # resolution, conv2 and conv3, the costly full-resolution part, are evaluated only on
@@ -178,11 +222,14 @@ class SparseHeadPlan:
         # (its backward is another sparse product, no scatter), the convolutions as matrix
         # products over the windows.
         patches = self._sample_windows(head.conv1(fused))
-        weight2, bias2 = effective_conv(head.conv2)
-        # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
-        weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
-        hidden = head.activation1(F.linear(patches, weight2, bias2))
-        weight3, bias3 = effective_conv(head.conv3)
-        values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
-        values = head.activation2(values) * head.max_depth
-        return (values[self.corner_index] * self.corner_weight.to(values.dtype)).sum(dim=1)
+        return self._at_lidar_pixels(self._head_values(head, patches))
+
+
+def _pixel_rows(features: torch.Tensor) -> torch.Tensor:
+    """
+    Return (1, C, h, w) features as (h*w, C) rows.
+
+    A free view of channels-last features, whose gradient flows back channels-last too (no
+    layout conversion before conv1's backward).
+    """
+    return features.permute(0, 2, 3, 1).reshape(-1, features.shape[1])

@@ -38,6 +38,7 @@ from .config import FewPointsPolicy, TTOConfig
 from .model import (
     DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
 from .sparse_head import SparseHeadPlan
+from .strips import decode_in_strips
 
 
 class InsufficientSparseDepthError(ValueError):
@@ -156,7 +157,7 @@ class DepthCompleter:
     def _points_prediction(self, features: EncodedImage, samples: SparseSamples,
                            plan: SparseHeadPlan | None) -> torch.Tensor:
         if plan is not None:
-            return plan.evaluate(self.model, features)
+            return plan.evaluate(self.model, features, self.config.tail_strips)
         prediction = self.model.decode(features)
         return sample_prediction(prediction, samples.rows, samples.cols, features.input_size)
 
@@ -204,7 +205,9 @@ class DepthCompleter:
                           encoded: EncodedImage) -> torch.Tensor:
         with self._autocast():
             features = self.adaptation.features(self.model, pixel_values, encoded)
-            prediction = self.model.decode(features)
+            strips = self.config.tail_strips
+            prediction = (decode_in_strips(self.model, features, strips) if strips > 1
+                          else self.model.decode(features))
         return resize_prediction(prediction.float(), encoded.input_size)[0]
 
     def _final_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage,

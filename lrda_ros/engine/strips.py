@@ -1,0 +1,173 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The decoder's high-resolution tail, computed in horizontal strips of rows (exact).
+
+Most of the decoder's memory at high resolution sits in its tail: the finest pyramid level and
+the last fusion layer at 4x the patch grid, its upsampling to 8x, the head's conv1 there, and
+the head's upsampling to the processing resolution. Everything in the tail is row-local
+(3x3 convolutions, bilinear resizes, a non-overlapping transposed convolution), so any band
+of output rows can be computed from a band of the tail's small inputs widened by a halo; rows
+next to a band's cut edge are wrong (zero padding where the image goes on) and are cropped,
+rows at the image border are exact. Bilinear resizes of a band use the whole image's source
+coordinates, so strips reproduce the full computation to rounding.
+
+Used for the final dense decode, and, through activation checkpointing in
+:class:`~lrda_ros.engine.sparse_head.SparseHeadPlan`, for the optimization steps: only one
+strip's activations exist at a time, at the price of computing the tail twice per step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from .model import bilinear_source, DepthModel, EncodedImage, fuse_features, fuse_level
+
+#: Rows a band of the last fusion layer's output loses at a cut edge: its two residual units
+#: apply four 3x3 convolutions.
+FUSION_HALO_ROWS = 4
+
+
+def row_bands(size: int, count: int) -> list[tuple[int, int]]:
+    """Split rows [0, size) into ``count`` contiguous, nearly equal, non-empty bands."""
+    edges = torch.linspace(0, size, min(count, size) + 1).round().long().tolist()
+    return list(zip(edges[:-1], edges[1:]))
+
+
+def source_rows(first: int, stop: int, size_in: int, size_out: int) -> tuple[int, int]:
+    """Return the input rows [lo, hi) that bilinear output rows [first, stop) interpolate."""
+    low, high, _ = bilinear_source(torch.arange(first, stop), size_in, size_out)
+    return int(low.min()), int(high.max()) + 1
+
+
+def upsample_rows(band: torch.Tensor, band_first_row: int, size_in: int,
+                  rows: tuple[int, int], size_out: tuple[int, int]) -> torch.Tensor:
+    """
+    Return rows [rows) of ``F.interpolate(image, size_out, bilinear, align_corners=True)``.
+
+    ``band`` holds rows [band_first_row, ...) of an image ``size_in`` rows high and must cover
+    the source rows (see :func:`source_rows`). Each output row blends its two source rows with
+    the full image's weights (a small dense matrix product over rows: a free view of
+    channels-last features), then the width is resized as a whole.
+    """
+    low, high, fraction = bilinear_source(torch.arange(*rows, device=band.device), size_in,
+                                          size_out[0])
+    blend = torch.zeros(len(fraction), band.shape[2], dtype=band.dtype, device=band.device)
+    output_rows = torch.arange(len(fraction), device=band.device)
+    blend.index_put_((output_rows, low - band_first_row), (1 - fraction).to(band.dtype),
+                     accumulate=True)
+    blend.index_put_((output_rows, high - band_first_row), fraction.to(band.dtype),
+                     accumulate=True)
+    batch, channels, _, width = band.shape
+    if band.is_contiguous(memory_format=torch.channels_last):  # rows of (width * channels)
+        flat = band.permute(0, 2, 3, 1).reshape(batch, band.shape[2], width * channels)
+        tall = (blend @ flat).reshape(batch, -1, width, channels).permute(0, 3, 1, 2)
+    else:
+        tall = blend @ band
+    return F.interpolate(tall, size=(tall.shape[2], size_out[1]), mode='bilinear',
+                         align_corners=True)
+
+
+@dataclass
+class TailInputs:
+    """What the tail reads: small tensors, at twice the patch grid or coarser."""
+
+    #: The third fusion layer's output before its upsampling (2x the patch grid).
+    coarse: torch.Tensor
+    #: The finest reassembled level after its 1x1 projection, before its resampling (patch
+    #: grid).
+    projected: torch.Tensor
+    #: The finest level's resolution (4x the patch grid), where the last fusion layer works.
+    fine_size: tuple[int, int]
+
+
+def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
+    """Run the decoder up to its high-resolution tail."""
+    network = model.network
+    resize = network.neck.reassemble_stage.layers[0].resize
+    if not (isinstance(resize, torch.nn.ConvTranspose2d) and resize.kernel_size == resize.stride
+            and resize.padding == (0, 0)):
+        raise ValueError('strips need the finest reassemble level to upsample with a '
+                         'non-overlapping transposed convolution (as Depth Anything V2)')
+    if network.head.head_in_index not in (-1, len(network.neck.fusion_stage.layers) - 1):
+        raise ValueError('strips need a head that reads the finest fusion level')
+    pyramid = model.neck_inputs(encoded, first_level=1)
+    stage = network.neck.fusion_stage
+    fused = fuse_features(stage, pyramid, levels=len(pyramid) - 1)[-1]
+    coarse = fuse_level(stage.layers[len(pyramid) - 1], fused, pyramid[0])
+    projected = model.reassembled(encoded, 0, resize=False)
+    factor = resize.stride
+    return TailInputs(coarse, projected, (projected.shape[2] * factor[0],
+                                          projected.shape[3] * factor[1]))
+
+
+def _skip_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> torch.Tensor:
+    """Rows [rows) of the finest pyramid level (its resampling, then its 3x3 neck conv)."""
+    resize = model.network.neck.reassemble_stage.layers[0].resize
+    factor = resize.stride[0]  # output row r comes from input row r // factor alone
+    first, stop = max(rows[0] - 1, 0), min(rows[1] + 1, inputs.fine_size[0])  # 3x3 halo
+    source_first, source_stop = first // factor, (stop - 1) // factor + 1
+    resampled = resize(inputs.projected[:, :, source_first:source_stop])
+    skip = model.network.neck.convs[0](resampled)
+    offset = source_first * factor
+    return skip[:, :, rows[0] - offset:rows[1] - offset]
+
+
+def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> torch.Tensor:
+    """
+    Return rows [rows) of the head's conv1 output, from the tail's inputs.
+
+    conv1 works at twice the finest level's resolution (the last fusion layer's 2x
+    upsampling); only the band of rows those output rows depend on is computed, at every level.
+    """
+    stage = model.network.neck.fusion_stage
+    fine_h, fine_w = inputs.fine_size
+    grid = (2 * fine_h, 2 * fine_w)
+    first, stop = max(rows[0] - 1, 0), min(rows[1] + 1, grid[0])  # conv1's 3x3 halo
+    needed_first, needed_stop = source_rows(first, stop, fine_h, grid[0])
+    low = max(needed_first - FUSION_HALO_ROWS, 0)
+    high = min(needed_stop + FUSION_HALO_ROWS, fine_h)
+    coarse_h = inputs.coarse.shape[2]
+    coarse_first, coarse_stop = source_rows(low, high, coarse_h, fine_h)
+    fused = upsample_rows(inputs.coarse[:, :, coarse_first:coarse_stop], coarse_first, coarse_h,
+                          (low, high), inputs.fine_size)
+    hidden = fuse_level(stage.layers[-1], fused, _skip_rows(model, inputs, (low, high)))
+    upsampled = upsample_rows(hidden, low, fine_h, (first, stop), grid)
+    return model.network.head.conv1(upsampled)[:, :, rows[0] - first:rows[1] - first]
+
+
+def head_output(head: torch.nn.Module, upsampled: torch.Tensor) -> torch.Tensor:
+    """Apply the head after its upsampling (conv2, conv3, activations): (1, h, w) prediction."""
+    hidden = head.activation1(head.conv2(upsampled))
+    return (head.activation2(head.conv3(hidden)) * head.max_depth)[:, 0]
+
+
+def decode_in_strips(model: DepthModel, encoded: EncodedImage, strips: int) -> torch.Tensor:
+    """Return ``model.decode(encoded)`` computed in ``strips`` bands of output rows."""
+    inputs = tail_inputs(model, encoded)
+    patch_h, patch_w = encoded.patch_grid
+    size = (patch_h * model.patch_size, patch_w * model.patch_size)
+    grid_height = 2 * inputs.fine_size[0]
+    bands = []
+    for first, stop in row_bands(size[0], strips):
+        low, high = max(first - 1, 0), min(stop + 1, size[0])  # conv2's 3x3 halo
+        grid_rows = source_rows(low, high, grid_height, size[0])
+        features = conv1_rows(model, inputs, grid_rows)
+        upsampled = upsample_rows(features, grid_rows[0], grid_height, (low, high), size)
+        bands.append(head_output(model.network.head, upsampled)[:, first - low:stop - low])
+    return torch.cat(bands, dim=1)
