@@ -86,6 +86,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'fraction over 3 steps (0 disables).', 0.0, 1.0),
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14); 0 keeps the image size. Lower is faster.', 0, 8192),
+    ParameterSpec('tail_strips', 1, "Compute the decoder's high-resolution tail in this many "
+                  'bands of rows (exact; recomputed in the backward pass): much less memory at '
+                  'high resolution, steps up to ~2x slower. 1 = off.', 1, 256),
     ParameterSpec('min_points', 32, 'Fewest projected LiDAR pixels to run the optimization.',
                   1, 10_000_000),
     ParameterSpec('few_points', 'align', "Below min_points: 'align' publishes the prior aligned "
@@ -212,7 +215,7 @@ class NodeSettings:
                 min_depth=v['min_depth'], max_depth=v['max_depth'],
                 min_points=v['min_points'], few_points=FewPointsPolicy.ALIGN,
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
-                convergence_tol=v['convergence_tol'])
+                convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'])
         except ValueError as error:
             raise InvalidParameterError('min_depth/max_depth', str(error)) from error
         try:

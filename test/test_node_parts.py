@@ -31,6 +31,8 @@ def test_defaults_validate_and_map_to_the_engine():
     assert settings.tto.iterations == 40 and settings.tto.learning_rate == 0.01
     assert settings.tto.lora_rank == 8 and settings.tto.processing_size is None
     assert settings.extrinsic is None and not settings.skip_few_points
+    assert settings.tto.tail_strips == 1
+    assert NodeSettings.from_values({'tail_strips': 8}).tto.tail_strips == 8
 
 
 def test_every_parameter_has_a_description_and_a_sane_range():
@@ -45,6 +47,7 @@ def test_every_parameter_has_a_description_and_a_sane_range():
     ({'learning_rate': 5.0}, 'learning_rate'),
     ({'few_points': 'sometimes'}, 'few_points'),
     ({'dtype': 'float64'}, 'dtype'),
+    ({'tail_strips': 0}, 'tail_strips'),
     ({'min_depth': 50.0, 'max_depth': 10.0}, 'min_depth/max_depth'),
     ({'projection.occlusion_window': 4}, 'projection.*'),
     ({'colormap.min_depth': 20.0, 'colormap.max_depth': 10.0}, 'colormap.max_depth'),
