@@ -176,8 +176,8 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
     height, width = RESOLUTIONS[resolution]
     frames = bench_frames(height, width, frame_index + 1, lidar_fraction, seed)
     model = DepthModel(random_network(variant, seed), resolve_device(config.device))
-    completer = DepthCompleter(model, replace(config, warm_start=warm))
-    completer.config = replace(completer.config, iterations=config.iterations if warm else 2)
+    completer = DepthCompleter(model, replace(config, warm_start=warm,
+                                              iterations=config.iterations if warm else 2))
     completer.complete(*frames[0])
     completer.config = replace(config, warm_start=warm)
     if not warm:

@@ -188,7 +188,7 @@ class SparseHeadPlan:
     def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
         """Predictions at one band of needed pixels, computing only the tail rows they need."""
         proc_h, proc_w = self.processing_size
-        grid = (2 * inputs.fine_size[0], 2 * inputs.fine_size[1])  # conv1's resolution
+        grid = inputs.conv1_size
         positions, inside = self.window_positions[band], self.window_inside[band]
         window_rows = positions[inside] // proc_w
         grid_rows = source_rows(int(window_rows.min()), int(window_rows.max()) + 1, grid[0],

@@ -95,6 +95,11 @@ class TailInputs:
     #: The finest level's resolution (4x the patch grid), where the last fusion layer works.
     fine_size: tuple[int, int]
 
+    @property
+    def conv1_size(self) -> tuple[int, int]:
+        """Return the head's conv1 resolution: the last fusion layer upsamples 2x."""
+        return 2 * self.fine_size[0], 2 * self.fine_size[1]
+
 
 def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
     """Run the decoder up to its high-resolution tail."""
@@ -136,8 +141,8 @@ def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
     upsampling); only the band of rows those output rows depend on is computed, at every level.
     """
     stage = model.network.neck.fusion_stage
-    fine_h, fine_w = inputs.fine_size
-    grid = (2 * fine_h, 2 * fine_w)
+    fine_h = inputs.fine_size[0]
+    grid = inputs.conv1_size
     first, stop = max(rows[0] - 1, 0), min(rows[1] + 1, grid[0])  # conv1's 3x3 halo
     needed_first, needed_stop = source_rows(first, stop, fine_h, grid[0])
     low = max(needed_first - FUSION_HALO_ROWS, 0)
@@ -162,7 +167,7 @@ def decode_in_strips(model: DepthModel, encoded: EncodedImage, strips: int) -> t
     inputs = tail_inputs(model, encoded)
     patch_h, patch_w = encoded.patch_grid
     size = (patch_h * model.patch_size, patch_w * model.patch_size)
-    grid_height = 2 * inputs.fine_size[0]
+    grid_height = inputs.conv1_size[0]
     bands = []
     for first, stop in row_bands(size[0], strips):
         low, high = max(first - 1, 0), min(stop + 1, size[0])  # conv2's 3x3 halo
