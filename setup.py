@@ -55,8 +55,8 @@ setup(
     entry_points={
         'console_scripts': [
             'lrda = lrda_ros.cli:main',
-            'completion_node = lrda_ros.node:main',
-            'evaluator_node = lrda_ros.eval.evaluator_node:main',
+            'completion_node = lrda_ros.ros.node:main',
+            'evaluator_node = lrda_ros.ros.evaluator_node:main',
         ],
     },
 )

@@ -79,7 +79,7 @@ def _add_eval(commands) -> None:
 
 
 def _add_train_prior(commands) -> None:
-    from .prior import PriorTrainingConfig
+    from .demo.prior import PriorTrainingConfig
 
     defaults = PriorTrainingConfig()
     parser = commands.add_parser('train-prior',
@@ -91,7 +91,7 @@ def _add_train_prior(commands) -> None:
 
 
 def _add_bench(commands) -> None:
-    from .bench import BenchOptions, RESOLUTIONS, SPEED_METHODS
+    from .eval.bench import BenchOptions, RESOLUTIONS, SPEED_METHODS
 
     defaults = BenchOptions()
     parser = commands.add_parser('bench', help='time and memory of TTO, side by side')
@@ -119,7 +119,7 @@ def _add_bench(commands) -> None:
 
 
 def _run_bench(args) -> int:
-    from .bench import BenchOptions, run_bench
+    from .eval.bench import BenchOptions, run_bench
 
     run_bench(BenchOptions(backbones=args.backbones, resolutions=args.resolutions,
                            methods=args.methods, iterations=args.iterations,
@@ -145,30 +145,16 @@ def _add_play(commands) -> None:
 
 
 def _run_play(args) -> int:
-    import time
+    from .eval.datasets.rosbag import BagTopics
+    from .ros.replay import play_bag
 
-    import rclpy
-
-    from .eval.bag import BagTopics, RosbagSource
-    from .node import prefer_large_data_transport
-    from .replay import play_timed
-
-    prefer_large_data_transport()
-    rclpy.init()
-    node = rclpy.create_node('lrda_play')
-    with RosbagSource(args.bag, BagTopics(args.image_topic, args.camera_info_topic,
-                                          args.points_topic)) as source:
-        count = play_timed(node, source, args.rate, args.loop,
-                           wait_for_subscribers_s=args.wait)
-    time.sleep(args.linger)  # let reliable retransmissions finish before the node goes
-    node.get_logger().info(f'published {count} messages from {args.bag}')
-    node.destroy_node()
-    rclpy.try_shutdown()
+    play_bag(args.bag, BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
+             args.rate, args.loop, wait_for_subscribers_s=args.wait, linger_s=args.linger)
     return 0
 
 
 def _run_demo(args) -> int:
-    from .demo import DemoOptions, run_demo
+    from .demo.job import DemoOptions, run_demo
 
     run_demo(DemoOptions(output=args.output, kind=args.kind, frames=args.frames,
                          width=args.width, height=args.height, beams=args.beams, seed=args.seed,
@@ -178,7 +164,7 @@ def _run_demo(args) -> int:
 
 
 def _run_eval(args) -> int:
-    from .eval.bag import BagTopics
+    from .eval.datasets.rosbag import BagTopics
     from .eval.report import summary_markdown
     from .eval.run import EvalOptions, run_evaluation
 
@@ -201,7 +187,7 @@ def _run_eval(args) -> int:
 
 
 def _run_train_prior(args) -> int:
-    from .prior import PriorTrainingConfig, train_prior
+    from .demo.prior import PriorTrainingConfig, train_prior
 
     report = train_prior(PriorTrainingConfig(output=args.output, num_views=args.views,
                                              steps=args.steps, seed=args.seed))

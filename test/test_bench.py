@@ -16,9 +16,9 @@
 
 from __future__ import annotations
 
-from lrda_ros.bench import (
-    bench_frames, measure_configuration, RESOLUTIONS, speed_plot, speed_table)
 from lrda_ros.engine import Scope, TTOConfig
+from lrda_ros.eval.bench import (
+    bench_frames, measure_configuration, RESOLUTIONS, speed_plot, speed_table)
 import numpy as np
 import pytest
 

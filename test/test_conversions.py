@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Tests for lrda_ros.conversions with the real sensor_msgs message types."""
+"""Tests for lrda_ros.ros.conversions with the real sensor_msgs message types."""
 
 import array
 import math
@@ -22,12 +22,12 @@ import struct
 from types import SimpleNamespace
 
 from geometry_msgs.msg import TransformStamped
-from lrda_ros.conversions import (
-    camera_info_to_camera_model, camera_model_to_camera_info, depth_image_to_array,
-    depth_to_image_msg, image_to_rgb, MalformedMessageError, pointcloud2_to_xyz,
-    rgb_to_image_msg, transform_to_rigid, UnsupportedEncodingError, xyz_to_pointcloud2)
 from lrda_ros.geometry import (
     CameraModel, InvalidCameraError, lidar_to_sparse_depth, ProjectionConfig)
+from lrda_ros.ros.conversions import (
+    camera_info_to_camera_model, camera_model_to_camera_info, depth_image_to_array,
+    depth_to_image_msg, image_to_rgb, MalformedMessageError, pointcloud2_to_xyz, rgb_to_image_msg,
+    transform_to_rigid, UnsupportedEncodingError, xyz_to_pointcloud2)
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import json
 
-from lrda_ros import synthetic
+from lrda_ros.demo.job import world
+from lrda_ros.demo.prior import PriorTrainingConfig, train_prior
 from lrda_ros.engine import TTOConfig
+from lrda_ros.engine.loading import demo_prior_dir, load_model
+from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import build_method
-from lrda_ros.eval.synthetic_frames import synthetic_frames
-from lrda_ros.models import demo_prior_dir, load_model
-from lrda_ros.prior import PriorTrainingConfig, train_prior
 import pytest
 
 
@@ -45,7 +45,7 @@ def test_tto_with_the_prior_beats_scale_shift_on_held_out_scenes():
     methods = [build_method(name, choice.model, config) for name in ('scale-shift', 'lrda')]
     frames = []
     for seed in (9001, 9002):
-        sequence = synthetic.SequenceConfig('indoor', 1, width=224, height=168, seed=seed)
+        sequence = world.SequenceConfig('indoor', 1, width=224, height=168, seed=seed)
         frames += list(synthetic_frames(sequence))
     summary = evaluate(frames, methods, progress=False).summary()
     assert summary['lrda']['mae'] < 0.6 * summary['scale-shift']['mae'], summary
@@ -58,13 +58,13 @@ def test_training_command_writes_a_loadable_prior(tmp_path):
                                              warmup_steps=1))
     assert report['parameters'] > 1_000_000 and report['final_loss'] > 0
     choice = load_model(str(tmp_path / 'prior'), 'cpu')
-    assert choice.model.predict(synthetic.random_view(1, 'indoor', 56, 42)[0]).shape == (42, 56)
+    assert choice.model.predict(world.random_view(1, 'indoor', 56, 42)[0]).shape == (42, 56)
     assert json.loads((tmp_path / 'prior' / 'training.json').read_text())['config']['steps'] == 2
 
 
 @pytest.mark.slow
 def test_demo_runs_end_to_end_on_a_tiny_setting(tmp_path):
-    from lrda_ros.demo import DemoOptions, run_demo
+    from lrda_ros.demo.job import DemoOptions, run_demo
 
     summary = run_demo(DemoOptions(output=tmp_path, frames=2, width=112, height=84, beams=16,
                                    iterations=3, warm_iterations=2, device='cpu',

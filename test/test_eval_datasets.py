@@ -18,11 +18,10 @@ import os
 from pathlib import Path
 import sys
 
-from lrda_ros.eval.datasets import (center_crop, DATASET_KINDS, Frame, GenericFolder, IBims,
-                                    KittiDepthCompletion, NYU_INTRINSICS, NYUv2, NYUv2Mat,
-                                    open_dataset, read_depth_png, read_intrinsics_txt,
-                                    resize_frame, sample_sparse_from_gt, SamplingProtocol,
-                                    VOID)
+from lrda_ros.eval.datasets import (
+    center_crop, DATASET_KINDS, Frame, GenericFolder, IBims, KittiDepthCompletion, NYU_INTRINSICS,
+    NYUv2, NYUv2Mat, open_dataset, read_depth_png, read_intrinsics_txt, resize_frame,
+    sample_sparse_from_gt, SamplingProtocol, VOID)
 import numpy as np
 from PIL import Image
 import pytest

@@ -17,10 +17,9 @@
 import math
 
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, distort_normalized, InvalidCameraError,
-    InvalidConfigError, InvalidPointsError, InvalidTransformError, lidar_to_sparse_depth,
-    project_points, ProjectionConfig, RigidTransform, undistort_normalized,
-    UnsupportedDistortionError)
+    backproject_depth, CameraModel, distort_normalized, InvalidCameraError, InvalidConfigError,
+    InvalidPointsError, InvalidTransformError, lidar_to_sparse_depth, project_points,
+    ProjectionConfig, RigidTransform, undistort_normalized, UnsupportedDistortionError)
 import numpy as np
 import pytest
 

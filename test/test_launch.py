@@ -38,17 +38,17 @@ from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-from lrda_ros import synthetic  # noqa: E402
-from lrda_ros.conversions import (  # noqa: E402
+from lrda_ros.demo import world  # noqa: E402
+from lrda_ros.ros.conversions import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 import rclpy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
 import yaml  # noqa: E402
 
-FRAMES = synthetic.make_sequence(synthetic.SequenceConfig(
+FRAMES = world.make_sequence(world.SequenceConfig(
     'indoor', num_frames=2, width=160, height=120, seed=1,
-    lidar=synthetic.LidarConfig.indoor(beams=16)))
+    lidar=world.LidarConfig.indoor(beams=16)))
 
 
 def _launch_file() -> str:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from lrda_ros.engine import ModelLoadError
-from lrda_ros.models import load_model
-from lrda_ros.parameters import PARAMETERS
+from lrda_ros.engine.loading import load_model
+from lrda_ros.ros.parameters import PARAMETERS
 import pytest
 
 README = Path(__file__).resolve().parents[1] / 'README.md'

@@ -28,12 +28,11 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from lrda_ros import synthetic  # noqa: E402
-from lrda_ros.conversions import (  # noqa: E402
+from lrda_ros.demo import world  # noqa: E402
+from lrda_ros.geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform  # noqa: E402
+from lrda_ros.ros.conversions import (  # noqa: E402
     camera_model_to_camera_info, depth_image_to_array, rgb_to_image_msg, xyz_to_pointcloud2)
-from lrda_ros.geometry import (  # noqa: E402
-    lidar_to_sparse_depth, ProjectionConfig, RigidTransform)
-from lrda_ros.node import CompletionNode  # noqa: E402
+from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
@@ -45,9 +44,9 @@ CAMERA_FRAME, LIDAR_FRAME = 'camera_optical', 'lidar'
 @pytest.fixture(scope='module')
 def frames():
     """Return a short synthetic indoor sequence with a 16-beam LiDAR."""
-    config = synthetic.SequenceConfig('indoor', num_frames=4, width=112, height=84, seed=3,
-                                      lidar=synthetic.LidarConfig.indoor(beams=16))
-    return synthetic.make_sequence(config)
+    config = world.SequenceConfig('indoor', num_frames=4, width=112, height=84, seed=3,
+                                  lidar=world.LidarConfig.indoor(beams=16))
+    return world.make_sequence(config)
 
 
 def header(frame_id: str, stamp_ns: int) -> Header:
@@ -238,7 +237,7 @@ def test_invalid_parameter_changes_are_rejected_with_a_reason(system):
 def test_model_load_failure_exits_non_zero_naming_the_parameter(tmp_path):
     missing = tmp_path / 'depth_anything_v2_vits.pth'
     completed = subprocess.run(
-        [sys.executable, '-m', 'lrda_ros.node', '--ros-args', '-p', f'model:={missing}'],
+        [sys.executable, '-m', 'lrda_ros.ros.node', '--ros-args', '-p', f'model:={missing}'],
         capture_output=True, text=True, timeout=120)
     assert completed.returncode == 1
     output = completed.stdout + completed.stderr

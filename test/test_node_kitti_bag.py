@@ -22,13 +22,13 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.conversions import (  # noqa: E402, I100
-    camera_info_to_camera_model, depth_image_to_array, pointcloud2_to_xyz)
-from lrda_ros.eval.bag import RosbagSource  # noqa: E402
+from lrda_ros.eval.datasets.rosbag import RosbagSource  # noqa: E402, I100
 from lrda_ros.geometry import lidar_to_sparse_depth  # noqa: E402
-from lrda_ros.node import CompletionNode  # noqa: E402
-from lrda_ros.parameters import NodeSettings  # noqa: E402
-from lrda_ros.replay import LockstepReplay  # noqa: E402
+from lrda_ros.ros.conversions import (  # noqa: E402
+    camera_info_to_camera_model, depth_image_to_array, pointcloud2_to_xyz)
+from lrda_ros.ros.node import CompletionNode  # noqa: E402
+from lrda_ros.ros.parameters import NodeSettings  # noqa: E402
+from lrda_ros.ros.replay import LockstepReplay  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 

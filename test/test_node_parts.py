@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import threading
 
-from lrda_ros.latest_slot import LatestSlot
-from lrda_ros.parameters import (
+from lrda_ros.colormap import colorize_depth, turbo
+from lrda_ros.ros.latest_slot import LatestSlot
+from lrda_ros.ros.parameters import (
     extrinsic_override, InvalidParameterError, NodeSettings, PARAMETERS)
-from lrda_ros.visualization import colorize_depth, turbo
 import numpy as np
 import pytest
 

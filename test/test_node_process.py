@@ -36,8 +36,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.eval.bag import RosbagSource  # noqa: E402, I100
-from lrda_ros.replay import play_timed  # noqa: E402
+from lrda_ros.eval.datasets.rosbag import RosbagSource  # noqa: E402, I100
+from lrda_ros.ros.replay import play_timed  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 
@@ -61,7 +61,7 @@ def test_completion_node_process_with_the_shipped_params_file(large_data_transpo
         matrix = source.transform_tree().lookup('camera_color_left', 'velo_link').as_matrix()
     prefix = namespace  # keep this test's topics apart from anything else on the network
     command = [
-        sys.executable, '-m', 'lrda_ros.node', '--ros-args',
+        sys.executable, '-m', 'lrda_ros.ros.node', '--ros-args',
         '--params-file', str(ROOT / 'config' / 'completion.yaml'),
         '-r', f'__ns:={namespace}',
         '-r', f'image:={prefix}{topics.image}', '-r', f'camera_info:={prefix}{topics.camera_info}',

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Tests for lrda_ros.sync: message_filters' approximate-time rule, built in."""
+"""Tests for lrda_ros.ros.sync: message_filters' approximate-time rule, built in."""
 
 import sys
 import threading
@@ -20,7 +20,7 @@ import time
 import types
 import uuid
 
-from lrda_ros.sync import (
+from lrda_ros.ros.sync import (
     ApproximateTimeSync, create_synchronized_subscriptions, InvalidSyncConfigError,
     message_filters_available, stamp_ns)
 import numpy as np

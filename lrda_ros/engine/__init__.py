@@ -17,7 +17,7 @@ Pure-PyTorch test-time optimization engine (no ROS imports).
 
 Typical use::
 
-    from lrda_ros.engine import DepthCompleter, TTOConfig, load_depth_model
+    from lrda_ros.engine import DepthCompleter, load_depth_model, TTOConfig
 
     model = load_depth_model('depth-anything/Depth-Anything-V2-Small-hf', device='auto')
     completer = DepthCompleter(model, TTOConfig(iterations=40, warm_start=True))
@@ -31,8 +31,7 @@ from .config import FewPointsPolicy, Scope, TTOConfig
 from .lora import LoraAdapters
 from .model import (
     DEFAULT_MODEL, DepthModel, EncodedImage, load_depth_model, ModelLoadError, resolve_device)
-from .tto import (
-    CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError)
+from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
 
 __all__ = [
     'aligned_to_depth', 'alignment_loss', 'CompletionResult', 'CompletionStatus',

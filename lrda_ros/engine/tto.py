@@ -35,8 +35,7 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .config import FewPointsPolicy, TTOConfig
-from .model import (
-    DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction)
+from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 

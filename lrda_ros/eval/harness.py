@@ -31,7 +31,7 @@ from tqdm import tqdm
 from .datasets import Frame
 from .methods import Method
 from .metrics import aggregate, compute_metrics, DepthMetrics
-from ..profiling import Measure
+from .profiling import Measure
 
 METRIC_NAMES = ('mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1')
 

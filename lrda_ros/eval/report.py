@@ -30,7 +30,7 @@ import numpy as np
 
 from .datasets import Frame
 from .harness import EvalResult, METRIC_NAMES
-from ..visualization import colorize_depth, depth_display_range
+from ..colormap import colorize_depth, depth_display_range
 
 _COLUMNS = {'mae': 'MAE (m)', 'rmse': 'RMSE (m)', 'imae': 'iMAE (1/km)',
             'irmse': 'iRMSE (1/km)', 'absrel': 'AbsRel', 'delta1': 'δ<1.25'}

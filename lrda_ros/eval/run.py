@@ -24,14 +24,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from .bag import BagTopics
 from .datasets import open_dataset, SamplingProtocol
+from .datasets.rosbag import BagTopics
 from .harness import EvalResult, evaluate
 from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import TTOConfig
+from ..engine.loading import load_model
 from ..geometry import ProjectionConfig
-from ..models import load_model
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
 

@@ -22,30 +22,30 @@
 4. Write per-frame figures (RGB | sparse | dense | error), a contact sheet, an animated GIF,
    and a metrics table (MAE/RMSE per configuration) to the output folder.
 
-The default model is the embedded demonstration prior (see :mod:`lrda_ros.prior`).
+The default model is the embedded demonstration prior (see :mod:`lrda_ros.demo.prior`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-import shutil
-import uuid
 
 import numpy as np
 from tqdm import tqdm
 
-from . import synthetic
-from .conversions import (
+from . import world
+from ..colormap import colorize_depth, depth_display_range
+from ..eval.datasets import Frame
+from ..eval.datasets.rosbag import BagTopics, RosbagSource
+from ..eval.harness import EvalResult, FrameRecord
+from ..eval.metrics import compute_metrics
+from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
+from ..geometry import ProjectionConfig, RigidTransform
+from ..ros.bag_writer import stamped_header, write_bag
+from ..ros.conversions import (
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
-from .eval.bag import BagTopics, RosbagSource
-from .eval.datasets import Frame
-from .eval.harness import EvalResult, FrameRecord
-from .eval.metrics import compute_metrics
-from .eval.report import frame_figure, summary_markdown, write_csv, write_summary
-from .geometry import ProjectionConfig, RigidTransform
-from .parameters import NodeSettings
-from .visualization import colorize_depth, depth_display_range
+from ..ros.parameters import NodeSettings
+from ..ros.replay import complete_bag_in_process
 
 IMAGE_TOPIC = '/camera/image_raw'
 INFO_TOPIC = '/camera/camera_info'
@@ -79,122 +79,39 @@ class DemoOptions:
     progress: bool = True
 
 
-def _header(frame_id: str, stamp_ns: int):
-    from builtin_interfaces.msg import Time
-    from std_msgs.msg import Header
-
-    return Header(frame_id=frame_id, stamp=Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9))
-
-
-def _tf_static(typestore, frames: list[synthetic.SyntheticFrame], stamp_ns: int):
-    """Return a TFMessage: base_link -> lidar (identity) and lidar -> camera_optical."""
-    types = typestore.types
-    transform = RigidTransform.from_matrix(frames[0].T_cam_lidar).inverse()
-    time_msg = types['builtin_interfaces/msg/Time'](sec=stamp_ns // 10**9,
-                                                    nanosec=stamp_ns % 10**9)
-
-    def stamped(parent, child, translation, rotation):
-        return types['geometry_msgs/msg/TransformStamped'](
-            header=types['std_msgs/msg/Header'](stamp=time_msg, frame_id=parent),
-            child_frame_id=child,
-            transform=types['geometry_msgs/msg/Transform'](
-                translation=types['geometry_msgs/msg/Vector3'](*translation),
-                rotation=types['geometry_msgs/msg/Quaternion'](*rotation)))
-
-    return types['tf2_msgs/msg/TFMessage'](transforms=[
-        stamped(BASE_FRAME, LIDAR_FRAME, (0.0, 0.0, 0.0), (0.0, 0.0, 0.0, 1.0)),
-        stamped(LIDAR_FRAME, CAMERA_FRAME, tuple(transform.translation),
-                tuple(transform.quaternion_xyzw()))])
-
-
-def write_bag(frames: list[synthetic.SyntheticFrame], path: Path) -> None:
+def write_demo_bag(frames: list[world.SyntheticFrame], path: Path) -> None:
     """Write the sequence as a rosbag2 (MCAP) with the topics named in this module."""
-    from rclpy.serialization import serialize_message
-    from rosbags.interfaces import (
-        Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
-    from rosbags.rosbag2 import StoragePlugin, Writer
-    from rosbags.typesys import get_typestore, Stores
+    start = frames[0].stamp_ns + 10**9
+    T_lidar_camera = RigidTransform.from_matrix(frames[0].T_cam_lidar).inverse()
+    static = [(BASE_FRAME, LIDAR_FRAME, RigidTransform.identity()),
+              (LIDAR_FRAME, CAMERA_FRAME, T_lidar_camera)]
 
-    typestore = get_typestore(Stores.ROS2_HUMBLE)
-    forever = QosTime(sec=2147483647, nsec=4294967295)
-    latched = Qos(QosHistory.KEEP_LAST, 1, QosReliability.RELIABLE, QosDurability.TRANSIENT_LOCAL,
-                  forever, forever, QosLiveliness.AUTOMATIC, forever, False)
-    if path.exists():
-        shutil.rmtree(path)
-    with Writer(path, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
-        connections = {
-            topic: writer.add_connection(topic, msgtype, typestore=typestore)
-            for topic, msgtype in ((IMAGE_TOPIC, 'sensor_msgs/msg/Image'),
-                                   (INFO_TOPIC, 'sensor_msgs/msg/CameraInfo'),
-                                   (POINTS_TOPIC, 'sensor_msgs/msg/PointCloud2'),
-                                   (DEPTH_TOPIC, 'sensor_msgs/msg/Image'))}
-        tf = writer.add_connection('/tf_static', 'tf2_msgs/msg/TFMessage', typestore=typestore,
-                                   offered_qos_profiles=[latched])
-        start = frames[0].stamp_ns + 10**9
-        writer.write(tf, start, typestore.serialize_cdr(_tf_static(typestore, frames, start),
-                                                        'tf2_msgs/msg/TFMessage'))
+    def messages():
         for frame in frames:
             stamp = start + frame.stamp_ns
-            camera_header = _header(CAMERA_FRAME, stamp)
+            camera_header = stamped_header(CAMERA_FRAME, stamp)
             points = frame.points_lidar
-            messages = {
-                IMAGE_TOPIC: rgb_to_image_msg(frame.rgb, camera_header),
-                INFO_TOPIC: camera_model_to_camera_info(frame.camera, camera_header),
-                POINTS_TOPIC: xyz_to_pointcloud2(points[:, :3], _header(LIDAR_FRAME, stamp),
-                                                 extra_fields={'intensity': points[:, 3]}),
-                DEPTH_TOPIC: depth_to_image_msg(
-                    np.where(frame.depth > 0, frame.depth, np.nan).astype(np.float32),
-                    camera_header),
-            }
-            for topic, message in messages.items():
-                writer.write(connections[topic], stamp, serialize_message(message))
+            yield IMAGE_TOPIC, stamp, rgb_to_image_msg(frame.rgb, camera_header)
+            yield INFO_TOPIC, stamp, camera_model_to_camera_info(frame.camera, camera_header)
+            yield POINTS_TOPIC, stamp, xyz_to_pointcloud2(
+                points[:, :3], stamped_header(LIDAR_FRAME, stamp),
+                extra_fields={'intensity': points[:, 3]})
+            yield DEPTH_TOPIC, stamp, depth_to_image_msg(
+                np.where(frame.depth > 0, frame.depth, np.nan).astype(np.float32), camera_header)
+
+    write_bag(path, messages(), static, static_stamp_ns=start)
 
 
-def run_node_on_bag(bag: Path, overrides: dict, description: str, progress: bool):
-    """Replay ``bag`` lock-step into a fresh in-process completion node; return its frames."""
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    from rclpy.parameter import Parameter
-
-    from .node import CompletionNode
-    from .replay import LockstepReplay
-
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    namespace = '/lrda_demo_' + uuid.uuid4().hex[:8]
-    source = RosbagSource(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC))
-    try:
+def _run_configuration(bag: Path, parameters: dict, description: str, progress: bool):
+    """Replay ``bag`` into a fresh in-process node; return its frames and per-frame stats."""
+    topics = BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC)
+    with RosbagSource(bag, topics) as source:
         T_cam_lidar = source.transform_tree().lookup(CAMERA_FRAME, LIDAR_FRAME)
-        parameters = {**overrides,
-                      'lidar_to_camera.matrix': [float(v) for v in
-                                                 T_cam_lidar.as_matrix().ravel()]}
-        node = CompletionNode(context=context, namespace=namespace, parameter_overrides=[
-            Parameter(name, value=value) for name, value in parameters.items()])
-        player = rclpy.create_node('lrda_demo_player', namespace=namespace, context=context)
-        replay = LockstepReplay(player, source, outputs=('depth',))
-        executor = SingleThreadedExecutor(context=context)
-        executor.add_node(node)
-        executor.add_node(player)
-        if not replay.wait_for_subscribers(executor):
-            raise RuntimeError('the completion node did not subscribe to the replayed topics')
-        bar = tqdm(total=len(source.synchronized_stamps()), desc=description, unit='frame',
-                   disable=not progress)
-        stats = []
-
-        def tick(_frame):
-            # The node's own processing time and iterations for the frame just completed.
-            stats.append((node.stats.last_processing_s, node.stats.last_iterations))
-            bar.update(1)
-
-        frames = replay.play(executor, on_frame=tick)
-        bar.close()
-        executor.shutdown()
-        node.destroy_node()
-        player.destroy_node()
-        return frames, stats
-    finally:
-        source.close()
-        rclpy.try_shutdown(context=context)
+        total = len(source.synchronized_stamps())
+    parameters = {**parameters,
+                  'lidar_to_camera.matrix': [float(v) for v in T_cam_lidar.as_matrix().ravel()]}
+    with tqdm(total=total, desc=description, unit='frame', disable=not progress) as bar:
+        return complete_bag_in_process(bag, topics, parameters, on_frame=lambda _: bar.update(1))
 
 
 def _contact_sheet(frames: list[Frame], depth: dict[str, list[np.ndarray]],
@@ -234,13 +151,13 @@ def run_demo(options: DemoOptions) -> dict:
     """Run the demo end to end; return the summary table (also written to the output)."""
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
-    config = synthetic.SequenceConfig(
+    config = world.SequenceConfig(
         options.kind, options.frames, width=options.width, height=options.height,
-        seed=options.seed, lidar=synthetic.LidarConfig(beams=options.beams))
-    sequence = list(tqdm(synthetic.iter_sequence(config), total=options.frames,
+        seed=options.seed, lidar=world.LidarConfig(beams=options.beams))
+    sequence = list(tqdm(world.iter_sequence(config), total=options.frames,
                          desc='rendering', unit='frame', disable=not options.progress))
     bag = output / 'bag'
-    write_bag(sequence, bag)
+    write_demo_bag(sequence, bag)
 
     common = {'model': options.model, 'device': options.device, 'processing_size': 0,
               'iterations': options.iterations, 'warm_iterations': options.warm_iterations,
@@ -250,8 +167,8 @@ def run_demo(options: DemoOptions) -> dict:
     max_depth = NodeSettings.from_values(common).tto.max_depth
     depth: dict[str, list[np.ndarray]] = {}
     for name, overrides in CONFIGURATIONS.items():
-        replayed, stats = run_node_on_bag(bag, {**common, **overrides}, name,
-                                          options.progress)
+        replayed, stats = _run_configuration(bag, {**common, **overrides}, name,
+                                             options.progress)
         depth[name] = []
         for synthetic_frame, frame, (seconds, iterations) in zip(sequence, replayed, stats):
             label = f'{synthetic_frame.index:03d}'
@@ -292,7 +209,7 @@ def run_demo(options: DemoOptions) -> dict:
 
 def _projected_inputs(bag: Path, projection: ProjectionConfig) -> list[np.ndarray]:
     """Return the sparse depth each frame's LiDAR projects to, as the node computes it."""
-    from .eval.bag import RosbagDataset
+    from ..eval.datasets.rosbag import RosbagDataset
 
     dataset = RosbagDataset(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC, DEPTH_TOPIC),
                             projection=projection)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .geometry import CameraModel, InvalidCameraError, RigidTransform
+from ..geometry import CameraModel, InvalidCameraError, RigidTransform
 
 
 class UnsupportedEncodingError(ValueError):

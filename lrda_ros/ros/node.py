@@ -52,14 +52,14 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 from .conversions import (
     camera_info_to_camera_model, depth_to_image_msg, image_to_rgb, pointcloud2_to_xyz,
     rgb_to_image_msg, transform_to_rigid, xyz_to_pointcloud2)
-from .engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
-from .geometry import backproject_depth, RigidTransform
 from .latest_slot import LatestSlot
-from .models import load_model
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, ParameterSpec
-from .pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
 from .sync import create_synchronized_subscriptions
-from .visualization import colorize_depth
+from ..colormap import colorize_depth
+from ..engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
+from ..engine.loading import load_model
+from ..geometry import backproject_depth, RigidTransform
+from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0

@@ -27,8 +27,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .engine import FewPointsPolicy, TTOConfig
-from .geometry import ProjectionConfig, RigidTransform
+from ..engine import FewPointsPolicy, TTOConfig
+from ..geometry import ProjectionConfig, RigidTransform
 
 
 class InvalidParameterError(ValueError):

@@ -19,7 +19,7 @@ Which depth model to run: the ``model`` setting's keywords and the embedded demo
 V2 ``.pth`` file, or one of two keywords:
 
 - ``demo``: the small prior shipped with this package, trained on the procedural world of
-  :mod:`lrda_ros.synthetic`. It demonstrates the system offline; it is not a foundation model.
+  :mod:`lrda_ros.demo.world`. It demonstrates the system offline; it is not a foundation model.
 - ``auto``: Depth Anything V2 Small from the local Hugging Face cache, else from the hub when
   the hub answers, else the demo prior with a warning that says how to get the real model.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 import socket
 from urllib.parse import urlparse
 
-from .engine import DEFAULT_MODEL, DepthModel, load_depth_model, ModelLoadError
+from .model import DEFAULT_MODEL, DepthModel, load_depth_model, ModelLoadError
 
 AUTO = 'auto'
 DEMO = 'demo'
@@ -50,7 +50,7 @@ class ModelChoice:
 
 def demo_prior_dir() -> Path:
     """Return the folder of the embedded demo prior (Hugging Face layout)."""
-    return Path(__file__).resolve().parent / 'weights' / 'demo_prior'
+    return Path(__file__).resolve().parents[1] / 'weights' / 'demo_prior'
 
 
 def hub_reachable(timeout_s: float = 2.0) -> bool:

@@ -31,13 +31,13 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .datasets import Frame, FrameDataset
-from ..conversions import (
-    camera_info_to_camera_model, depth_image_to_array, image_to_rgb, pointcloud2_to_xyz)
-from ..geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
-from ..pipeline import holdout_split
-from ..sync import ApproximateTimeSync
-from ..transform_tree import TransformTree
+from .frame import Frame, FrameDataset
+from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform, TransformTree
+from ...pipeline import holdout_split
+from ...ros.conversions import (
+    camera_info_to_camera_model, depth_image_to_array, image_to_rgb, pointcloud2_to_xyz,
+    transform_to_rigid)
+from ...ros.sync import ApproximateTimeSync
 
 IMAGE = 'sensor_msgs/msg/Image'
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
@@ -134,9 +134,12 @@ class RosbagSource:
         """Return the static transforms recorded on /tf_static."""
         connections = [c for c in self._reader.connections
                        if c.topic == '/tf_static' and c.msgtype == TF_MESSAGE]
-        return TransformTree.from_messages(
-            self._reader.deserialize(raw, c.msgtype)
-            for c, _, raw in self._reader.messages(connections=connections))
+        tree = TransformTree()
+        for connection, _, raw in self._reader.messages(connections=connections):
+            for stamped in self._reader.deserialize(raw, connection.msgtype).transforms:
+                tree.add(stamped.header.frame_id, stamped.child_frame_id,
+                         transform_to_rigid(stamped))
+        return tree
 
     def raw_messages(self, topics: list[str] | None = None) -> Iterator[tuple[str, str, int,
                                                                               bytes]]:

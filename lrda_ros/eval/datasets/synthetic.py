@@ -20,16 +20,16 @@ from typing import Iterator
 
 import numpy as np
 
-from .datasets import Frame
-from .. import synthetic
-from ..geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
+from .frame import Frame
+from ...demo import world
+from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
 
 
-def synthetic_frames(config: synthetic.SequenceConfig,
+def synthetic_frames(config: world.SequenceConfig,
                      projection: ProjectionConfig = ProjectionConfig(remove_occluded=True)
                      ) -> Iterator[Frame]:
     """Yield a rendered sequence's frames with projected LiDAR input and exact depth truth."""
-    for frame in synthetic.iter_sequence(config):
+    for frame in world.iter_sequence(config):
         sparse = lidar_to_sparse_depth(frame.points_lidar[:, :3],
                                        RigidTransform.from_matrix(frame.T_cam_lidar),
                                        frame.camera, projection).depth

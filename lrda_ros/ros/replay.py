@@ -24,13 +24,18 @@ play``, for machines without ros2cli (``lrda play``). Both need only the rclpy P
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 import time
-from typing import Any
+from typing import Any, Callable
+import uuid
 
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
-from .eval.bag import cdr_header_stamp, RosbagSource
+from ..eval.datasets.rosbag import BagTopics, cdr_header_stamp, RosbagSource
 
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
                   'sensor_msgs/msg/PointCloud2': PointCloud2}
@@ -145,3 +150,66 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
             published += 1
         if not loop:
             return published
+
+
+def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, Any],
+                            on_frame: Callable[[ReplayedFrame], None] | None = None
+                            ) -> tuple[list[ReplayedFrame], list[tuple[float, int]]]:
+    """
+    Replay ``bag`` lock-step into a fresh in-process completion node with ``parameters``.
+
+    Returns the replayed frames and, per frame, the node's own processing seconds and
+    iterations. A private context and namespace keep it apart from other nodes.
+    """
+    from .node import CompletionNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    namespace = '/lrda_replay_' + uuid.uuid4().hex[:8]
+    try:
+        with RosbagSource(bag, topics) as source:
+            node = CompletionNode(context=context, namespace=namespace, parameter_overrides=[
+                Parameter(name, value=value) for name, value in parameters.items()])
+            player = rclpy.create_node('lrda_replay_player', namespace=namespace,
+                                       context=context)
+            replay = LockstepReplay(player, source, outputs=('depth',))
+            executor = SingleThreadedExecutor(context=context)
+            executor.add_node(node)
+            executor.add_node(player)
+            if not replay.wait_for_subscribers(executor):
+                raise RuntimeError('the completion node did not subscribe to the replayed topics')
+            stats: list[tuple[float, int]] = []
+
+            def record(frame: ReplayedFrame) -> None:
+                # The node's own processing time and iterations for the frame just completed.
+                stats.append((node.stats.last_processing_s, node.stats.last_iterations))
+                if on_frame is not None:
+                    on_frame(frame)
+
+            frames = replay.play(executor, on_frame=record)
+            executor.shutdown()
+            node.destroy_node()
+            player.destroy_node()
+            return frames, stats
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,
+             wait_for_subscribers_s: float = 0.0, linger_s: float = 2.0) -> int:
+    """Replay ``bag`` at the recorded pace from a node of its own (``lrda play``)."""
+    from .node import prefer_large_data_transport
+
+    prefer_large_data_transport()
+    rclpy.init()
+    node = rclpy.create_node('lrda_play')
+    try:
+        with RosbagSource(bag, topics) as source:
+            count = play_timed(node, source, rate, loop,
+                               wait_for_subscribers_s=wait_for_subscribers_s)
+        time.sleep(linger_s)  # let reliable retransmissions finish before the node goes
+        node.get_logger().info(f'published {count} messages from {bag}')
+        return count
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown()

@@ -36,10 +36,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import synthetic
-from .engine.alignment import fit_scale_shift
-from .engine.model import IMAGENET_MEAN, IMAGENET_STD
-from .models import demo_prior_dir
+from . import world
+from ..engine.alignment import fit_scale_shift
+from ..engine.loading import demo_prior_dir
+from ..engine.model import IMAGENET_MEAN, IMAGENET_STD
 
 
 @dataclass
@@ -91,8 +91,8 @@ def render_training_views(config: PriorTrainingConfig) -> tuple[np.ndarray, np.n
     rng = np.random.default_rng(config.seed)
     for index in tqdm(range(config.num_views), desc='rendering views', unit='view'):
         kind = 'indoor' if rng.random() < config.indoor_fraction else 'outdoor'
-        image, depth, _ = synthetic.random_view(int(rng.integers(2**31)), kind, config.width,
-                                                config.height)
+        image, depth, _ = world.random_view(int(rng.integers(2**31)), kind, config.width,
+                                            config.height)
         rgb[index] = image
         with np.errstate(divide='ignore'):
             disparity[index] = np.where(depth > 0, 1.0 / np.maximum(depth, 1e-6), 0.0)

@@ -39,11 +39,11 @@ import time
 import numpy as np
 import torch
 
-from .engine import DepthCompleter, DepthModel, Scope, TTOConfig
-from .engine.checkpoint import build_config
-from .engine.model import resolve_device
-from .engine.sparse_head import SparseHeadPlan
 from .profiling import Measure
+from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from ..engine.checkpoint import build_config
+from ..engine.model import resolve_device
+from ..engine.sparse_head import SparseHeadPlan
 
 #: (height, width) of the named resolutions.
 RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
@@ -145,7 +145,7 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
     encoded = encoder()
 
     def dense_step():
-        from .engine.model import sample_prediction
+        from ..engine.model import sample_prediction
         values = sample_prediction(model.decode(encoded), rows, cols, rgb.shape[:2])
         torch.autograd.grad(values.sum(), parameters, allow_unused=True)
 
@@ -296,11 +296,11 @@ def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, see
 def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 8,
                  width: int = 320, height: int = 240, progress: bool = True) -> dict:
     """Score speed-ups against error on a synthetic sequence with a trained model."""
-    from . import synthetic
-    from .eval.harness import evaluate
-    from .eval.methods import build_method, MethodSpec, TTOMethod
-    from .eval.synthetic_frames import synthetic_frames
-    from .models import load_model
+    from .datasets.synthetic import synthetic_frames
+    from .harness import evaluate
+    from .methods import build_method, MethodSpec, TTOMethod
+    from ..demo import world
+    from ..engine.loading import load_model
 
     choice = load_model(model_spec, options.device)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
@@ -311,7 +311,7 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
                              choice.model, replace(config, sparse_head=False)))
     # Indoors: outdoors this small prior's far-field errors (facades it takes for sky,
     # above the LiDAR's view) dominate any metric.
-    sequence = synthetic.SequenceConfig('indoor', frames, width=width, height=height, seed=11)
+    sequence = world.SequenceConfig('indoor', frames, width=width, height=height, seed=11)
     result = evaluate(list(synthetic_frames(sequence)), methods,
                       device=str(choice.model.device), progress=progress)
     return {'model': choice.source, 'frames': frames, 'size': [width, height],
@@ -386,7 +386,7 @@ def run_bench(options: BenchOptions, accuracy: bool = False) -> dict:
                              f'{v["decoder_step_sparse_s"] * 1e3:.0f}'
                              for name, v in ablation.items()) + '\n')
     if accuracy:
-        from .eval.report import summary_markdown
+        from .report import summary_markdown
 
         report['accuracy'] = run_accuracy(options)
         text += '\n' + summary_markdown(report['accuracy']['methods'],

@@ -36,12 +36,12 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image
 
-from .datasets import Frame
-from .harness import EvalResult, FrameRecord
-from .metrics import compute_metrics
-from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
-from ..conversions import depth_image_to_array, image_to_rgb
-from ..sync import create_synchronized_subscriptions
+from .conversions import depth_image_to_array, image_to_rgb
+from .sync import create_synchronized_subscriptions
+from ..eval.datasets import Frame
+from ..eval.harness import EvalResult, FrameRecord
+from ..eval.metrics import compute_metrics
+from ..eval.report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 
 
 class EvaluatorNode(Node):

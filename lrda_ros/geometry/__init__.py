@@ -1,0 +1,49 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+Camera and LiDAR geometry in pure numpy: intrinsics, rigid transforms, projection.
+
+Conventions used throughout the package:
+
+* Camera optical frame: x right, y down, z forward (REP 103 ``_optical`` frames).
+* Pixel ``(u, v)`` is ``(column, row)`` with pixel centres at integer coordinates
+  (OpenCV / ROS ``image_geometry``). A point projecting to ``u`` lands in column
+  ``floor(u + 0.5)``, so 10.4 goes to column 10 and 10.6 to column 11 (10.5 to 11).
+* Depth maps are float32 ``(H, W)`` arrays of z-depth in metres (REP 118). A sparse
+  depth map uses 0.0 for pixels without a measurement.
+* ``T_a_b`` maps points expressed in frame ``b`` into frame ``a``: ``p_a = R p_b + t``.
+  A tf2 ``TransformStamped`` with ``header.frame_id = A`` and ``child_frame_id = B``
+  is ``T_A_B``.
+"""
+
+
+from .camera import (
+    CameraModel, distort_normalized, project_points, SUPPORTED_DISTORTION_MODELS,
+    undistort_normalized)
+from .checks import (
+    InvalidCameraError, InvalidConfigError, InvalidPointsError, InvalidTransformError,
+    UnsupportedDistortionError)
+from .projection import (
+    backproject_depth, lidar_to_sparse_depth, MIN_DEPTH_M, ProjectionConfig, SparseProjection)
+from .transforms import RigidTransform, TransformTree
+
+__all__ = [
+    'backproject_depth', 'CameraModel', 'distort_normalized', 'InvalidCameraError',
+    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'lidar_to_sparse_depth',
+    'MIN_DEPTH_M', 'project_points', 'ProjectionConfig', 'RigidTransform', 'SparseProjection',
+    'SUPPORTED_DISTORTION_MODELS', 'TransformTree', 'undistort_normalized',
+    'UnsupportedDistortionError',
+]

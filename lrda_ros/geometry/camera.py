@@ -1,0 +1,262 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Camera intrinsics and lens distortion models (plumb_bob, rational_polynomial, equidistant)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .checks import (
+    _as_points, _as_xy, _readonly, InvalidCameraError, InvalidConfigError,
+    UnsupportedDistortionError)
+
+_PLUMB_BOB = 'plumb_bob'
+_RATIONAL = 'rational_polynomial'
+_EQUIDISTANT = 'equidistant'
+_NO_DISTORTION_NAMES = ('', 'none')
+# Number of coefficients each supported model takes; fewer are padded with zeros.
+_MODEL_NUM_COEFFS = {_PLUMB_BOB: 5, _RATIONAL: 8, _EQUIDISTANT: 4}
+SUPPORTED_DISTORTION_MODELS = tuple(_MODEL_NUM_COEFFS) + _NO_DISTORTION_NAMES
+
+
+@dataclass(frozen=True, eq=False)
+class CameraModel:
+    """
+    Pinhole camera intrinsics with an optional lens distortion model.
+
+    ``K`` is the 3x3 intrinsic matrix (``[[fx, s, cx], [0, fy, cy], [0, 0, 1]]``; a
+    non-zero skew ``s`` is honoured). ``D`` holds the distortion coefficients in ROS
+    ``CameraInfo`` order; empty or all-zero means no distortion. Arrays are stored as
+    read-only float64 copies. Equality is identity (arrays make ``==`` ambiguous).
+    """
+
+    K: np.ndarray
+    width: int
+    height: int
+    distortion_model: str = _PLUMB_BOB
+    D: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        try:
+            intrinsics = np.asarray(self.K, dtype=np.float64)
+            coefficients = np.asarray(self.D, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise InvalidCameraError(f'K and D must be numeric arrays: {error}') from error
+        if intrinsics.shape != (3, 3):
+            raise InvalidCameraError(f'K must be a 3x3 matrix, got shape {intrinsics.shape}')
+        if not np.all(np.isfinite(intrinsics)):
+            raise InvalidCameraError(f'K must be finite, got {intrinsics.tolist()}')
+        if not (intrinsics[0, 0] > 0 and intrinsics[1, 1] > 0):
+            raise InvalidCameraError(
+                'fx and fy must be positive (an all-zero K means an uncalibrated camera), '
+                f'got fx={intrinsics[0, 0]}, fy={intrinsics[1, 1]}')
+        if not np.allclose([intrinsics[1, 0], *intrinsics[2]], [0.0, 0.0, 0.0, 1.0],
+                           rtol=0.0, atol=1e-9):
+            raise InvalidCameraError(
+                'K must have the form [[fx, s, cx], [0, fy, cy], [0, 0, 1]], '
+                f'got {intrinsics.tolist()}')
+        if coefficients.ndim != 1 or not np.all(np.isfinite(coefficients)):
+            raise InvalidCameraError(
+                f'D must be a 1-D array of finite numbers, got {coefficients.tolist()}')
+        for name in ('width', 'height'):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+                raise InvalidCameraError(f'{name} must be a positive integer, got {value!r}')
+            object.__setattr__(self, name, int(value))
+        if not isinstance(self.distortion_model, str):
+            raise InvalidCameraError(
+                f'distortion_model must be a string, got {self.distortion_model!r}')
+        object.__setattr__(self, 'K', _readonly(intrinsics))
+        object.__setattr__(self, 'D', _readonly(coefficients))
+
+    @property
+    def fx(self) -> float:
+        return float(self.K[0, 0])
+
+    @property
+    def fy(self) -> float:
+        return float(self.K[1, 1])
+
+    @property
+    def cx(self) -> float:
+        return float(self.K[0, 2])
+
+    @property
+    def cy(self) -> float:
+        return float(self.K[1, 2])
+
+    @property
+    def has_distortion(self) -> bool:
+        return bool(np.any(self.D != 0.0))
+
+    def scaled(self, new_width: int, new_height: int) -> CameraModel:
+        """
+        Return the intrinsics of this camera's image resized to ``new_width x new_height``.
+
+        With pixel centres at integer coordinates a resize by ``s`` maps ``u`` to
+        ``(u + 0.5) * s - 0.5`` (as ``cv2.resize`` and ``align_corners=False`` do),
+        so ``cx' = (cx + 0.5) * s - 0.5`` and ``fx' = fx * s``. Distortion acts on
+        normalized coordinates and is unchanged.
+        """
+        for name, value in (('new_width', new_width), ('new_height', new_height)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
+                raise InvalidCameraError(f'{name} must be a positive integer, got {value!r}')
+        scale_x = new_width / self.width
+        scale_y = new_height / self.height
+        intrinsics = self.K.copy()
+        intrinsics[0, :2] *= scale_x
+        intrinsics[1, 1] *= scale_y
+        intrinsics[0, 2] = (self.cx + 0.5) * scale_x - 0.5
+        intrinsics[1, 2] = (self.cy + 0.5) * scale_y - 0.5
+        return CameraModel(intrinsics, int(new_width), int(new_height),
+                           self.distortion_model, self.D)
+
+
+def _distortion_coefficients(model: str, coefficients: np.ndarray) -> np.ndarray | None:
+    """
+    Return ``coefficients`` zero-padded to the model's length, or None for no distortion.
+
+    Raise ``UnsupportedDistortionError`` for an unknown model name or too many
+    coefficients.
+    """
+    values = np.asarray(coefficients, dtype=np.float64).reshape(-1)
+    if model in _NO_DISTORTION_NAMES:
+        if np.any(values != 0.0):
+            raise UnsupportedDistortionError(
+                f'distortion model {model!r} means no distortion, but D = {values.tolist()}')
+        return None
+    if model not in _MODEL_NUM_COEFFS:
+        raise UnsupportedDistortionError(
+            f'unsupported distortion model {model!r}; supported: '
+            f'{list(SUPPORTED_DISTORTION_MODELS)}')
+    expected = _MODEL_NUM_COEFFS[model]
+    if values.size > expected:
+        raise UnsupportedDistortionError(
+            f'{model} takes at most {expected} coefficients, got {values.size}')
+    if not np.any(values != 0.0):
+        return None
+    return np.pad(values, (0, expected - values.size))
+
+
+def _radial_tangential_terms(xy: np.ndarray, coefficients: np.ndarray
+                             ) -> tuple[np.ndarray, np.ndarray]:
+    """Return the radial factor (N,) and tangential offset (N, 2) of OpenCV's model."""
+    k1, k2, p1, p2, k3 = coefficients[:5]
+    k4, k5, k6 = coefficients[5:8] if coefficients.size == 8 else (0.0, 0.0, 0.0)
+    x, y = xy[:, 0], xy[:, 1]
+    r2 = x * x + y * y
+    r4 = r2 * r2
+    r6 = r4 * r2
+    radial = (1 + k1 * r2 + k2 * r4 + k3 * r6) / (1 + k4 * r2 + k5 * r4 + k6 * r6)
+    tangential = np.stack([2 * p1 * x * y + p2 * (r2 + 2 * x * x),
+                           p1 * (r2 + 2 * y * y) + 2 * p2 * x * y], axis=1)
+    return radial, tangential
+
+
+def _fisheye_theta_scale(theta: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """Return ``theta_d / theta`` of OpenCV's fisheye model, ``1 + k1 t^2 + ... k4 t^8``."""
+    theta2 = theta * theta
+    k1, k2, k3, k4 = coefficients
+    return 1 + theta2 * (k1 + theta2 * (k2 + theta2 * (k3 + theta2 * k4)))
+
+
+def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
+    """
+    Apply lens distortion to normalized image coordinates ``(x/z, y/z)``.
+
+    Models (OpenCV formulas, ROS ``CameraInfo`` coefficient order):
+    ``plumb_bob`` (k1, k2, p1, p2, k3), ``rational_polynomial`` (k1, k2, p1, p2, k3, k4,
+    k5, k6) and ``equidistant`` (fisheye k1..k4). Fewer coefficients are zero-padded;
+    ``''`` / ``'none'`` or all-zero coefficients leave the points unchanged.
+    """
+    points = _as_xy(xy)
+    coefficients = _distortion_coefficients(model, D)
+    if coefficients is None:
+        return points.copy()
+    if model == _EQUIDISTANT:
+        radius = np.hypot(points[:, 0], points[:, 1])
+        theta = np.arctan(radius)
+        theta_d = theta * _fisheye_theta_scale(theta, coefficients)
+        # theta_d / r tends to 1 at the optical axis.
+        scale = np.divide(theta_d, radius, out=np.ones_like(radius), where=radius > 1e-12)
+        return points * scale[:, None]
+    radial, tangential = _radial_tangential_terms(points, coefficients)
+    return points * radial[:, None] + tangential
+
+
+def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
+                         iterations: int = 20) -> np.ndarray:
+    """
+    Invert ``distort_normalized`` iteratively, as OpenCV's ``undistortPoints`` does.
+
+    Fixed-point iteration for ``plumb_bob`` / ``rational_polynomial`` and Newton steps on
+    the angle for ``equidistant``. Converges to ~1e-9 for moderate distortion; points
+    beyond the fold-back radius of a strong distortion have no unique inverse.
+    """
+    distorted = _as_xy(xy_distorted)
+    if iterations < 1:
+        raise InvalidConfigError(f'iterations must be >= 1, got {iterations}')
+    coefficients = _distortion_coefficients(model, D)
+    if coefficients is None:
+        return distorted.copy()
+    if model == _EQUIDISTANT:
+        return _undistort_fisheye(distorted, coefficients, iterations)
+    undistorted = distorted.copy()
+    for _ in range(iterations):
+        radial, tangential = _radial_tangential_terms(undistorted, coefficients)
+        undistorted = (distorted - tangential) / radial[:, None]
+    return undistorted
+
+
+def _undistort_fisheye(distorted: np.ndarray, coefficients: np.ndarray,
+                       iterations: int) -> np.ndarray:
+    """Invert the fisheye model by Newton's method on ``theta(1 + k1 t^2 + ...) = theta_d``."""
+    k1, k2, k3, k4 = coefficients
+    theta_d = np.hypot(distorted[:, 0], distorted[:, 1])
+    theta = theta_d.copy()
+    for _ in range(iterations):
+        t2 = theta * theta
+        residual = theta * _fisheye_theta_scale(theta, coefficients) - theta_d
+        slope = 1 + t2 * (3 * k1 + t2 * (5 * k2 + t2 * (7 * k3 + t2 * 9 * k4)))
+        theta = theta - np.divide(residual, slope, out=np.zeros_like(theta), where=slope != 0)
+    scale = np.divide(np.tan(theta), theta_d, out=np.ones_like(theta_d),
+                      where=theta_d > 1e-12)
+    return distorted * scale[:, None]
+
+
+def project_points(points_cam: np.ndarray, camera: CameraModel,
+                   apply_distortion: bool) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Project camera-frame points to pixel coordinates.
+
+    Returns ``(uv, depth)``: ``uv`` float64 ``(N, 2)`` as (column, row) and ``depth``
+    float64 ``(N,)`` equal to z. Points with ``z <= 0`` get NaN ``uv``; callers should
+    drop them. With ``apply_distortion`` the camera's distortion model is applied
+    (for unrectified images); otherwise the projection is pure pinhole.
+    """
+    points = _as_points(points_cam, 'points_cam')
+    depth = points[:, 2].copy()
+    in_front = depth > 0
+    safe_depth = np.where(in_front, depth, 1.0)
+    normalized = points[:, :2] / safe_depth[:, None]
+    if apply_distortion:
+        normalized = distort_normalized(normalized, camera.distortion_model, camera.D)
+    uv = np.empty_like(normalized)
+    uv[:, 0] = camera.fx * normalized[:, 0] + camera.K[0, 1] * normalized[:, 1] + camera.cx
+    uv[:, 1] = camera.fy * normalized[:, 1] + camera.cy
+    uv[~in_front] = np.nan
+    return uv, depth

@@ -1,0 +1,218 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""LiDAR scan -> sparse depth map (z-buffer, occlusion removal) and dense depth -> points."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .camera import CameraModel, distort_normalized, project_points, undistort_normalized
+from .checks import _as_points, InvalidConfigError, InvalidPointsError
+from .transforms import RigidTransform
+
+# Points closer than this to the image plane (metres of z) count as behind the camera.
+MIN_DEPTH_M = 1e-6
+
+
+@dataclass(frozen=True)
+class ProjectionConfig:
+    """
+    Settings for turning a LiDAR scan into a sparse depth map.
+
+    ``min_range`` / ``max_range`` bound the Euclidean range from the LiDAR origin in
+    metres (the quantity a LiDAR's specification states). ``apply_distortion`` projects
+    through the camera's distortion model (set it for unrectified images).
+    ``remove_occluded`` drops points that have a clearly nearer point within an
+    ``occlusion_window`` x ``occlusion_window`` pixel neighbourhood: deeper by more than
+    ``occlusion_margin`` (relative).
+    """
+
+    min_range: float = 0.5
+    max_range: float = 120.0
+    apply_distortion: bool = False
+    remove_occluded: bool = False
+    occlusion_window: int = 7
+    occlusion_margin: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not (np.isfinite(self.min_range) and self.min_range >= 0):
+            raise InvalidConfigError(
+                f'min_range must be a finite number >= 0 m, got {self.min_range}')
+        if not (np.isfinite(self.max_range) and self.max_range > self.min_range):
+            raise InvalidConfigError(
+                f'max_range must be finite and > min_range ({self.min_range} m), '
+                f'got {self.max_range}')
+        window = self.occlusion_window
+        if (isinstance(window, bool) or not isinstance(window, (int, np.integer))
+                or window < 3 or window % 2 == 0):
+            raise InvalidConfigError(
+                f'occlusion_window must be an odd integer >= 3 (pixels), got {window!r}')
+        if not (np.isfinite(self.occlusion_margin) and self.occlusion_margin >= 0):
+            raise InvalidConfigError(
+                f'occlusion_margin must be a finite number >= 0, got {self.occlusion_margin}')
+
+
+@dataclass(frozen=True, eq=False)
+class SparseProjection:
+    """
+    A sparse depth map and where each input point went.
+
+    ``num_points_in`` equals the sum of ``num_projected`` and every ``num_dropped_*``
+    count. ``num_dropped_same_pixel`` counts points that lost the z-buffer to a nearer
+    point on the same pixel.
+    """
+
+    depth: np.ndarray
+    num_points_in: int
+    num_projected: int
+    num_dropped_non_finite: int
+    num_dropped_out_of_range: int
+    num_dropped_behind_camera: int
+    num_dropped_outside_image: int
+    num_dropped_same_pixel: int
+    num_dropped_occluded: int
+
+
+def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
+                          camera: CameraModel, config: ProjectionConfig) -> SparseProjection:
+    """
+    Project a LiDAR scan into a sparse z-depth map (float32, 0.0 = no measurement).
+
+    Drops non-finite points, points whose range from the LiDAR origin is outside
+    ``[min_range, max_range]``, points with ``z <= MIN_DEPTH_M`` in the camera frame and
+    points outside the image. When several points land on one pixel the nearest wins.
+    With distortion, points that fold back into the image from outside the lens' valid
+    field of view (where undistort(distort(p)) != p) count as outside the image.
+    """
+    points = _as_points(points_lidar, 'points_lidar')
+    height, width = camera.height, camera.width
+    num_in = points.shape[0]
+
+    finite = np.all(np.isfinite(points), axis=1)
+    points = points[finite]
+    ranges = np.linalg.norm(points, axis=1)
+    in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
+    points_cam = T_cam_lidar.apply(points[in_range])
+    in_front = points_cam[:, 2] > MIN_DEPTH_M
+    points_cam = points_cam[in_front]
+
+    uv, depth = project_points(points_cam, camera, config.apply_distortion)
+    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
+    # overflowing an integer cast for points projecting far outside.
+    shifted = uv + 0.5
+    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
+              & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
+    if config.apply_distortion and camera.has_distortion:
+        inside[inside] = _distortion_invertible(points_cam[inside], camera)
+    cols = np.floor(shifted[inside, 0]).astype(np.intp)
+    rows = np.floor(shifted[inside, 1]).astype(np.intp)
+    depth = depth[inside]
+
+    depth_map = _nearest_per_pixel(rows * width + cols, depth, height, width)
+    num_first_hits = int(np.count_nonzero(depth_map))
+    num_occluded = 0
+    if config.remove_occluded:
+        occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
+        depth_map[occluded] = 0.0
+        num_occluded = int(np.count_nonzero(occluded))
+
+    return SparseProjection(
+        depth=depth_map,
+        num_points_in=num_in,
+        num_projected=num_first_hits - num_occluded,
+        num_dropped_non_finite=int(num_in - points.shape[0]),
+        num_dropped_out_of_range=int(np.count_nonzero(~in_range)),
+        num_dropped_behind_camera=int(np.count_nonzero(~in_front)),
+        num_dropped_outside_image=int(np.count_nonzero(~inside)),
+        num_dropped_same_pixel=int(depth.size - num_first_hits),
+        num_dropped_occluded=num_occluded,
+    )
+
+
+def _distortion_invertible(points_cam: np.ndarray, camera: CameraModel) -> np.ndarray:
+    """Return a mask of points whose distorted projection undistorts back to themselves."""
+    normalized = points_cam[:, :2] / points_cam[:, 2:3]
+    # Folded points may make the inverse iteration diverge; NaN then fails the test.
+    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+        distorted = distort_normalized(normalized, camera.distortion_model, camera.D)
+        recovered = undistort_normalized(distorted, camera.distortion_model, camera.D)
+        error = np.max(np.abs(recovered - normalized), axis=1)
+        return error <= 1e-4 * (1.0 + np.max(np.abs(normalized), axis=1))
+
+
+def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
+                       height: int, width: int) -> np.ndarray:
+    """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
+    depth_map = np.zeros(height * width, dtype=np.float32)
+    # Sort by pixel, then depth: the first entry of each pixel run is the nearest.
+    # (Fancy assignment with repeated indices has no guaranteed winner.)
+    order = np.lexsort((depth, pixel_index))
+    sorted_pixels = pixel_index[order]
+    unique_pixels, first = np.unique(sorted_pixels, return_index=True)
+    depth_map[unique_pixels] = depth[order][first]
+    return depth_map.reshape(height, width)
+
+
+def _occluded_mask(depth_map: np.ndarray, window: int, margin: float) -> np.ndarray:
+    """
+    Mark sparse pixels that have a clearly nearer pixel within a ``window`` neighbourhood.
+
+    LiDAR and camera see the scene from different places, so through gaps next to a near
+    surface the LiDAR hits background the camera cannot see. This heuristic also drops
+    some genuinely visible background points right beside depth edges.
+    """
+    height, width = depth_map.shape
+    nearest = np.where(depth_map > 0, depth_map, np.inf)
+    padded = np.pad(nearest, window // 2, mode='constant', constant_values=np.inf)
+    # A box minimum is separable: over rows, then over columns, one shifted slice per
+    # window offset (a whole-image operation each, not a loop over points).
+    row_min = padded[:height].copy()
+    for offset in range(1, window):
+        np.minimum(row_min, padded[offset:offset + height], out=row_min)
+    box_min = row_min[:, :width].copy()
+    for offset in range(1, window):
+        np.minimum(box_min, row_min[:, offset:offset + width], out=box_min)
+    return (depth_map > 0) & (depth_map > box_min * (1.0 + margin))
+
+
+def backproject_depth(depth: np.ndarray, camera: CameraModel,
+                      stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Lift valid depth pixels (finite, > 0) to 3-D points in the camera frame.
+
+    Returns ``(points, rows, cols)``: float32 ``(M, 3)`` points and the pixel indices
+    they came from, sampling every ``stride``-th row and column. The depth map must match
+    the camera size and is assumed rectified: distortion is ignored.
+    """
+    depth_map = np.asarray(depth)
+    if depth_map.shape != (camera.height, camera.width):
+        raise InvalidPointsError(
+            f'depth shape {depth_map.shape} does not match the camera '
+            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
+    sampled = depth_map[::stride, ::stride].astype(np.float64)
+    with np.errstate(invalid='ignore'):
+        valid = np.isfinite(sampled) & (sampled > 0)
+    rows, cols = np.nonzero(valid)
+    z = sampled[rows, cols]
+    rows = rows * stride
+    cols = cols * stride
+    y_normalized = (rows - camera.cy) / camera.fy
+    x_normalized = (cols - camera.cx - camera.K[0, 1] * y_normalized) / camera.fx
+    points = np.stack([x_normalized * z, y_normalized * z, z], axis=1).astype(np.float32)
+    return points, rows, cols

@@ -1,0 +1,188 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Rigid transforms ``T_a_b`` and a tree of them that chains lookups between frames."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import _as_points, _readonly, InvalidTransformError
+
+
+def _quaternion_to_rotation(quaternion_xyzw: np.ndarray) -> np.ndarray:
+    """Return the rotation matrix of a unit quaternion ``(x, y, z, w)``."""
+    x, y, z, w = quaternion_xyzw
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+@dataclass(frozen=True, eq=False)
+class RigidTransform:
+    """
+    Rigid transform ``T_a_b``: ``p_a = rotation @ p_b + translation``.
+
+    ``rotation`` must be orthonormal with determinant +1 (within 1e-5, so calibration
+    files printed with 6-7 significant digits are accepted as they are).
+    """
+
+    rotation: np.ndarray
+    translation: np.ndarray
+
+    def __post_init__(self) -> None:
+        rotation = np.asarray(self.rotation, dtype=np.float64)
+        translation = np.asarray(self.translation, dtype=np.float64)
+        if rotation.shape != (3, 3) or translation.shape != (3,):
+            raise InvalidTransformError(
+                'rotation must be 3x3 and translation must have shape (3,), got '
+                f'{rotation.shape} and {translation.shape}')
+        _check_rotation(rotation, atol=1e-5)
+        if not np.all(np.isfinite(translation)):
+            raise InvalidTransformError(f'translation must be finite, got {translation}')
+        object.__setattr__(self, 'rotation', _readonly(rotation))
+        object.__setattr__(self, 'translation', _readonly(translation))
+
+    @classmethod
+    def identity(cls) -> RigidTransform:
+        return cls(np.eye(3), np.zeros(3))
+
+    @classmethod
+    def from_translation_quaternion(cls, translation_xyz: np.ndarray,
+                                    quaternion_xyzw: np.ndarray) -> RigidTransform:
+        """
+        Build a transform from a translation and an ``(x, y, z, w)`` quaternion.
+
+        The quaternion is normalized first (ROS messages are often slightly off unit);
+        a zero or non-finite quaternion is rejected.
+        """
+        quaternion = np.asarray(quaternion_xyzw, dtype=np.float64)
+        if quaternion.shape != (4,) or not np.all(np.isfinite(quaternion)):
+            raise InvalidTransformError(
+                f'quaternion must be 4 finite numbers (x, y, z, w), got {quaternion_xyzw}')
+        norm = np.linalg.norm(quaternion)
+        if norm < 1e-9:
+            raise InvalidTransformError(
+                'quaternion has zero length; the identity rotation is (0, 0, 0, 1)')
+        return cls(_quaternion_to_rotation(quaternion / norm), translation_xyz)
+
+    @classmethod
+    def from_matrix(cls, matrix: np.ndarray, atol: float = 1e-5) -> RigidTransform:
+        """Build a transform from a 4x4 homogeneous matrix, checking that it is rigid."""
+        homogeneous = np.asarray(matrix, dtype=np.float64)
+        if homogeneous.shape != (4, 4):
+            raise InvalidTransformError(
+                f'matrix must be 4x4 homogeneous, got shape {homogeneous.shape}')
+        if not np.allclose(homogeneous[3], [0.0, 0.0, 0.0, 1.0], rtol=0.0, atol=atol):
+            raise InvalidTransformError(
+                f'last row of a rigid transform must be [0, 0, 0, 1], got {homogeneous[3]}')
+        _check_rotation(homogeneous[:3, :3], atol=atol)
+        return cls(homogeneous[:3, :3], homogeneous[:3, 3])
+
+    def as_matrix(self) -> np.ndarray:
+        matrix = np.eye(4)
+        matrix[:3, :3] = self.rotation
+        matrix[:3, 3] = self.translation
+        return matrix
+
+    def quaternion_xyzw(self) -> np.ndarray:
+        """Return the rotation as a unit quaternion (x, y, z, w) with w >= 0."""
+        m = self.rotation
+        # Shepperd's method: build from the largest of the four squared components.
+        squares = np.array([1 + m[0, 0] - m[1, 1] - m[2, 2], 1 - m[0, 0] + m[1, 1] - m[2, 2],
+                            1 - m[0, 0] - m[1, 1] + m[2, 2], 1 + np.trace(m)])
+        k = int(np.argmax(squares))
+        scale = 0.5 / np.sqrt(squares[k])
+        off = {0: (m[1, 0] + m[0, 1], m[0, 2] + m[2, 0], m[2, 1] - m[1, 2]),
+               1: (m[1, 0] + m[0, 1], m[2, 1] + m[1, 2], m[0, 2] - m[2, 0]),
+               2: (m[0, 2] + m[2, 0], m[2, 1] + m[1, 2], m[1, 0] - m[0, 1]),
+               3: (m[2, 1] - m[1, 2], m[0, 2] - m[2, 0], m[1, 0] - m[0, 1])}[k]
+        others = [i for i in range(4) if i != k]
+        quaternion = np.empty(4)
+        quaternion[k] = 0.5 * np.sqrt(squares[k])
+        quaternion[others] = np.asarray(off) * scale
+        quaternion /= np.linalg.norm(quaternion)
+        return quaternion if quaternion[3] >= 0 else -quaternion
+
+    def inverse(self) -> RigidTransform:
+        rotation_t = self.rotation.T
+        return RigidTransform(rotation_t, -rotation_t @ self.translation)
+
+    def apply(self, points: np.ndarray) -> np.ndarray:
+        """Map ``(N, 3)`` points from the source frame into the target frame (float64)."""
+        source = _as_points(points)
+        # Written out rather than ``source @ R.T``: a multi-threaded BLAS call for a 3x3
+        # product can stall for tens of milliseconds on a busy CPU.
+        return (source[:, 0:1] * self.rotation[:, 0] + source[:, 1:2] * self.rotation[:, 1]
+                + source[:, 2:3] * self.rotation[:, 2] + self.translation)
+
+    def __matmul__(self, other: RigidTransform) -> RigidTransform:
+        """Compose transforms: ``T_a_b @ T_b_c == T_a_c``."""
+        if not isinstance(other, RigidTransform):
+            return NotImplemented
+        return RigidTransform(self.rotation @ other.rotation,
+                              self.rotation @ other.translation + self.translation)
+
+
+def _check_rotation(rotation: np.ndarray, atol: float) -> None:
+    """Raise ``InvalidTransformError`` unless ``rotation`` is a proper rotation."""
+    if not np.all(np.isfinite(rotation)):
+        raise InvalidTransformError(f'rotation must be finite, got {rotation.tolist()}')
+    error = np.max(np.abs(rotation.T @ rotation - np.eye(3)))
+    if error > atol:
+        raise InvalidTransformError(
+            f'rotation is not orthonormal (max |R^T R - I| = {error:.3g} > {atol:g})')
+    if np.linalg.det(rotation) <= 0:
+        raise InvalidTransformError('rotation has determinant -1 (a reflection), expected +1')
+
+
+class TransformTree:
+    """Static transforms keyed by (parent, child); lookups chain through the tree."""
+
+    def __init__(self) -> None:
+        self._edges: dict[str, dict[str, RigidTransform]] = {}
+
+    def add(self, parent: str, child: str, T_parent_child: RigidTransform) -> None:
+        """Add T_parent_child (maps points in ``child`` into ``parent``) and its inverse."""
+        self._edges.setdefault(parent, {})[child] = T_parent_child
+        self._edges.setdefault(child, {})[parent] = T_parent_child.inverse()
+
+    @property
+    def frames(self) -> set[str]:
+        """Return every frame named by a transform."""
+        return set(self._edges)
+
+    def lookup(self, target: str, source: str) -> RigidTransform:
+        """Return T_target_source; raise KeyError naming the frames when they are not linked."""
+        if target == source:
+            return RigidTransform.identity()
+        # Breadth-first search from the target: each hop composes T_target_next.
+        found = {target: RigidTransform.identity()}
+        queue = deque([target])
+        while queue:
+            frame = queue.popleft()
+            for neighbour, T_frame_neighbour in self._edges.get(frame, {}).items():
+                if neighbour in found:
+                    continue
+                found[neighbour] = found[frame] @ T_frame_neighbour
+                if neighbour == source:
+                    return found[neighbour]
+                queue.append(neighbour)
+        raise KeyError(f'no static transform chain from {source!r} to {target!r}; known frames: '
+                       f'{sorted(self.frames)}')
