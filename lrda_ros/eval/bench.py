@@ -300,21 +300,21 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
     from .harness import evaluate
     from .methods import build_method, MethodSpec, TTOMethod
     from ..demo import world
-    from ..engine.loading import load_model
+    from ..engine.loading import load_depth_model
 
-    choice = load_model(model_spec, options.device)
+    model = load_depth_model(model_spec, options.device)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        device=options.device, sparse_head=options.sparse_head, min_points=8)
-    methods = [build_method(name, choice.model, config)
+    methods = [build_method(name, model, config)
                for name in ('scale-shift', 'lrda', 'lrda-warm')]
     methods.append(TTOMethod(MethodSpec('lrda, dense head', 'lrda, full-resolution head'),
-                             choice.model, replace(config, sparse_head=False)))
+                             model, replace(config, sparse_head=False)))
     # Indoors: outdoors this small prior's far-field errors (facades it takes for sky,
     # above the LiDAR's view) dominate any metric.
     sequence = world.SequenceConfig('indoor', frames, width=width, height=height, seed=11)
     result = evaluate(list(synthetic_frames(sequence)), methods,
-                      device=str(choice.model.device), progress=progress)
-    return {'model': choice.source, 'frames': frames, 'size': [width, height],
+                      device=str(model.device), progress=progress)
+    return {'model': model.source, 'frames': frames, 'size': [width, height],
             'methods': result.summary()}
 
 

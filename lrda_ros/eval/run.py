@@ -30,7 +30,7 @@ from .harness import EvalResult, evaluate
 from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import TTOConfig
-from ..engine.loading import load_model
+from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
@@ -83,12 +83,11 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
         raise ValueError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}')
     dataset = open_source(options)
     needs_model = any(METHODS[m].scope is not None for m in options.methods)
-    choice = load_model(options.model, options.device) if needs_model else None
+    model = load_depth_model(options.model, options.device) if needs_model else None
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        learning_rate=options.learning_rate,
                        processing_size=options.processing_size, device=options.device,
                        seed=options.seed, min_points=8)
-    model = choice.model if choice else None
     methods = [build_method(name, model, config) for name in options.methods]
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
@@ -105,8 +104,8 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
                       total=len(dataset), on_frame=draw, progress=options.progress)
     title = f'{options.kind}: {Path(options.root).name}'
     metadata = {'options': {k: str(v) for k, v in asdict(options).items()},
-                'model': choice.source if choice else None,
-                'demo_prior': bool(choice and choice.is_demo_prior),
+                'model': model.source if model else None,
+                'demo_prior': bool(model and model.is_demo_prior),
                 'device': device}
     write_csv(result, output / 'frames.csv')
     summary = write_summary(result, output, title, metadata)
