@@ -28,8 +28,8 @@ from .alignment import (
     aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
     ScaleShift)
 from .config import FewPointsPolicy, Scope, TTOConfig
-from .lora import LoraAdapters
 from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
+from .lora import LoraAdapters
 from .model import DepthModel, EncodedImage, resolve_device
 from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
 

@@ -23,7 +23,6 @@ it from any model spec (hub id, local directory, official ``.pth``, ``demo``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -33,6 +32,7 @@ from .alignment import PredictionSpace
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
+
 
 @dataclass(frozen=True)
 class EncodedImage:
