@@ -40,6 +40,7 @@ from ..eval.datasets.rosbag import BagTopics, RosbagSource
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
+from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig, RigidTransform
 from ..ros.bag_writer import stamped_header, write_bag
 from ..ros.conversions import (
@@ -149,6 +150,9 @@ def _animation(frames: list[Frame], predictions: list[np.ndarray], path: Path) -
 
 def run_demo(options: DemoOptions) -> dict:
     """Run the demo end to end; return the summary table (also written to the output)."""
+    # The nodes load the model themselves; loading it here first makes a bad spec fail at once
+    # with the loader's message instead of after the rendering.
+    load_depth_model(options.model, options.device)
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
     config = world.SequenceConfig(

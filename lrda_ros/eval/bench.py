@@ -41,7 +41,7 @@ import torch
 
 from .profiling import Measure
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
-from ..engine.checkpoint import build_config
+from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
 from ..engine.sparse_head import SparseHeadPlan
 
@@ -87,6 +87,21 @@ class BenchOptions:
     ablations: bool = True
     output: Path = Path('out/bench')
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Reject unknown names and out-of-range numbers before anything runs."""
+        for option, given, known in (('--backbones', self.backbones, VARIANTS),
+                                     ('--resolutions', self.resolutions, RESOLUTIONS),
+                                     ('--methods', self.methods, SPEED_METHODS)):
+            unknown = [name for name in given if name not in known]
+            if unknown or not given:
+                raise ValueError(f'{option}: unknown {", ".join(unknown) or "(empty)"}; choose '
+                                 f'from {", ".join(known)}')
+        for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
+            if value < 1:
+                raise ValueError(f'{option} must be at least 1, got {value}')
+        if not 0 < self.lidar_fraction <= 1:
+            raise ValueError(f'--lidar-fraction must be in (0, 1], got {self.lidar_fraction}')
 
 
 def random_network(variant: str, seed: int):
