@@ -91,7 +91,7 @@ def _add_eval(commands) -> None:
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
     parser.add_argument('--slop', type=float,
-                        help="bags: largest stamp difference (s) of a synchronized set, as the "
+                        help='bags: largest stamp difference (s) of a synchronized set, as the '
                              "node's sync.slop (default 0.05)")
     parser.add_argument('--queue-size', type=int,
                         help="bags: messages kept per topic for synchronization, as the node's "

@@ -35,12 +35,12 @@ from tqdm import tqdm
 
 from . import world
 from ..colormap import colorize_depth, depth_display_range
+from ..engine.loading import load_depth_model
 from ..eval.datasets import Frame
 from ..eval.datasets.rosbag import BagTopics, RosbagSource
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
-from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig, RigidTransform
 from ..ros.bag_writer import stamped_header, write_bag
 from ..ros.conversions import (
