@@ -102,11 +102,6 @@ def hub_unreachable_reason(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str:
     return outcome[0]
 
 
-def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
-    """Return whether the Hugging Face endpoint accepts a TCP connection within the timeout."""
-    return not hub_unreachable_reason(timeout_s)
-
-
 def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
                      depth_estimation_type: str | None = None,
                      max_depth: float | None = None,
