@@ -15,7 +15,9 @@
 """
 The ``lrda`` command: ``demo``, ``eval``, ``bench``, ``play`` and ``train-prior``.
 
-Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``.
+Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
+command prints one line saying what to change and exits 1 (argparse's usage errors: 2);
+``--debug`` shows the full message and traceback instead.
 """
 
 from __future__ import annotations
@@ -29,8 +31,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(',') if item.strip())
 
 
+def _common() -> argparse.ArgumentParser:
+    """Options every command takes."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument('--debug', action='store_true',
+                        help='on an error, show the full message and traceback')
+    return parser
+
+
 def _add_demo(commands) -> None:
-    parser = commands.add_parser('demo', help='run the whole system on a synthetic sequence')
+    parser = commands.add_parser('demo', help='run the whole system on a synthetic sequence',
+                                 parents=[_common()])
     parser.add_argument('--output', type=Path, default=Path('out/demo'))
     parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
     parser.add_argument('--frames', type=int, default=10)
@@ -50,7 +61,8 @@ def _add_eval(commands) -> None:
     from .eval.methods import METHODS
     from .eval.run import DEFAULT_METHODS
 
-    parser = commands.add_parser('eval', help='evaluate methods on a dataset or a rosbag2')
+    parser = commands.add_parser('eval', help='evaluate methods on a dataset or a rosbag2',
+                                 parents=[_common()])
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--dataset', choices=[k for k in DATASET_KINDS if k != 'rosbag'],
                         help='benchmark layout of --root')
@@ -72,8 +84,18 @@ def _add_eval(commands) -> None:
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
     parser.add_argument('--seed', type=int, default=0)
-    parser.add_argument('--holdout', type=float, default=0.2,
-                        help='bags without a depth topic: LiDAR fraction held out as truth')
+    parser.add_argument('--holdout', type=float,
+                        help='LiDAR pixel fraction withheld from the input as ground truth: bags '
+                             'without --depth-topic and kitti_object (default 0.2), folder '
+                             'without gt/ (off unless given)')
+    parser.add_argument('--independent', action='store_true',
+                        help='frames are unrelated: warm-started methods start cold on each')
+    parser.add_argument('--slop', type=float,
+                        help='bags: largest stamp difference (s) of a synchronized set, as the '
+                             "node's sync.slop (default 0.05)")
+    parser.add_argument('--queue-size', type=int,
+                        help="bags: messages kept per topic for synchronization, as the node's "
+                             'sync.queue_size (default 10)')
     for role in ('image', 'camera-info', 'points', 'depth'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
 
@@ -83,7 +105,8 @@ def _add_train_prior(commands) -> None:
 
     defaults = PriorTrainingConfig()
     parser = commands.add_parser('train-prior',
-                                 help='train the embedded demo prior on synthetic scenes')
+                                 help='train the embedded demo prior on synthetic scenes',
+                                 parents=[_common()])
     parser.add_argument('--output', type=Path, default=defaults.output)
     parser.add_argument('--views', type=int, default=defaults.num_views)
     parser.add_argument('--steps', type=int, default=defaults.steps)
@@ -94,7 +117,8 @@ def _add_bench(commands) -> None:
     from .eval.bench import BenchOptions, RESOLUTIONS, SPEED_METHODS
 
     defaults = BenchOptions()
-    parser = commands.add_parser('bench', help='time and memory of TTO, side by side')
+    parser = commands.add_parser('bench', help='time and memory of TTO, side by side',
+                                 parents=[_common()])
     parser.add_argument('--backbones', type=_csv, default=defaults.backbones,
                         help='comma-separated: vits, vitb, vitl, vitg (random weights)')
     parser.add_argument('--resolutions', type=_csv, default=defaults.resolutions,
@@ -132,7 +156,8 @@ def _run_bench(args) -> int:
 
 
 def _add_play(commands) -> None:
-    parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)')
+    parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)',
+                                 parents=[_common()])
     parser.add_argument('bag', type=Path)
     parser.add_argument('--rate', type=float, default=1.0)
     parser.add_argument('--loop', action='store_true')
@@ -169,7 +194,9 @@ def _run_eval(args) -> int:
     from .eval.run import EvalOptions, run_evaluation
 
     if args.dataset and args.root is None:
-        raise SystemExit('lrda eval: --dataset needs --root')
+        raise ValueError(f'--dataset {args.dataset} needs --root (the dataset folder)')
+    if args.bag and args.root is not None:
+        raise ValueError('--root is for --dataset; a bag is given by --bag alone')
     options = EvalOptions(
         kind='rosbag' if args.bag else args.dataset, root=args.bag or args.root,
         output=args.output, methods=args.methods, model=args.model, device=args.device,
@@ -178,7 +205,8 @@ def _run_eval(args) -> int:
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
-                         args.depth_topic))
+                         args.depth_topic),
+        slop_s=args.slop, queue_size=args.queue_size, independent=args.independent)
     _, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
@@ -209,7 +237,32 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench, 'play': _run_play,
                'train-prior': _run_train_prior}
-    return runners[args.command](args)
+    try:
+        return runners[args.command](args)
+    except KeyboardInterrupt:
+        print(f'lrda {args.command}: interrupted', file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: B902 - every failure ends as one line (or --debug)
+        if args.debug:
+            raise
+        print(f'lrda {args.command}: error: {error_line(error)}', file=sys.stderr)
+        return 1
+
+
+def error_line(error: BaseException) -> str:
+    """
+    Return the one line the command prints for an error.
+
+    Errors of this package (and missing files, bad values) say what to change in their first
+    line; other types are named, since they point at a bug rather than at the input.
+    """
+    lines = str(error).strip().splitlines()
+    text = lines[0].rstrip(' :;') if lines else ''
+    if not isinstance(error, (ValueError, OSError, RuntimeError)):
+        text = f'{type(error).__name__}: {text} (a bug? rerun with --debug and report it)'
+    elif len(lines) > 1:
+        text += ' (--debug shows the rest)'
+    return text
 
 
 if __name__ == '__main__':

@@ -52,6 +52,13 @@ class FrameMismatchError(ValueError):
     """Image and camera calibration disagree."""
 
 
+def check_camera_matches_image(camera: CameraModel, width: int, height: int) -> None:
+    """Raise FrameMismatchError, naming camera_info, when its size is not the image's."""
+    if (camera.width, camera.height) != (width, height):
+        raise FrameMismatchError(f'camera_info is {camera.width}x{camera.height} but the image '
+                                 f'is {width}x{height}')
+
+
 @dataclass
 class FrameInputs:
     """One synchronized camera + LiDAR frame, as arrays."""
@@ -84,12 +91,8 @@ class CompletionPipeline:
     def project(self, inputs: FrameInputs) -> SparseProjection:
         """Return the sparse depth map of the LiDAR points in this image."""
         height, width = inputs.rgb.shape[:2]
-        camera = inputs.camera
-        if (camera.width, camera.height) != (width, height):
-            raise FrameMismatchError(
-                f'camera_info is {camera.width}x{camera.height} but the image is '
-                f'{width}x{height}')
-        return lidar_to_sparse_depth(inputs.points_lidar, inputs.T_cam_lidar, camera,
+        check_camera_matches_image(inputs.camera, width, height)
+        return lidar_to_sparse_depth(inputs.points_lidar, inputs.T_cam_lidar, inputs.camera,
                                      self.projection)
 
     def process(self, inputs: FrameInputs) -> FrameOutputs:

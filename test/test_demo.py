@@ -21,7 +21,7 @@ import json
 from lrda_ros.demo.job import world
 from lrda_ros.demo.prior import PriorTrainingConfig, train_prior
 from lrda_ros.engine import TTOConfig
-from lrda_ros.engine.loading import demo_prior_dir, load_model
+from lrda_ros.engine.loading import demo_prior_dir, load_depth_model
 from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import build_method
@@ -32,17 +32,17 @@ def test_demo_prior_ships_in_the_package():
     folder = demo_prior_dir()
     assert (folder / 'config.json').is_file() and (folder / 'model.safetensors').is_file()
     assert (folder / 'model.safetensors').stat().st_size < 10 * 2**20  # "a few MB"
-    choice = load_model('demo', 'cpu')
-    assert choice.is_demo_prior and choice.model.network.config.model_type == 'depth_anything'
-    assert sum(p.numel() for p in choice.model.network.parameters()) < 3_000_000
+    choice = load_depth_model('demo', 'cpu')
+    assert choice.is_demo_prior and choice.network.config.model_type == 'depth_anything'
+    assert sum(p.numel() for p in choice.network.parameters()) < 3_000_000
 
 
 @pytest.mark.slow
 def test_tto_with_the_prior_beats_scale_shift_on_held_out_scenes():
     # Scenes of seeds never used in training (training draws views from seed 0's stream).
-    choice = load_model('demo', 'cpu')
+    choice = load_depth_model('demo', 'cpu')
     config = TTOConfig(device='cpu', min_points=8)
-    methods = [build_method(name, choice.model, config) for name in ('scale-shift', 'lrda')]
+    methods = [build_method(name, choice, config) for name in ('scale-shift', 'lrda')]
     frames = []
     for seed in (9001, 9002):
         sequence = world.SequenceConfig('indoor', 1, width=224, height=168, seed=seed)
@@ -57,8 +57,8 @@ def test_training_command_writes_a_loadable_prior(tmp_path):
                                              width=56, height=42, batch_size=2,
                                              warmup_steps=1))
     assert report['parameters'] > 1_000_000 and report['final_loss'] > 0
-    choice = load_model(str(tmp_path / 'prior'), 'cpu')
-    assert choice.model.predict(world.random_view(1, 'indoor', 56, 42)[0]).shape == (42, 56)
+    choice = load_depth_model(str(tmp_path / 'prior'), 'cpu')
+    assert choice.predict(world.random_view(1, 'indoor', 56, 42)[0]).shape == (42, 56)
     assert json.loads((tmp_path / 'prior' / 'training.json').read_text())['config']['steps'] == 2
 
 

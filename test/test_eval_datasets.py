@@ -219,8 +219,8 @@ def test_registry_errors(tmp_path):
         open_dataset('nope', tmp_path)
     for kind in DATASET_KINDS:
         assert kind in str(info.value)
-    assert set(DATASET_KINDS) == {'kitti_dc', 'nyuv2', 'nyuv2_mat', 'ibims', 'void', 'folder',
-                                  'rosbag'}
+    assert set(DATASET_KINDS) == {'kitti_dc', 'kitti_object', 'nyuv2', 'nyuv2_mat', 'ibims',
+                                  'void', 'folder', 'rosbag'}
     for kind, hint in (('kitti_dc', 'velodyne_raw'), ('nyuv2', 'sync_depth'),
                        ('ibims', 'gt.npy'), ('void', 'sparse_depth'), ('folder', 'sparse')):
         with pytest.raises(FileNotFoundError, match=hint):

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lrda_ros.engine import ModelLoadError
-from lrda_ros.engine.loading import load_model
+from lrda_ros.engine.loading import load_depth_model
 from lrda_ros.ros.parameters import PARAMETERS
 import pytest
 
@@ -32,17 +32,75 @@ def test_auto_falls_back_to_the_demo_prior_with_a_warning_when_offline(monkeypat
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
     monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path))  # an empty cache
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
-    choice = load_model('auto', 'cpu')
+    choice = load_depth_model('auto', 'cpu')
     assert choice.is_demo_prior and choice.source == 'demo'
     assert "'model' parameter" in choice.warning and 'DEMONSTRATION' in choice.warning
 
 
 def test_explicit_sources_never_fall_back(tmp_path):
     with pytest.raises(ModelLoadError):
-        load_model(str(tmp_path / 'missing.pth'), 'cpu')
+        load_depth_model(str(tmp_path / 'missing.pth'), 'cpu')
 
 
 def test_readme_documents_every_node_parameter():
     text = README.read_text()
     missing = [spec.name for spec in PARAMETERS if f'`{spec.name}`' not in text]
     assert not missing, f'README parameter table lacks {missing}'
+
+
+@pytest.fixture
+def offline_probe(monkeypatch):
+    """Make the hub unreachable (no DNS) and record connection attempts and hub downloads."""
+    from transformers import DepthAnythingForDepthEstimation
+
+    calls = {'connect': [], 'download': []}
+
+    def refuse(address, *args, **kwargs):
+        calls['connect'].append(address)
+        raise OSError('[Errno -2] Name or service not known')
+
+    original = DepthAnythingForDepthEstimation.from_pretrained.__func__
+
+    def from_pretrained(cls, source, *args, local_files_only=False, **kwargs):
+        if not local_files_only:
+            calls['download'].append(source)
+            raise AssertionError('the hub must not be asked when it is unreachable')
+        return original(cls, source, *args, local_files_only=True, **kwargs)
+
+    monkeypatch.delenv('HF_HUB_OFFLINE', raising=False)
+    import huggingface_hub.constants
+    monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', False)
+    monkeypatch.setattr('socket.create_connection', refuse)
+    monkeypatch.setattr(DepthAnythingForDepthEstimation, 'from_pretrained',
+                        classmethod(from_pretrained))
+    return calls
+
+
+def test_public_loader_resolves_the_demo_keyword_without_the_network(offline_probe):
+    # The README's engine snippet: 'demo' is the embedded prior, never a hub id.
+    model = load_depth_model('demo', 'cpu')
+    assert model.is_demo_prior and model.source == 'demo' and not model.warning
+    assert offline_probe == {'connect': [], 'download': []}
+    from lrda_ros.engine import load_depth_model as public
+
+    assert public is load_depth_model  # one loader for every spec
+
+
+def test_hub_id_fails_at_once_when_the_hub_is_unreachable(offline_probe):
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model('lrda-ros-tests/no-such-model', 'cpu')
+    message = str(raised.value)
+    assert 'not in the local Hugging Face cache' in message and 'unreachable' in message
+    assert "'demo'" in message and 'local Hugging Face directory' in message
+    assert '\n' not in message
+    assert offline_probe['download'] == [] and len(offline_probe['connect']) == 1
+
+
+def test_auto_honours_hf_hub_offline_set_after_import(offline_probe, monkeypatch, tmp_path):
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')  # set after huggingface_hub read its constants
+    model = load_depth_model('auto', 'cpu')
+    assert model.is_demo_prior and 'HF_HUB_OFFLINE is set' in model.warning
+    assert offline_probe == {'connect': [], 'download': []}  # no probe, no download

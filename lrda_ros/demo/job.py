@@ -35,6 +35,7 @@ from tqdm import tqdm
 
 from . import world
 from ..colormap import colorize_depth, depth_display_range
+from ..engine.loading import load_depth_model
 from ..eval.datasets import Frame
 from ..eval.datasets.rosbag import BagTopics, RosbagSource
 from ..eval.harness import EvalResult, FrameRecord
@@ -149,6 +150,9 @@ def _animation(frames: list[Frame], predictions: list[np.ndarray], path: Path) -
 
 def run_demo(options: DemoOptions) -> dict:
     """Run the demo end to end; return the summary table (also written to the output)."""
+    # The nodes load the model themselves; loading it here first makes a bad spec fail at once
+    # with the loader's message instead of after the rendering.
+    load_depth_model(options.model, options.device)
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
     config = world.SequenceConfig(

@@ -19,7 +19,7 @@ Typical use::
 
     from lrda_ros.engine import DepthCompleter, load_depth_model, TTOConfig
 
-    model = load_depth_model('depth-anything/Depth-Anything-V2-Small-hf', device='auto')
+    model = load_depth_model('auto', device='auto')   # or a hub id, a directory, a .pth, 'demo'
     completer = DepthCompleter(model, TTOConfig(iterations=40, warm_start=True))
     result = completer.complete(rgb, sparse_depth)   # result.depth: (H, W) metres
 """
@@ -28,9 +28,9 @@ from .alignment import (
     aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
     ScaleShift)
 from .config import FewPointsPolicy, Scope, TTOConfig
+from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
 from .lora import LoraAdapters
-from .model import (
-    DEFAULT_MODEL, DepthModel, EncodedImage, load_depth_model, ModelLoadError, resolve_device)
+from .model import DepthModel, EncodedImage, resolve_device
 from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
 
 __all__ = [

@@ -13,39 +13,52 @@
 # limitations under the License.
 
 """
-Which depth model to run: the ``model`` setting's keywords and the embedded demo prior.
+Load the depth model any ``model`` spec names: the one loader of the package.
 
-``model`` is a Hugging Face hub id, a local Hugging Face directory, an official Depth Anything
-V2 ``.pth`` file, or one of two keywords:
+A spec is a Hugging Face hub id, a local Hugging Face directory (``save_pretrained`` layout), an
+official Depth Anything V2 ``.pth`` file (converted by :mod:`lrda_ros.engine.checkpoint`), or
+one of two keywords:
 
 - ``demo``: the small prior shipped with this package, trained on the procedural world of
   :mod:`lrda_ros.demo.world`. It demonstrates the system offline; it is not a foundation model.
 - ``auto``: Depth Anything V2 Small from the local Hugging Face cache, else from the hub when
   the hub answers, else the demo prior with a warning that says how to get the real model.
+
+A hub id is read from the local cache first; the hub is only asked when it is reachable
+(``HF_HUB_OFFLINE`` unset and a TCP connection to its endpoint opens within a second or two),
+so an offline machine gets its answer at once instead of after the hub client's retries.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
 from pathlib import Path
 import socket
+import threading
 from urllib.parse import urlparse
 
-from .model import DEFAULT_MODEL, DepthModel, load_depth_model, ModelLoadError
+import torch
 
+from .checkpoint import (
+    build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
+    read_official_state_dict)
+from .model import DepthModel, resolve_device
+
+DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
 AUTO = 'auto'
 DEMO = 'demo'
+#: Seconds the hub probe waits for a TCP connection (DNS included).
+HUB_PROBE_TIMEOUT_S = 1.5
+
+_HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json + '
+                'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
+                'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), '
+                "'demo' for the embedded demonstration prior, or a hub id that is reachable or "
+                f'already cached (default {DEFAULT_MODEL!r}).')
 
 
-@dataclass(frozen=True)
-class ModelChoice:
-    """A loaded model and where it came from."""
-
-    model: DepthModel
-    source: str
-    is_demo_prior: bool
-    #: A warning for the user ('' when the requested model was loaded as asked).
-    warning: str = ''
+class ModelLoadError(RuntimeError):
+    """The depth model could not be loaded; the message says what to pass instead."""
 
 
 def demo_prior_dir() -> Path:
@@ -53,51 +66,161 @@ def demo_prior_dir() -> Path:
     return Path(__file__).resolve().parents[1] / 'weights' / 'demo_prior'
 
 
-def hub_reachable(timeout_s: float = 2.0) -> bool:
-    """Return whether the Hugging Face endpoint accepts a TCP connection within the timeout."""
+def _hub_offline_flag() -> bool:
     try:
         from huggingface_hub import constants
     except ImportError:
-        return False
-    if constants.HF_HUB_OFFLINE:
-        return False
+        return True
+    # constants reads the variable at import; a later os.environ change must count too.
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get('HF_HUB_OFFLINE', '').strip().upper() \
+        in ('1', 'ON', 'YES', 'TRUE')
+
+
+def hub_unreachable_reason(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str:
+    """Return why the Hugging Face hub cannot be reached ('' when it accepts a connection)."""
+    if _hub_offline_flag():
+        return 'HF_HUB_OFFLINE is set'
+    from huggingface_hub import constants
+
     url = urlparse(constants.ENDPOINT)
-    port = url.port or (443 if url.scheme == 'https' else 80)
-    try:
-        with socket.create_connection((url.hostname, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
+    address = (url.hostname, url.port or (443 if url.scheme == 'https' else 80))
+    outcome: list[str] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection(address, timeout=timeout_s):
+                outcome.append('')
+        except OSError as error:
+            outcome.append(f'{address[0]}:{address[1]} is unreachable ({error})')
+
+    # A thread bounds the name lookup too, which the socket timeout does not cover.
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout_s + 0.5)
+    if not outcome:
+        return f'{address[0]}:{address[1]} did not answer within {timeout_s:.1f} s'
+    return outcome[0]
 
 
-def _demo_choice(device: str, warning: str = '') -> ModelChoice:
-    return ModelChoice(load_depth_model(demo_prior_dir(), device=device), DEMO, True, warning)
-
-
-def load_model(spec: str, device: str = 'cpu') -> ModelChoice:
+def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
+                     depth_estimation_type: str | None = None,
+                     max_depth: float | None = None,
+                     local_files_only: bool = False) -> DepthModel:
     """
-    Load the model a ``model`` setting names (see the module docstring).
+    Load the depth model a spec names (see the module docstring) on ``device``.
 
-    Raises ModelLoadError for an explicit source that cannot be loaded: it never falls back.
+    ``depth_estimation_type`` ('relative' or 'metric') and ``max_depth`` only matter for official
+    checkpoints, whose file name otherwise tells (``..._metric_vkitti_...`` means metric, 80 m).
+    ``local_files_only`` makes a hub id resolve from the local cache only (no network). The
+    result's ``source``, ``is_demo_prior`` and ``warning`` say what was loaded.
+
+    :raises ModelLoadError: for an explicit source that cannot be loaded (it never falls back;
+        only ``auto`` does), with a message that says what to pass instead.
     """
-    if spec == DEMO:
-        return _demo_choice(device)
-    if spec != AUTO:
-        return ModelChoice(load_depth_model(spec, device=device), spec, False)
+    text = str(spec)
+    torch_device = resolve_device(device)
+    if text == DEMO:
+        return _demo_prior(torch_device)
+    if text == AUTO:
+        return _auto(torch_device)
+    network = _load_network(text, depth_estimation_type, max_depth, local_files_only)
+    return DepthModel(network, torch_device, source=text)
+
+
+def _demo_prior(device: torch.device, warning: str = '') -> DepthModel:
+    network = _load_network(str(demo_prior_dir()), None, None, True)
+    return DepthModel(network, device, source=DEMO, is_demo_prior=True, warning=warning)
+
+
+def _auto(device: torch.device) -> DepthModel:
     try:
-        return ModelChoice(load_depth_model(DEFAULT_MODEL, device=device, local_files_only=True),
-                           DEFAULT_MODEL, False)
+        network = _load_network(DEFAULT_MODEL, None, None, local_files_only=True)
+        return DepthModel(network, device, source=DEFAULT_MODEL)
     except ModelLoadError:
         pass
-    if hub_reachable():
-        try:
-            return ModelChoice(load_depth_model(DEFAULT_MODEL, device=device), DEFAULT_MODEL,
-                               False)
-        except ModelLoadError as error:
-            reason = str(error).split('. Pass the model')[0]
+    offline = hub_unreachable_reason()
+    if offline:
+        reason = f'{DEFAULT_MODEL} is not in the local Hugging Face cache and {offline}'
     else:
-        reason = f'{DEFAULT_MODEL} is not in the local Hugging Face cache and the hub is offline'
-    return _demo_choice(device, warning=(
+        try:
+            return DepthModel(_load_network(DEFAULT_MODEL, None, None, False), device,
+                              source=DEFAULT_MODEL)
+        except ModelLoadError as error:
+            reason = str(error).split(' Pass the model')[0]
+    return _demo_prior(device, warning=(
         f"model 'auto': {reason}. Running on the DEMONSTRATION prior, trained on synthetic "
         "scenes only; depth quality on real images is poor. Set the 'model' parameter to a hub "
         'id, a local Hugging Face directory or an official depth_anything_v2_*.pth file.'))
+
+
+def _load_network(text: str, depth_estimation_type: str | None, max_depth: float | None,
+                  local_files_only: bool) -> torch.nn.Module:
+    """Return the transformers network of a hub id, local directory or official checkpoint."""
+    path = Path(text).expanduser()
+    try:
+        if path.is_file():
+            network = _load_official(path, depth_estimation_type, max_depth)
+        elif path.is_dir():
+            if not (path / 'config.json').is_file():
+                raise ModelLoadError(f'model directory {path} has no config.json. {_HOW_TO_PASS}')
+            network = _load_pretrained(str(path), local_files_only=True)
+        elif _looks_like_path(text):
+            raise ModelLoadError(f'model path {text!r} does not exist. {_HOW_TO_PASS}')
+        else:
+            network = _load_hub(text, local_files_only)
+    except ModelLoadError:
+        raise
+    except CheckpointError as error:
+        raise ModelLoadError(
+            f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
+    except Exception as error:  # transformers/hub raise many types: all mean "not loadable"
+        raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
+                             f'{_HOW_TO_PASS}') from error
+    if getattr(network.config, 'model_type', None) != 'depth_anything':
+        raise ModelLoadError(f'{text!r} is a {network.config.model_type!r} model, not Depth '
+                             f'Anything. {_HOW_TO_PASS}')
+    return network
+
+
+def _load_hub(hub_id: str, local_files_only: bool) -> torch.nn.Module:
+    """Load a hub id from the cache, else from the hub only when it is reachable."""
+    try:
+        return _load_pretrained(hub_id, local_files_only=True)
+    except OSError:  # not cached (transformers raises OSError / EnvironmentError)
+        if local_files_only:
+            raise ModelLoadError(f'model {hub_id!r} is not in the local Hugging Face cache. '
+                                 f'{_HOW_TO_PASS}') from None
+    offline = hub_unreachable_reason()
+    if offline:
+        raise ModelLoadError(f'model {hub_id!r} is not in the local Hugging Face cache and '
+                             f'{offline}. {_HOW_TO_PASS}')
+    return _load_pretrained(hub_id, local_files_only=False)
+
+
+def _load_official(path: Path, depth_estimation_type: str | None,
+                   max_depth: float | None) -> torch.nn.Module:
+    from transformers import DepthAnythingForDepthEstimation
+
+    state_dict = read_official_state_dict(path)
+    info = inspect_checkpoint(path, state_dict, depth_estimation_type, max_depth)
+    config = build_config(info.variant, info.depth_estimation_type, info.max_depth)
+    network = DepthAnythingForDepthEstimation(config)
+    converted = official_to_transformers(state_dict, config, set(network.state_dict()))
+    result = network.load_state_dict(converted, strict=False)
+    if result.missing_keys or result.unexpected_keys:
+        raise CheckpointError(f'{path}: converted weights do not fit the {info.variant} model: '
+                              f'missing {result.missing_keys[:5]}, '
+                              f'unexpected {result.unexpected_keys[:5]}')
+    return network
+
+
+def _load_pretrained(source: str, local_files_only: bool) -> torch.nn.Module:
+    from transformers import DepthAnythingForDepthEstimation
+
+    return DepthAnythingForDepthEstimation.from_pretrained(source,
+                                                           local_files_only=local_files_only)
+
+
+def _looks_like_path(source: str) -> bool:
+    return (source.startswith(('/', './', '../', '~')) or source.count('/') > 1
+            or source.endswith(('.pth', '.pt', '.safetensors', '.bin')))

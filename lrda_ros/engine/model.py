@@ -16,37 +16,22 @@
 Load a Depth Anything V2 model and split it into a cached encoder and a re-run decoder.
 
 The encoder (DINOv2 backbone) runs once per frame; test-time optimization re-runs only the
-decoder (DPT neck and head) on the cached features. Three sources are accepted: a Hugging Face
-hub id, a local Hugging Face directory (``save_pretrained`` layout) or an official
-``depth_anything_v2_*.pth`` checkpoint, converted by :mod:`lrda_ros.engine.checkpoint`.
+decoder (DPT neck and head) on the cached features. :mod:`lrda_ros.engine.loading` builds
+it from any model spec (hub id, local directory, official ``.pth``, ``demo``, ``auto``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from .alignment import PredictionSpace
-from .checkpoint import (
-    build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
-    read_official_state_dict)
 
-DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-
-_HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json + '
-                'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
-                'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), or a '
-                f'hub id that is reachable or already cached (default {DEFAULT_MODEL!r}).')
-
-
-class ModelLoadError(RuntimeError):
-    """The depth model could not be loaded; the message says what to pass instead."""
 
 
 @dataclass(frozen=True)
@@ -172,9 +157,17 @@ def fuse_features(fusion_stage: torch.nn.Module, features: list[torch.Tensor],
 
 
 class DepthModel:
-    """A Depth Anything V2 network with the encoder/decoder split the method needs."""
+    """
+    A Depth Anything V2 network with the encoder/decoder split the method needs.
 
-    def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu') -> None:
+    ``source`` says where it came from (the model spec that was loaded, ``'demo'`` for the
+    embedded prior), ``is_demo_prior`` whether it is that prior, and ``warning`` what the user
+    should know about the choice ('' when the requested model was loaded as asked).
+    """
+
+    def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
+                 source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
+        self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
         # Weights may be stored in half precision; the engine keeps float32 master weights and
         # uses autocast for lower-precision compute.
         self.network = network.eval().requires_grad_(False).to(device=device, dtype=torch.float32)
@@ -262,72 +255,3 @@ class DepthModel:
         pixel_values = self.preprocess(rgb, processing_size)
         encoded = self.encode(pixel_values, rgb.shape[:2])
         return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()
-
-
-def _load_official(path: Path, depth_estimation_type: str | None,
-                   max_depth: float | None) -> torch.nn.Module:
-    from transformers import DepthAnythingForDepthEstimation
-
-    state_dict = read_official_state_dict(path)
-    info = inspect_checkpoint(path, state_dict, depth_estimation_type, max_depth)
-    config = build_config(info.variant, info.depth_estimation_type, info.max_depth)
-    network = DepthAnythingForDepthEstimation(config)
-    converted = official_to_transformers(state_dict, config, set(network.state_dict()))
-    result = network.load_state_dict(converted, strict=False)
-    if result.missing_keys or result.unexpected_keys:
-        raise CheckpointError(f'{path}: converted weights do not fit the {info.variant} model: '
-                              f'missing {result.missing_keys[:5]}, '
-                              f'unexpected {result.unexpected_keys[:5]}')
-    return network
-
-
-def _load_pretrained(source: str, local_files_only: bool) -> torch.nn.Module:
-    from transformers import DepthAnythingForDepthEstimation
-
-    return DepthAnythingForDepthEstimation.from_pretrained(source,
-                                                           local_files_only=local_files_only)
-
-
-def _looks_like_path(source: str) -> bool:
-    return (source.startswith(('/', './', '../', '~')) or source.count('/') > 1
-            or source.endswith(('.pth', '.pt', '.safetensors', '.bin')))
-
-
-def load_depth_model(source: str | Path = DEFAULT_MODEL, device: str = 'cpu',
-                     depth_estimation_type: str | None = None,
-                     max_depth: float | None = None,
-                     local_files_only: bool = False) -> DepthModel:
-    """
-    Load a Depth Anything V2 model from a hub id, a local directory or an official .pth.
-
-    ``depth_estimation_type`` ('relative' or 'metric') and ``max_depth`` only matter for official
-    checkpoints, whose file name otherwise tells (``..._metric_vkitti_...`` means metric, 80 m).
-    ``local_files_only`` makes a hub id resolve from the local cache only (no network).
-    Raises ModelLoadError with a message that says what to pass instead.
-    """
-    text = str(source)
-    path = Path(text).expanduser()
-    torch_device = resolve_device(device)
-    try:
-        if path.is_file():
-            network = _load_official(path, depth_estimation_type, max_depth)
-        elif path.is_dir():
-            if not (path / 'config.json').is_file():
-                raise ModelLoadError(f'model directory {path} has no config.json. {_HOW_TO_PASS}')
-            network = _load_pretrained(str(path), local_files_only=True)
-        elif _looks_like_path(text):
-            raise ModelLoadError(f'model path {text!r} does not exist. {_HOW_TO_PASS}')
-        else:
-            network = _load_pretrained(text, local_files_only=local_files_only)
-    except ModelLoadError:
-        raise
-    except CheckpointError as error:
-        raise ModelLoadError(
-            f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
-    except Exception as error:  # transformers/hub raise many types: all mean "not loadable"
-        raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
-                             f'{_HOW_TO_PASS}') from error
-    if getattr(network.config, 'model_type', None) != 'depth_anything':
-        raise ModelLoadError(f'{text!r} is a {network.config.model_type!r} model, not Depth '
-                             f'Anything. {_HOW_TO_PASS}')
-    return DepthModel(network, torch_device)

@@ -41,7 +41,7 @@ import torch
 
 from .profiling import Measure
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
-from ..engine.checkpoint import build_config
+from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
 from ..engine.sparse_head import SparseHeadPlan
 
@@ -87,6 +87,21 @@ class BenchOptions:
     ablations: bool = True
     output: Path = Path('out/bench')
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Reject unknown names and out-of-range numbers before anything runs."""
+        for option, given, known in (('--backbones', self.backbones, VARIANTS),
+                                     ('--resolutions', self.resolutions, RESOLUTIONS),
+                                     ('--methods', self.methods, SPEED_METHODS)):
+            unknown = [name for name in given if name not in known]
+            if unknown or not given:
+                raise ValueError(f'{option}: unknown {", ".join(unknown) or "(empty)"}; choose '
+                                 f'from {", ".join(known)}')
+        for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
+            if value < 1:
+                raise ValueError(f'{option} must be at least 1, got {value}')
+        if not 0 < self.lidar_fraction <= 1:
+            raise ValueError(f'--lidar-fraction must be in (0, 1], got {self.lidar_fraction}')
 
 
 def random_network(variant: str, seed: int):
@@ -300,21 +315,21 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
     from .harness import evaluate
     from .methods import build_method, MethodSpec, TTOMethod
     from ..demo import world
-    from ..engine.loading import load_model
+    from ..engine.loading import load_depth_model
 
-    choice = load_model(model_spec, options.device)
+    model = load_depth_model(model_spec, options.device)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        device=options.device, sparse_head=options.sparse_head, min_points=8)
-    methods = [build_method(name, choice.model, config)
+    methods = [build_method(name, model, config)
                for name in ('scale-shift', 'lrda', 'lrda-warm')]
     methods.append(TTOMethod(MethodSpec('lrda, dense head', 'lrda, full-resolution head'),
-                             choice.model, replace(config, sparse_head=False)))
+                             model, replace(config, sparse_head=False)))
     # Indoors: outdoors this small prior's far-field errors (facades it takes for sky,
     # above the LiDAR's view) dominate any metric.
     sequence = world.SequenceConfig('indoor', frames, width=width, height=height, seed=11)
     result = evaluate(list(synthetic_frames(sequence)), methods,
-                      device=str(choice.model.device), progress=progress)
-    return {'model': choice.source, 'frames': frames, 'size': [width, height],
+                      device=str(model.device), progress=progress)
+    return {'model': model.source, 'frames': frames, 'size': [width, height],
             'methods': result.summary()}
 
 

@@ -103,7 +103,9 @@ def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = '
         if max_frames is not None and index >= max_frames:
             break
         if frame.gt_depth is None:
-            raise ValueError(f'frame {frame.name!r} has no ground truth to evaluate against')
+            raise ValueError(f'frame {frame.name!r} has no ground truth to evaluate against: '
+                             'add it (e.g. gt/ in a folder) or hold out LiDAR pixels '
+                             '(--holdout)')
         new_sequence = frame.sequence is None or frame.sequence != previous_sequence
         previous_sequence = frame.sequence
         outputs = {}

@@ -16,8 +16,9 @@
 Evaluation reports: per-frame CSV, summary table (Markdown + JSON) and figures (PNG).
 
 Figures: per frame, RGB | sparse input | ground truth on top and one row per method with its
-prediction and absolute error (depth and error each on one colour scale shared by all panels);
-and a speed/accuracy plot, time per frame against MAE with one point per method.
+prediction and absolute error (depth and error each on one colour scale shared by all panels,
+with a colour bar in metres); and a speed/accuracy plot, time per frame against MAE with one
+point per method.
 """
 
 from __future__ import annotations
@@ -83,55 +84,148 @@ def write_summary(result: EvalResult, folder: Path, title: str,
     return summary
 
 
+#: Width in pixels of one panel of a frame figure (4 inches at the figure's 90 dpi).
+PANEL_PIXELS = 360
+
+
 def frame_figure(frame: Frame, predictions: dict[str, np.ndarray], path: Path) -> None:
-    """Save RGB | sparse | ground truth, then prediction | error per method (shared scales)."""
+    """
+    Save RGB | sparse | ground truth, then prediction | error per method.
+
+    Depth panels share one colour scale and error panels another, each with a colour bar in
+    metres. Sparse input, ground truth and errors (defined where the ground truth is) are drawn
+    as squares grown from their pixels, sized so that they stay visible whatever the image
+    width: each covers about the same area of the panel at 320 or 2048 pixels wide.
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
     gt = frame.gt_depth
-    reference = gt if gt is not None and np.any(gt > 0) else frame.sparse_depth
-    near, far = depth_display_range(reference)
-    valid = gt > 0 if gt is not None else None
-    errors = {m: np.where(valid, np.abs(p - gt), np.nan) for m, p in predictions.items()} \
-        if valid is not None else {}
+    has_gt = gt is not None and bool(np.any(gt > 0))
+    near, far = depth_display_range(gt if has_gt else frame.sparse_depth)
+    radius = marker_radius(frame.width)
+    errors = {m: np.where(gt > 0, np.abs(p - gt), np.nan) for m, p in predictions.items()} \
+        if has_gt else {}
     finite = [e[np.isfinite(e)] for e in errors.values() if np.isfinite(e).any()]
-    error_max = float(np.percentile(np.concatenate(finite), 95)) if finite else 1.0
+    error_max = max(float(np.percentile(np.concatenate(finite), 95)), 1e-3) if finite else 1.0
     rows = 1 + len(predictions)
     aspect = frame.height / frame.width
-    figure, axes = plt.subplots(rows, 3, figsize=(12, 4 * aspect * rows + 0.6), squeeze=False)
-    sparse_view = colorize_depth(_dilate_points(frame.sparse_depth), near, far)
-    panels = [(frame.rgb, 'RGB'), (sparse_view, f'sparse input '
-                                   f'({np.count_nonzero(frame.sparse_depth > 0)} px)')]
-    if gt is not None:
-        panels.append((colorize_depth(_dilate_points(gt), near, far), 'ground truth'))
+    figure, axes = plt.subplots(rows, 3, figsize=(13, 4 * aspect * rows + 0.8), squeeze=False,
+                                layout='constrained')
+    gt_spread = spread_index(gt, radius) if has_gt else None
+    panels = [(frame.rgb, 'RGB'),
+              (colorize_depth(gather(frame.sparse_depth,
+                                     spread_index(frame.sparse_depth, radius)), near, far),
+               f'sparse input ({np.count_nonzero(frame.sparse_depth > 0)} px)')]
+    if has_gt:
+        panels.append((colorize_depth(gather(gt, gt_spread), near, far),
+                       f'ground truth ({np.count_nonzero(gt > 0)} px)'))
     for axis, (image, title) in zip(axes[0], panels):
-        axis.imshow(image)
+        axis.imshow(image, interpolation='nearest')
         axis.set_title(title, fontsize=9)
+    error_image = None
+    error_cmap = matplotlib.colormaps['magma'].with_extremes(bad='0.25')
     for row, (method, prediction) in enumerate(predictions.items(), start=1):
-        axes[row, 0].imshow(colorize_depth(prediction, near, far))
+        axes[row, 0].imshow(colorize_depth(prediction, near, far), interpolation='nearest')
         axes[row, 0].set_title(f'{method}: depth', fontsize=9)
         if method in errors:
-            image = axes[row, 1].imshow(errors[method], cmap='magma', vmin=0, vmax=error_max)
+            error_image = axes[row, 1].imshow(gather(errors[method], gt_spread, np.nan),
+                                              cmap=error_cmap, vmin=0, vmax=error_max,
+                                              interpolation='nearest')
             mae = np.nanmean(errors[method])
-            axes[row, 1].set_title(f'{method}: |error| (MAE {mae:.3f} m)', fontsize=9)
-            figure.colorbar(image, ax=axes[row, 1], fraction=0.03, label='m')
+            axes[row, 1].set_title(f'{method}: |error| at ground truth (MAE {mae:.3f} m)',
+                                   fontsize=9)
     for axis in axes.ravel():
         axis.axis('off')
-    figure.suptitle(f'{frame.name}   depth colour range {near:.1f}–{far:.1f} m', fontsize=10)
-    figure.tight_layout()
+    depth_bar = figure.colorbar(_depth_mappable(near, far), ax=axes[:, 2], fraction=0.08,
+                                aspect=30 * rows)
+    depth_bar.set_label('depth (m)')
+    ticks = _depth_ticks(near, far)
+    depth_bar.set_ticks(ticks, labels=[f'{t:g}' for t in ticks])
+    if error_image is not None:
+        error_bar = figure.colorbar(error_image, ax=axes[1:, 1], fraction=0.05,
+                                    aspect=30 * (rows - 1), extend='max')
+        error_bar.set_label('absolute error (m)')
+    figure.suptitle(f'{frame.name}   ({frame.width}x{frame.height}; points drawn '
+                    f'{2 * radius + 1}x{2 * radius + 1} px)', fontsize=10)
     figure.savefig(path, dpi=90)
     plt.close(figure)
 
 
-def _dilate_points(sparse: np.ndarray, radius: int = 1) -> np.ndarray:
-    """Grow isolated depth pixels to small squares so they are visible in a figure."""
-    out = sparse.copy()
-    for dy in range(-radius, radius + 1):
-        for dx in range(-radius, radius + 1):
-            shifted = np.roll(np.roll(sparse, dy, axis=0), dx, axis=1)
-            out = np.where(out > 0, out, shifted)
+def marker_radius(width: int, panel_pixels: int = PANEL_PIXELS) -> int:
+    """Return the half-size in image pixels that makes a point ~2 panel pixels wide."""
+    return max(1, int(round(width / panel_pixels)))
+
+
+def spread_index(depth: np.ndarray, radius: int) -> np.ndarray:
+    """
+    Return, per pixel, the flat index of the nearest-depth measured pixel within ``radius``.
+
+    A (2 radius + 1)^2 square around each measured pixel (> 0, finite) takes its index, the
+    nearest depth winning where squares overlap (as a nearer surface hides a farther one);
+    -1 where no measurement is within reach. Images do not wrap at their borders.
+    """
+    valid = np.isfinite(depth) & (depth > 0)
+    priority = np.where(valid, depth, np.inf)
+    index = np.where(valid, np.arange(depth.size).reshape(depth.shape), -1)
+    for axis in (0, 1):  # a square's minimum is the minimum of the row-wise minima
+        best_priority, best_index = priority.copy(), index.copy()
+        for offset in [o for step in range(1, radius + 1) for o in (step, -step)]:
+            candidate = _shift(priority, offset, axis, np.inf)
+            better = candidate < best_priority
+            best_priority[better] = candidate[better]
+            best_index[better] = _shift(index, offset, axis, -1)[better]
+        priority, index = best_priority, best_index
+    return index
+
+
+def gather(values: np.ndarray, index: np.ndarray, empty: float = 0.0) -> np.ndarray:
+    """Return ``values`` at ``spread_index``'s indices (``empty`` where it is -1)."""
+    return np.where(index >= 0, values.ravel()[np.maximum(index, 0)], empty).astype(np.float32)
+
+
+def _shift(array: np.ndarray, offset: int, axis: int, fill: float) -> np.ndarray:
+    """Return ``array`` moved by ``offset`` along ``axis``, ``fill`` where nothing moved in."""
+    out = np.full_like(array, fill)
+    length = array.shape[axis]
+    if abs(offset) >= length:
+        return out
+    source = [slice(None)] * 2
+    target = [slice(None)] * 2
+    source[axis] = slice(max(0, -offset), length - max(0, offset))
+    target[axis] = slice(max(0, offset), length - max(0, -offset))
+    out[tuple(target)] = array[tuple(source)]
     return out
+
+
+def _depth_mappable(near: float, far: float):
+    """Return a colour-bar source that maps metres exactly as :func:`colorize_depth` does."""
+    import matplotlib
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import FuncNorm
+
+    # colorize_depth: turbo((1/d - 1/far) / (1/near - 1/far)); FuncNorm of 1/d runs from 0 at
+    # near to 1 at far, so the reversed palette gives the same colour for every depth.
+    def inverse(values):
+        return 1.0 / np.maximum(np.asarray(values, dtype=np.float64), 1e-9)
+
+    norm = FuncNorm((inverse, inverse), vmin=near, vmax=far)
+    return ScalarMappable(norm=norm, cmap=matplotlib.colormaps['turbo_r'])
+
+
+def _depth_ticks(near: float, far: float, min_gap: float = 0.07) -> list[float]:
+    """Return near, far and round depths between, at least ``min_gap`` of the bar apart."""
+    def position(depth: float) -> float:  # along the bar, as colorize_depth's inverse depth
+        return (1.0 / near - 1.0 / depth) / (1.0 / near - 1.0 / far)
+
+    candidates = sorted(m * 10.0 ** e for e in range(-2, 4) for m in (1, 2, 3, 5))
+    ticks = [near]
+    for tick in candidates:
+        if near < tick < far and position(tick) - position(ticks[-1]) >= min_gap \
+                and 1.0 - position(tick) >= min_gap:
+            ticks.append(tick)
+    return [float(f'{t:.3g}') for t in ticks + [far]]
 
 
 def speed_accuracy_plot(summary: dict[str, dict], path: Path, title: str) -> None:

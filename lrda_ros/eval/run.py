@@ -21,24 +21,38 @@ Output folder: ``frames.csv`` (per frame and method), ``summary.md`` / ``summary
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+import sys
+from typing import Iterator
 
-from .datasets import open_dataset, SamplingProtocol
+from .datasets import Frame, FrameDataset, open_dataset, SamplingProtocol
 from .datasets.rosbag import BagTopics
 from .harness import EvalResult, evaluate
 from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import TTOConfig
-from ..engine.loading import load_model
+from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
+#: Fraction of LiDAR pixels held out as ground truth where a source has none (bags, KITTI object).
+DEFAULT_HOLDOUT = 0.2
+#: Sources that can hold out LiDAR pixels as ground truth.
+HOLDOUT_KINDS = ('rosbag', 'folder', 'kitti_object')
 
 
 @dataclass
 class EvalOptions:
-    """Everything ``lrda eval`` needs; ``kind`` is a dataset kind or 'rosbag'."""
+    """
+    Everything ``lrda eval`` needs; ``kind`` is a dataset kind or 'rosbag'.
+
+    ``holdout_fraction``: LiDAR pixels withheld as ground truth (bags without a depth topic and
+    ``kitti_object``: ``DEFAULT_HOLDOUT`` when None; ``folder``: only when set). ``slop_s`` and
+    ``queue_size``: the bag synchronizer's, as the node's ``sync.slop`` / ``sync.queue_size``
+    (None: the node's defaults). ``independent``: every frame unrelated to the previous one,
+    so warm-started methods start cold on each.
+    """
 
     kind: str
     root: Path
@@ -56,24 +70,68 @@ class EvalOptions:
     num_points: int | None = None
     min_depth: float = 1e-3
     max_depth: float | None = None
-    holdout_fraction: float = 0.2
+    holdout_fraction: float | None = None
     topics: BagTopics = field(default_factory=BagTopics)
+    slop_s: float | None = None
+    queue_size: int | None = None
+    independent: bool = False
     progress: bool = True
 
 
-def open_source(options: EvalOptions):
-    """Open the dataset or bag the options name."""
+def check_options(options: EvalOptions) -> None:
+    """Reject options that do not apply to the source, or are out of range, with a reason."""
+    kind = options.kind
+    if kind != 'rosbag' and (options.slop_s is not None or options.queue_size is not None):
+        raise ValueError(f'--slop and --queue-size synchronize bag topics; --dataset {kind} has '
+                         'none: drop them')
+    if options.holdout_fraction is not None and kind not in HOLDOUT_KINDS:
+        raise ValueError(f'--holdout applies to --bag and --dataset folder or kitti_object; '
+                         f'{kind} ships its own ground truth: drop --holdout')
+    if options.holdout_fraction is not None and not 0 < options.holdout_fraction < 1:
+        raise ValueError(f'--holdout must be in (0, 1), got {options.holdout_fraction}')
+    if options.holdout_fraction is not None and kind == 'rosbag' and options.topics.depth:
+        raise ValueError('--holdout and --depth-topic both give the ground truth: drop one')
+    if options.num_points is not None and kind in ('rosbag', 'kitti_object'):
+        raise ValueError(f'--num-points samples the input from dataset ground truth; {kind} '
+                         'input is the LiDAR itself: drop --num-points')
+    if options.slop_s is not None and not options.slop_s > 0:
+        raise ValueError(f'--slop must be positive (seconds), got {options.slop_s}')
+    if options.queue_size is not None and options.queue_size < 1:
+        raise ValueError(f'--queue-size must be at least 1, got {options.queue_size}')
+    if options.max_frames is not None and options.max_frames < 1:
+        raise ValueError(f'--max-frames must be at least 1, got {options.max_frames}')
+
+
+def open_source(options: EvalOptions) -> FrameDataset:
+    """Open the dataset or bag the options name (after :func:`check_options`)."""
+    check_options(options)
+    holdout = options.holdout_fraction
+    occlusion_aware = ProjectionConfig(remove_occluded=True)
     if options.kind == 'rosbag':
+        sync = {'slop_s': options.slop_s, 'queue_size': options.queue_size}
         return open_dataset('rosbag', options.root, topics=options.topics,
-                            holdout_fraction=options.holdout_fraction, seed=options.seed,
-                            projection=ProjectionConfig(remove_occluded=True))
-    extra = {}
+                            holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,
+                            seed=options.seed, projection=occlusion_aware,
+                            **{k: v for k, v in sync.items() if v is not None})
+    if options.kind == 'kitti_object':
+        return open_dataset('kitti_object', options.root, projection=occlusion_aware,
+                            holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,
+                            seed=options.seed)
+    extra: dict = {}
+    if options.kind == 'folder' and holdout is not None:
+        extra.update(holdout_fraction=holdout, seed=options.seed)
     if options.num_points is not None:
         if options.kind == 'ibims':
             extra['num_points'] = options.num_points
         else:
             extra['protocol'] = SamplingProtocol(num_points=options.num_points, seed=options.seed)
     return open_dataset(options.kind, options.root, **extra)
+
+
+def _independent(frames: FrameDataset) -> Iterator[Frame]:
+    """Yield the frames as unrelated (no sequence): warm-started methods reset on each."""
+    for frame in frames:
+        yield replace(frame, sequence=None)
 
 
 def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
@@ -83,12 +141,13 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
         raise ValueError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}')
     dataset = open_source(options)
     needs_model = any(METHODS[m].scope is not None for m in options.methods)
-    choice = load_model(options.model, options.device) if needs_model else None
+    model = load_depth_model(options.model, options.device) if needs_model else None
+    if model is not None and model.warning:
+        print(f'warning: {model.warning}', file=sys.stderr)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        learning_rate=options.learning_rate,
                        processing_size=options.processing_size, device=options.device,
                        seed=options.seed, min_points=8)
-    model = choice.model if choice else None
     methods = [build_method(name, model, config) for name in options.methods]
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
@@ -100,13 +159,16 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
             drawn.append(frame.name)
 
     device = str(model.device) if model is not None else 'cpu'
-    result = evaluate(dataset, methods, device=device, max_frames=options.max_frames,
+    frames = _independent(dataset) if options.independent else dataset
+    result = evaluate(frames, methods, device=device, max_frames=options.max_frames,
                       min_depth=options.min_depth, max_depth=options.max_depth,
                       total=len(dataset), on_frame=draw, progress=options.progress)
+    if not result.records:
+        raise ValueError(f'{options.root}: no frame was evaluated')
     title = f'{options.kind}: {Path(options.root).name}'
     metadata = {'options': {k: str(v) for k, v in asdict(options).items()},
-                'model': choice.source if choice else None,
-                'demo_prior': bool(choice and choice.is_demo_prior),
+                'model': model.source if model else None,
+                'demo_prior': bool(model and model.is_demo_prior),
                 'device': device}
     write_csv(result, output / 'frames.csv')
     summary = write_summary(result, output, title, metadata)

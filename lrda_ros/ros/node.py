@@ -57,7 +57,7 @@ from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, Paramet
 from .sync import create_synchronized_subscriptions
 from ..colormap import colorize_depth
 from ..engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
-from ..engine.loading import load_model
+from ..engine.loading import load_depth_model
 from ..geometry import backproject_depth, RigidTransform
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
 
@@ -118,11 +118,11 @@ class CompletionNode(Node):
         for spec in PARAMETERS:
             self.declare_parameter(spec.name, spec.default, _descriptor(spec))
         self.settings = NodeSettings.from_values(self._parameter_values())
-        choice = load_model(self.settings.model, self.settings.tto.device)
+        choice = load_depth_model(self.settings.model, self.settings.tto.device)
         if choice.warning:
             self.get_logger().warning(choice.warning)
         self.model_choice = choice
-        self.pipeline = CompletionPipeline(DepthCompleter(choice.model, self.settings.tto),
+        self.pipeline = CompletionPipeline(DepthCompleter(choice, self.settings.tto),
                                            self.settings.projection)
         self.stats = NodeStatistics()
         self._stats_lock = threading.Lock()
@@ -155,8 +155,8 @@ class CompletionNode(Node):
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
         self._worker.start()
         self.get_logger().info(
-            f'model {choice.source!r} ({choice.model.prediction_space.value}) on '
-            f'{choice.model.device}; {self.settings.tto.iterations} iterations cold, '
+            f'model {choice.source!r} ({choice.prediction_space.value}) on '
+            f'{choice.device}; {self.settings.tto.iterations} iterations cold, '
             f'{self.settings.tto.warm_iterations if self.settings.tto.warm_start else "no"} '
             f'warm; synchronization: {self.subscriptions_handle.backend}')
 
@@ -368,7 +368,7 @@ class CompletionNode(Node):
                 'last iterations': stats.last_iterations,
                 'last LiDAR pixels': stats.last_points,
                 'model': self.model_choice.source,
-                'device': str(self.model_choice.model.device),
+                'device': str(self.model_choice.device),
                 'synchronization': self.subscriptions_handle.backend,
             }
             errors = sum(n for reason, n in stats.dropped.items() if reason != 'too_few_points')

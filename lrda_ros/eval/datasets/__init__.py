@@ -46,12 +46,14 @@ from .frame import (
     mask_depth_range, resize_frame, sample_sparse_from_gt, SamplingProtocol, scale_intrinsics)
 from .ibims import IBims
 from .kitti_dc import KITTI_OFFICIAL_SIZE, KittiDepthCompletion
+from .kitti_object import KittiObject
 from .nyu import NYU_INTRINSICS, nyu_intrinsics, NYU_PROTOCOL, NYUv2, NYUv2Mat
 from .rosbag import BagTopics, RosbagDataset, RosbagSource
 from .void import VOID
 
 _REGISTRY = MappingProxyType({
     'kitti_dc': KittiDepthCompletion,
+    'kitti_object': KittiObject,
     'nyuv2': NYUv2,
     'nyuv2_mat': NYUv2Mat,
     'ibims': IBims,
@@ -63,7 +65,7 @@ _REGISTRY = MappingProxyType({
 __all__ = [
     'apply_protocol', 'BagTopics', 'bottom_center_crop', 'center_crop', 'crop_frame',
     'DATASET_KINDS', 'Frame', 'FrameDataset', 'GenericFolder', 'IBims', 'KITTI_OFFICIAL_SIZE',
-    'KittiDepthCompletion', 'mask_depth_range', 'NYU_INTRINSICS', 'NYU_PROTOCOL',
+    'KittiDepthCompletion', 'KittiObject', 'mask_depth_range', 'NYU_INTRINSICS', 'NYU_PROTOCOL',
     'nyu_intrinsics', 'NYUv2', 'NYUv2Mat', 'open_dataset', 'read_depth', 'read_depth_png',
     'read_intrinsics_txt', 'read_rgb', 'resize_frame', 'RosbagDataset', 'RosbagSource',
     'sample_sparse_from_gt', 'SamplingProtocol', 'sanitize_depth', 'scale_intrinsics', 'VOID',

@@ -104,7 +104,7 @@ def read_intrinsics_txt(path: str | Path) -> np.ndarray:
 
 
 def layout_error(name: str, root: Path, layout: str, problem: str) -> FileNotFoundError:
-    return FileNotFoundError(f'{name}: {problem} under {root}; expected layout:\n{layout}')
+    return FileNotFoundError(f'{name}: {problem} under {root}\nexpected layout:\n{layout}')
 
 
 def first_existing(*paths: Path) -> Path | None:

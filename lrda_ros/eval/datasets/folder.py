@@ -18,17 +18,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 
 from .files import (
     check_same_size, find_with_suffix, first_existing, layout_error, list_files, read_depth,
     read_intrinsics_txt, read_rgb, RGB_SUFFIXES, stamp_ns)
 from .frame import Frame, FrameDataset, SamplingProtocol
+from ...pipeline import holdout_split
 
 _FOLDER_LAYOUT = """\
   root/rgb/<name>.png|.jpg|.jpeg    RGB images; <name> orders the frames
   root/sparse/<name>.png|.npy       sparse depth: uint16 PNG (metres = value / depth_scale)
                                     or .npy float metres; 0 = no measurement
-  root/gt/<name>.png|.npy           optional ground truth, same encodings
+  root/gt/<name>.png|.npy           optional ground truth, same encodings (without it, hold
+                                    out LiDAR pixels as ground truth: --holdout)
   root/K.txt                        optional 3x3 camera matrix for all frames
   root/intrinsics/<name>.txt        optional per-frame 3x3 camera matrix (overrides K.txt)"""
 
@@ -53,20 +56,29 @@ class GenericFolder(FrameDataset):
     zero-padded numbers or timestamps); ``sequential=False`` makes them independent.
     Names ``<seconds>.<fraction>`` (e.g. ``1552097915.4047``) or integer nanoseconds (16 digits
     or more) also give ``stamp_ns``; other names (``000123``) leave it ``None``.
+
+    ``holdout_fraction`` (for LiDAR sparse input without ``gt/``): that fraction of each
+    frame's sparse pixels, drawn with ``np.random.default_rng([seed, index])``, is withheld
+    from the input and becomes the ground truth, as for bags; never in both.
     """
 
     kind = 'folder'
 
     def __init__(self, root: str | Path, protocol: SamplingProtocol | None = None,
-                 depth_scale: float = 256.0, sequential: bool = True) -> None:
+                 depth_scale: float = 256.0, sequential: bool = True,
+                 holdout_fraction: float | None = None, seed: int = 0) -> None:
         super().__init__(protocol)
         self.root = root = Path(root)
         self.depth_scale = depth_scale
         self.sequential = sequential
+        self.holdout_fraction, self.seed = holdout_fraction, seed
         rgb_dir, sparse_dir, gt_dir = root / 'rgb', root / 'sparse', root / 'gt'
         for folder in (rgb_dir, sparse_dir):
             if not folder.is_dir():
                 raise layout_error(self.name, root, _FOLDER_LAYOUT, f'no folder {folder.name}/')
+        if holdout_fraction is not None and gt_dir.is_dir():
+            raise ValueError(f'{self.name}: {root} has gt/, and the hold-out would replace it '
+                             'by withheld LiDAR pixels: drop --holdout (holdout_fraction) or gt/')
         images = list_files(rgb_dir, RGB_SUFFIXES)
         if not images:
             raise layout_error(self.name, root, _FOLDER_LAYOUT, 'no image in rgb/')
@@ -94,6 +106,9 @@ class GenericFolder(FrameDataset):
         sparse = read_depth(sparse_path, self.depth_scale)
         gt = None if gt_path is None else read_depth(gt_path, self.depth_scale)
         check_same_size(stem, rgb, sparse_depth=sparse, gt_depth=gt)
+        if self.holdout_fraction is not None:
+            rng = np.random.default_rng([self.seed, index])
+            sparse, gt = holdout_split(sparse, self.holdout_fraction, rng)
         K = None if k_path is None else read_intrinsics_txt(k_path)
         return Frame(name=stem, rgb=rgb, sparse_depth=sparse, gt_depth=gt, K=K,
                      sequence=self.root.name if self.sequential else None,

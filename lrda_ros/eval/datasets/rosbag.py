@@ -33,7 +33,7 @@ import numpy as np
 
 from .frame import Frame, FrameDataset
 from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform, TransformTree
-from ...pipeline import holdout_split
+from ...pipeline import check_camera_matches_image, FrameMismatchError, holdout_split
 from ...ros.conversions import (
     camera_info_to_camera_model, depth_image_to_array, image_to_rgb, pointcloud2_to_xyz,
     transform_to_rigid)
@@ -65,6 +65,15 @@ def cdr_header_stamp(raw: bytes) -> int:
     endian = '<' if raw[1] == 1 else '>'
     sec, nanosec = struct.unpack_from(endian + 'iI', raw, 4)
     return sec * 1_000_000_000 + nanosec
+
+
+def _nearest_offsets(stamps: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """Return, per stamp, the signed offset (ns) of the nearest of ``others``."""
+    others = np.sort(others)
+    right = np.clip(np.searchsorted(others, stamps), 0, others.size - 1)
+    left = np.clip(right - 1, 0, others.size - 1)
+    after, before = others[right] - stamps, others[left] - stamps
+    return np.where(np.abs(before) < np.abs(after), before, after)
 
 
 def _stamped(stamp_ns: int) -> SimpleNamespace:
@@ -160,6 +169,38 @@ class RosbagSource:
             sync.add(topics.index(topic), _stamped(cdr_header_stamp(raw)))
         return matches
 
+    def no_match_reason(self, queue_size: int, slop_s: float) -> str:
+        """
+        Say why no set of messages synchronized and what to change.
+
+        Reports the smallest stamp spread of an image with the nearest message of each other
+        synchronized topic (the best any synchronizer could do) against the slop.
+        """
+        topics = self._synchronized_topics
+        stamps: dict[str, list[int]] = {topic: [] for topic in topics}
+        for topic, _, _, raw in self.raw_messages(topics):
+            stamps[topic].append(cdr_header_stamp(raw))
+        empty = [topic for topic in topics if not stamps[topic]]
+        if empty:
+            return f'no messages on {", ".join(empty)}'
+        images = np.array(stamps[topics[0]], dtype=np.int64)
+        offsets = {topic: _nearest_offsets(images, np.array(stamps[topic], dtype=np.int64))
+                   for topic in topics[1:]}
+        spread = np.max([np.maximum(o, 0) for o in offsets.values()], axis=0) \
+            - np.min([np.minimum(o, 0) for o in offsets.values()], axis=0)
+        best = int(np.argmin(spread))
+        detail = ', '.join(f'{topic} {offsets[topic][best] / 1e9:+.3f} s'
+                           for topic in topics[1:])
+        smallest = spread[best] / 1e9
+        if smallest > slop_s:
+            return (f'the smallest stamp offset seen is {smallest:.3f} s (image at '
+                    f'{images[best] / 1e9:.3f} s; nearest {detail}), more than the slop '
+                    f'{slop_s:.3f} s: pass --slop (slop_s) above {smallest:.3f} if the clocks '
+                    'are offset, or fix the stamps')
+        return (f'the smallest stamp offset seen is {smallest:.3f} s, within the slop '
+                f'{slop_s:.3f} s, but those messages never met in the queues of '
+                f'{queue_size}: raise --queue-size (queue_size)')
+
     def synchronized(self, queue_size: int = 10, slop_s: float = 0.05,
                      order: list[tuple[int, ...]] | None = None) -> Iterator[tuple[Any, ...]]:
         """
@@ -206,6 +247,9 @@ class RosbagDataset(FrameDataset):
         self.seed = seed
         self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
         self._stamps = self.source.synchronized_stamps(queue_size, slop_s)
+        if not self._stamps:
+            raise BagError(f'{self.source.path}: no synchronized frames: '
+                           f'{self.source.no_match_reason(queue_size, slop_s)}')
         self._tree: TransformTree | None = None
 
     def __len__(self) -> int:
@@ -225,6 +269,12 @@ class RosbagDataset(FrameDataset):
     def _frame(self, index: int, messages: tuple[Any, ...]) -> Frame:
         image, info, cloud = messages[:3]
         camera = camera_info_to_camera_model(info, rectified=self.rectified)
+        rgb = image_to_rgb(image)
+        try:
+            check_camera_matches_image(camera, rgb.shape[1], rgb.shape[0])
+        except FrameMismatchError as error:
+            raise BagError(f'{self.source.path}: frame {index} ({self.source.topics.camera_info}'
+                           f' on {self.source.topics.image}): {error}') from None
         T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id)
         sparse = lidar_to_sparse_depth(pointcloud2_to_xyz(cloud), T_cam_lidar, camera,
                                        self.projection).depth
@@ -234,7 +284,7 @@ class RosbagDataset(FrameDataset):
         else:
             rng = np.random.default_rng([self.seed, index])
             sparse_input, gt = holdout_split(sparse, self.holdout_fraction, rng)
-        return Frame(name=f'{index:05d}_{stamp}', rgb=image_to_rgb(image),
+        return Frame(name=f'{index:05d}_{stamp}', rgb=rgb,
                      sparse_depth=sparse_input, gt_depth=gt, K=camera.K,
                      sequence=self.source.path.name, stamp_ns=stamp)
 
