@@ -156,9 +156,9 @@ def test_backprojection_undistorts(model):
 @pytest.mark.parametrize('fields, message', [
     ({'distortion_model': 'kannala_brandt'}, "distortion_model 'kannala_brandt' is not "
                                              'supported'),
-    ({'D': np.array([-0.3, 0.1, 0.0])}, "D has 3 coefficients, but distortion_model "
+    ({'D': np.array([-0.3, 0.1, 0.0])}, 'D has 3 coefficients, but distortion_model '
                                         "'plumb_bob' takes 4 or 5"),
-    ({'distortion_model': 'equidistant'}, "D has 5 coefficients, but distortion_model "
+    ({'distortion_model': 'equidistant'}, 'D has 5 coefficients, but distortion_model '
                                           "'equidistant' takes 4"),
     ({'distortion_model': 'rational_polynomial'}, 'takes 8'),
     ({'K': np.array([[np.nan, 0, 1], [0, 1, 1], [0, 0, 1]])}, 'K must be finite'),

@@ -31,7 +31,7 @@ from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import TTOConfig
 from ..engine.loading import load_model
-from ..geometry import ProjectionConfig
+from ..geometry import ProjectionConfig, RigidTransform
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
 
@@ -58,6 +58,10 @@ class EvalOptions:
     max_depth: float | None = None
     holdout_fraction: float = 0.2
     topics: BagTopics = field(default_factory=BagTopics)
+    #: Bags: T_camera_lidar instead of /tf_static and /tf.
+    extrinsic: RigidTransform | None = None
+    #: Bags: the image is rectified (P, no distortion) rather than raw (K and D).
+    image_is_rectified: bool = False
     progress: bool = True
 
 
@@ -66,7 +70,8 @@ def open_source(options: EvalOptions):
     if options.kind == 'rosbag':
         return open_dataset('rosbag', options.root, topics=options.topics,
                             holdout_fraction=options.holdout_fraction, seed=options.seed,
-                            projection=ProjectionConfig(remove_occluded=True))
+                            projection=ProjectionConfig(remove_occluded=True),
+                            extrinsic=options.extrinsic, rectified=options.image_is_rectified)
     extra = {}
     if options.num_points is not None:
         if options.kind == 'ibims':

@@ -41,9 +41,9 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'backproject_depth', 'camera_for_image', 'CameraModel', 'distort_normalized', 'InvalidCameraError',
-    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'lidar_to_sparse_depth',
-    'MIN_DEPTH_M', 'pixels_to_normalized', 'project_points', 'ProjectionConfig', 'RigidTransform', 'SparseProjection',
-    'SUPPORTED_DISTORTION_MODELS', 'TransformTree', 'undistort_normalized',
-    'UnsupportedDistortionError',
+    'backproject_depth', 'camera_for_image', 'CameraModel', 'distort_normalized',
+    'InvalidCameraError', 'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError',
+    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'pixels_to_normalized', 'project_points',
+    'ProjectionConfig', 'RigidTransform', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS',
+    'TransformTree', 'undistort_normalized', 'UnsupportedDistortionError',
 ]
