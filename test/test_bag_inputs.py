@@ -13,8 +13,10 @@
 # limitations under the License.
 
 """
-Recordings as robots make them: compressed images, compressed depth, transforms on /tf only,
-missing transforms, distorted cameras; read by ``lrda eval --bag`` / ``RosbagDataset``.
+Recordings as robots make them, read by ``lrda eval --bag`` / ``RosbagDataset``.
+
+Compressed images, compressed depth, transforms on /tf only, missing transforms, distorted
+cameras.
 """
 
 from __future__ import annotations
