@@ -128,7 +128,8 @@ def _play_into(node, bag, ros_context, namespace, outputs, **play_options):
                 'rate': 0.5, 'prefix': namespace, 'wait_for_subscribers_s': 10, **play_options})
             play.start()
             assert spin_until(executor, lambda: not play.is_alive() and node.stats.processed
-                              + sum(node.stats.dropped.values()) + node.stats.replaced >= 3, 120)
+                              + sum(node.stats.dropped.values()) + node.stats.replaced >= 3, 120), (
+                node.stats)
             assert spin_until(executor, lambda: all(received.values()), 30), node.stats
             play.join()
         return received
@@ -161,7 +162,7 @@ def test_replayed_tf_static_gives_the_node_its_transform(tmp_path, frames, ros_c
     bag = write_scene_bag(tmp_path / 'bag', frames)
     node = _node(ros_context, namespace, tiny_model_dir, tf_timeout=0.5)
     try:
-        received = _play_into(node, bag, ros_context, namespace, ('sparse_depth',))
+        received = _play_into(node, bag, ros_context, namespace, ('sparse_depth', 'depth'))
         assert node.stats.dropped.get('no_transform', 0) == 0, node.stats
         message = received['sparse_depth'][0]
         frame = frames[(_stamp_ns(message.header.stamp) - START_NS) // 100_000_000]
