@@ -61,7 +61,7 @@ def _stamp_ns(time_msg) -> int:
 
 
 def test_play_replays_compressed_images_and_the_bag_clock(tmp_path, frames, ros_context,
-                                                           namespace):
+                                                          namespace):
     bag = write_scene_bag(tmp_path / 'bag', frames, images=('jpeg',), transforms_topic='/tf')
     harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
     player = rclpy.create_node('player', context=ros_context)
@@ -127,9 +127,13 @@ def _play_into(node, bag, ros_context, namespace, outputs, **play_options):
             play = threading.Thread(target=play_timed, args=(player, source), kwargs={
                 'rate': 0.5, 'prefix': namespace, 'wait_for_subscribers_s': 10, **play_options})
             play.start()
-            assert spin_until(executor, lambda: not play.is_alive() and node.stats.processed
-                              + sum(node.stats.dropped.values()) + node.stats.replaced >= 3, 120), (
-                node.stats)
+
+            def settled() -> bool:
+                stats = node.stats
+                done = stats.processed + sum(stats.dropped.values()) + stats.replaced
+                return not play.is_alive() and done >= 3
+
+            assert spin_until(executor, settled, 120), node.stats
             assert spin_until(executor, lambda: all(received.values()), 30), node.stats
             play.join()
         return received
@@ -155,8 +159,8 @@ def test_clock_makes_use_sim_time_and_the_latency_meaningful(tmp_path, frames, r
         node.destroy_node()
 
 
-@pytest.mark.skipif(not HAVE_TF2, reason='tf2_msgs / tf2_ros are not installed (ROS 2 only, no '
-                                          'PyPI wheels): /tf_static cannot be replayed here')
+@pytest.mark.skipif(not HAVE_TF2, reason='tf2_msgs / tf2_ros are not installed (ROS 2 only, '
+                    'no PyPI wheels): /tf_static cannot be replayed here')
 def test_replayed_tf_static_gives_the_node_its_transform(tmp_path, frames, ros_context,
                                                          namespace, tiny_model_dir):
     bag = write_scene_bag(tmp_path / 'bag', frames)
