@@ -98,6 +98,35 @@ def _add_eval(commands) -> None:
                              'sync.queue_size (default 10)')
     for role in ('image', 'camera-info', 'points', 'depth'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+    parser.add_argument('--image-is-rectified', action='store_true',
+                        help='bags: the image is rectified (project with P, no distortion); '
+                             "default: raw, projected with K and the camera_info's distortion")
+    for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
+                          ('matrix', '16 values, row-major 4x4; wins over the other two')):
+        parser.add_argument(f'--lidar-to-camera-{name}', type=_floats, metavar='V,V,...',
+                            help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
+                                 "/tf (as the node's lidar_to_camera.* parameters)")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(item) for item in _csv(text.strip('[]')))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected comma-separated numbers, got {text!r}'
+                                         ) from None
+
+
+def _extrinsic(args):
+    """Return the T_camera_lidar of the --lidar-to-camera-* options, or None."""
+    from .ros.parameters import extrinsic_override, InvalidParameterError
+
+    try:
+        return extrinsic_override(args.lidar_to_camera_translation or (),
+                                  args.lidar_to_camera_rotation or (),
+                                  args.lidar_to_camera_matrix or ())
+    except InvalidParameterError as error:
+        option = '--' + error.name.replace('.', '-').replace('_', '-')
+        raise ValueError(f'{option}: {error.reason}') from None
 
 
 def _add_train_prior(commands) -> None:
@@ -165,6 +194,9 @@ def _add_play(commands) -> None:
                         help='seconds to wait for a subscriber on every topic before playing')
     parser.add_argument('--linger', type=float, default=2.0,
                         help='seconds to keep the publishers alive after the last message')
+    parser.add_argument('--clock', type=float, nargs='?', const=40.0, default=0.0, metavar='HZ',
+                        help='publish the bag time on /clock (default 40 Hz when given), for '
+                             'nodes run with use_sim_time:=true')
     for role in ('image', 'camera-info', 'points'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
 
@@ -173,8 +205,13 @@ def _run_play(args) -> int:
     from .eval.datasets.rosbag import BagTopics
     from .ros.replay import play_bag
 
+    if args.rate <= 0:
+        raise ValueError(f'--rate must be > 0, got {args.rate}')
+    if args.clock < 0:
+        raise ValueError(f'--clock must be > 0 Hz, got {args.clock}')
     play_bag(args.bag, BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
-             args.rate, args.loop, wait_for_subscribers_s=args.wait, linger_s=args.linger)
+             args.rate, args.loop, wait_for_subscribers_s=args.wait, linger_s=args.linger,
+             clock_hz=args.clock)
     return 0
 
 
@@ -206,7 +243,8 @@ def _run_eval(args) -> int:
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
                          args.depth_topic),
-        slop_s=args.slop, queue_size=args.queue_size, independent=args.independent)
+        slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
+        extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified)
     _, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '

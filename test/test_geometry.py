@@ -63,8 +63,8 @@ def test_scaled_camera_keeps_pixel_centres(camera):
     half = camera.scaled(320, 240)
     assert half.fx == 250.0 and half.fy == 200.0
     point = np.array([[0.3, -0.2, 2.0]])
-    uv_full, _ = project_points(point, camera, apply_distortion=False)
-    uv_half, _ = project_points(point, half, apply_distortion=False)
+    uv_full, _ = project_points(point, camera)
+    uv_half, _ = project_points(point, half)
     np.testing.assert_allclose(uv_half, (uv_full + 0.5) * 0.5 - 0.5)
 
 
@@ -73,7 +73,7 @@ def test_projection_matches_hand_computed_pixels(camera):
     points_lidar = np.array([[10.0, 1.1, 0.3], [5.0, -0.6, -0.7]])
     points_cam = T_CAM_LIDAR.apply(points_lidar)
     np.testing.assert_allclose(points_cam, [[-1.0, -0.5, 10.0], [0.7, 0.5, 5.0]], atol=1e-12)
-    uv, depth = project_points(points_cam, camera, apply_distortion=False)
+    uv, depth = project_points(points_cam, camera)
     np.testing.assert_allclose(uv, [[270.0, 220.0], [390.0, 280.0]], atol=1e-9)
     np.testing.assert_allclose(depth, [10.0, 5.0])
 
@@ -87,7 +87,7 @@ def test_projection_matches_hand_computed_pixels(camera):
 
 
 def test_project_points_behind_camera_gives_nan(camera):
-    uv, depth = project_points(np.array([[1.0, 1.0, -2.0], [0.0, 0.0, 0.0]]), camera, False)
+    uv, depth = project_points(np.array([[1.0, 1.0, -2.0], [0.0, 0.0, 0.0]]), camera)
     assert np.all(np.isnan(uv))
     np.testing.assert_array_equal(depth, [-2.0, 0.0])
 
@@ -230,21 +230,21 @@ def test_distortion_pads_short_coefficients_and_rejects_bad_models():
 def test_projection_through_distortion(camera):
     distorted_camera = CameraModel(K, WIDTH, HEIGHT, 'plumb_bob', np.array(PLUMB_BOB_D))
     points = np.array([[0.5, 0.4, 1.0], [-0.9, 0.3, 3.0]])
-    uv, _ = project_points(points, distorted_camera, apply_distortion=True)
+    uv, _ = project_points(points, distorted_camera)
     normalized = distort_normalized(points[:, :2] / points[:, 2:], 'plumb_bob', PLUMB_BOB_D)
     np.testing.assert_allclose(uv, normalized * [500.0, 400.0] + [320.0, 240.0])
-    pinhole_uv, _ = project_points(points, distorted_camera, apply_distortion=False)
+    pinhole_uv, _ = project_points(points, distorted_camera.without_distortion())
     np.testing.assert_allclose(pinhole_uv, points[:, :2] / points[:, 2:] * [500, 400] + [320, 240])
 
 
 def test_points_folding_back_through_distortion_are_dropped():
     # r_d = r (1 - 0.5 r^2) peaks at r = 0.82: a point at r = 1.2 folds back to r_d = 0.34.
-    camera = CameraModel(K, WIDTH, HEIGHT, 'plumb_bob', np.array([-0.5]))
+    camera = CameraModel(K, WIDTH, HEIGHT, 'plumb_bob', np.array([-0.5, 0.0, 0.0, 0.0, 0.0]))
     points = np.array([[1.2, 0.0, 1.0], [0.3, 0.0, 1.0]])
-    uv, _ = project_points(points, camera, apply_distortion=True)
+    uv, _ = project_points(points, camera)
     assert 0 <= uv[0, 0] < WIDTH  # the folded point would land inside the image
     result = lidar_to_sparse_depth(points, RigidTransform.identity(), camera,
-                                   ProjectionConfig(apply_distortion=True))
+                                   ProjectionConfig())
     assert result.num_projected == 1 and result.num_dropped_outside_image == 1
 
 
@@ -318,7 +318,7 @@ def test_backproject_then_project_returns_same_pixels(camera):
     points, rows, cols = backproject_depth(depth, camera)
     assert points.dtype == np.float32 and points.shape == (rows.size, 3)
     assert rows.size == np.count_nonzero(np.isfinite(depth) & (depth > 0))
-    uv, z = project_points(points, camera, apply_distortion=False)
+    uv, z = project_points(points, camera)
     np.testing.assert_allclose(uv, np.stack([cols, rows], axis=1), atol=1e-3)
     np.testing.assert_allclose(z, depth[rows, cols], rtol=1e-6)
 

@@ -33,7 +33,7 @@ from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import TTOConfig
 from ..engine.loading import load_depth_model
-from ..geometry import ProjectionConfig
+from ..geometry import ProjectionConfig, RigidTransform
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
 #: Fraction of LiDAR pixels held out as ground truth where a source has none (bags, KITTI object).
@@ -75,6 +75,10 @@ class EvalOptions:
     slop_s: float | None = None
     queue_size: int | None = None
     independent: bool = False
+    #: Bags: T_camera_lidar instead of /tf_static and /tf.
+    extrinsic: RigidTransform | None = None
+    #: Bags: the image is rectified (P, no distortion) rather than raw (K and D).
+    image_is_rectified: bool = False
     progress: bool = True
 
 
@@ -100,6 +104,9 @@ def check_options(options: EvalOptions) -> None:
         raise ValueError(f'--queue-size must be at least 1, got {options.queue_size}')
     if options.max_frames is not None and options.max_frames < 1:
         raise ValueError(f'--max-frames must be at least 1, got {options.max_frames}')
+    if kind != 'rosbag' and (options.extrinsic is not None or options.image_is_rectified):
+        raise ValueError('--image-is-rectified and --lidar-to-camera-* only apply to --bag (a '
+                         '--dataset already holds projected sparse depth)')
 
 
 def open_source(options: EvalOptions) -> FrameDataset:
@@ -112,6 +119,7 @@ def open_source(options: EvalOptions) -> FrameDataset:
         return open_dataset('rosbag', options.root, topics=options.topics,
                             holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,
                             seed=options.seed, projection=occlusion_aware,
+                            extrinsic=options.extrinsic, rectified=options.image_is_rectified,
                             **{k: v for k, v in sync.items() if v is not None})
     if options.kind == 'kitti_object':
         return open_dataset('kitti_object', options.root, projection=occlusion_aware,

@@ -31,8 +31,8 @@ Conventions used throughout the package:
 
 
 from .camera import (
-    CameraModel, distort_normalized, project_points, SUPPORTED_DISTORTION_MODELS,
-    undistort_normalized)
+    camera_for_image, CameraModel, distort_normalized, pixels_to_normalized, project_points,
+    SUPPORTED_DISTORTION_MODELS, undistort_normalized)
 from .checks import (
     InvalidCameraError, InvalidConfigError, InvalidPointsError, InvalidTransformError,
     UnsupportedDistortionError)
@@ -41,9 +41,9 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'backproject_depth', 'CameraModel', 'distort_normalized', 'InvalidCameraError',
-    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'lidar_to_sparse_depth',
-    'MIN_DEPTH_M', 'project_points', 'ProjectionConfig', 'RigidTransform', 'SparseProjection',
-    'SUPPORTED_DISTORTION_MODELS', 'TransformTree', 'undistort_normalized',
-    'UnsupportedDistortionError',
+    'backproject_depth', 'camera_for_image', 'CameraModel', 'distort_normalized',
+    'InvalidCameraError', 'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError',
+    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'pixels_to_normalized', 'project_points',
+    'ProjectionConfig', 'RigidTransform', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS',
+    'TransformTree', 'undistort_normalized', 'UnsupportedDistortionError',
 ]

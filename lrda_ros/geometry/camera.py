@@ -31,17 +31,24 @@ _NO_DISTORTION_NAMES = ('', 'none')
 # Number of coefficients each supported model takes; fewer are padded with zeros.
 _MODEL_NUM_COEFFS = {_PLUMB_BOB: 5, _RATIONAL: 8, _EQUIDISTANT: 4}
 SUPPORTED_DISTORTION_MODELS = tuple(_MODEL_NUM_COEFFS) + _NO_DISTORTION_NAMES
+# Lengths of D a calibration may carry per model (ROS CameraInfo / OpenCV): none (0), or the
+# model's own; plumb_bob also as OpenCV's 4 (k1, k2, p1, p2).
+_CALIBRATION_LENGTHS = {_PLUMB_BOB: (0, 4, 5), _RATIONAL: (0, 8), _EQUIDISTANT: (0, 4)}
 
 
 @dataclass(frozen=True, eq=False)
 class CameraModel:
     """
-    Pinhole camera intrinsics with an optional lens distortion model.
+    The camera of one image: pinhole intrinsics and the lens distortion of its pixels.
 
     ``K`` is the 3x3 intrinsic matrix (``[[fx, s, cx], [0, fy, cy], [0, 0, 1]]``; a
     non-zero skew ``s`` is honoured). ``D`` holds the distortion coefficients in ROS
-    ``CameraInfo`` order; empty or all-zero means no distortion. Arrays are stored as
-    read-only float64 copies. Equality is identity (arrays make ``==`` ambiguous).
+    ``CameraInfo`` order; empty or all-zero means no distortion. Projections through this
+    camera always apply its distortion: a rectified image has a camera without one (see
+    :func:`camera_for_image`). ``distortion_model`` must be one of
+    ``SUPPORTED_DISTORTION_MODELS`` and ``D`` of a length that model defines (plumb_bob 4 or
+    5, rational_polynomial 8, equidistant 4, or empty). Arrays are stored as read-only
+    float64 copies. Equality is identity (arrays make ``==`` ambiguous).
     """
 
     K: np.ndarray
@@ -77,9 +84,7 @@ class CameraModel:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise InvalidCameraError(f'{name} must be a positive integer, got {value!r}')
             object.__setattr__(self, name, int(value))
-        if not isinstance(self.distortion_model, str):
-            raise InvalidCameraError(
-                f'distortion_model must be a string, got {self.distortion_model!r}')
+        _check_distortion(self.distortion_model, coefficients)
         object.__setattr__(self, 'K', _readonly(intrinsics))
         object.__setattr__(self, 'D', _readonly(coefficients))
 
@@ -124,6 +129,71 @@ class CameraModel:
         intrinsics[1, 2] = (self.cy + 0.5) * scale_y - 0.5
         return CameraModel(intrinsics, int(new_width), int(new_height),
                            self.distortion_model, self.D)
+
+    def without_distortion(self) -> CameraModel:
+        """Return the pinhole camera with the same ``K`` (for already rectified pixels)."""
+        return CameraModel(self.K, self.width, self.height)
+
+
+def _check_distortion(model: object, coefficients: np.ndarray) -> None:
+    """Raise ``InvalidCameraError`` naming the field unless the model and D fit together."""
+    if not isinstance(model, str):
+        raise InvalidCameraError(f'distortion_model must be a string, got {model!r}')
+    if model in _NO_DISTORTION_NAMES:
+        if np.any(coefficients != 0.0):
+            raise InvalidCameraError(
+                f'distortion_model {model!r} means no distortion, but D = '
+                f'{coefficients.tolist()}')
+        return
+    if model not in _CALIBRATION_LENGTHS:
+        raise InvalidCameraError(
+            f'distortion_model {model!r} is not supported; supported: '
+            f'{list(SUPPORTED_DISTORTION_MODELS)}')
+    lengths = _CALIBRATION_LENGTHS[model]
+    if coefficients.size not in lengths:
+        raise InvalidCameraError(
+            f'D has {coefficients.size} coefficients, but distortion_model {model!r} takes '
+            f'{" or ".join(str(n) for n in lengths if n)} (or none)')
+
+
+def camera_for_image(width: int, height: int, K: np.ndarray, D: np.ndarray,
+                     distortion_model: str, P: np.ndarray | None,
+                     image_is_rectified: bool) -> CameraModel:
+    """
+    Return the camera of an image from its calibration (the fields of a ROS ``CameraInfo``).
+
+    The one rule of the package for which intrinsics and distortion pixels have: a raw
+    (unrectified) image is projected with ``K`` and the distortion ``D`` of
+    ``distortion_model``; a rectified image (``image_rect``) with ``P[:, :3]`` and no
+    distortion (the rectifying rotation ``R`` is not applied: it is the identity for
+    monocular cameras). The node, ``lrda eval --bag`` and :mod:`lrda_ros.ros.conversions`
+    all go through here. Raises ``InvalidCameraError`` whose message starts with the field
+    at fault (``K``, ``P``, ``D``, ``distortion_model``, ``width``, ``height``).
+    """
+    if image_is_rectified:
+        if P is None:
+            raise InvalidCameraError('P: a rectified image needs the projection matrix P')
+        intrinsics, field_name = np.asarray(P, dtype=np.float64), 'P'
+        try:
+            intrinsics = intrinsics.reshape(3, 4)[:, :3]
+        except ValueError:
+            raise InvalidCameraError(
+                f'P must hold 12 values (3x4), got {intrinsics.size}') from None
+        coefficients, model = np.zeros(0), _PLUMB_BOB
+    else:
+        intrinsics, field_name = np.asarray(K, dtype=np.float64), 'K'
+        if intrinsics.size != 9:
+            raise InvalidCameraError(f'K must hold 9 values (3x3), got {intrinsics.size}')
+        intrinsics = intrinsics.reshape(3, 3)
+        coefficients, model = np.asarray(D, dtype=np.float64).reshape(-1), distortion_model
+    if not np.any(intrinsics):
+        raise InvalidCameraError(f'{field_name} is all zero: the camera is uncalibrated')
+    try:
+        return CameraModel(intrinsics, width, height, model, coefficients)
+    except InvalidCameraError as error:
+        if image_is_rectified:  # the checks speak of K; here K is P's left 3x3
+            raise InvalidCameraError(f'P: {error} (K = P[:, :3] of a rectified image)') from None
+        raise
 
 
 def _distortion_coefficients(model: str, coefficients: np.ndarray) -> np.ndarray | None:
@@ -238,25 +308,33 @@ def _undistort_fisheye(distorted: np.ndarray, coefficients: np.ndarray,
     return distorted * scale[:, None]
 
 
-def project_points(points_cam: np.ndarray, camera: CameraModel,
-                   apply_distortion: bool) -> tuple[np.ndarray, np.ndarray]:
+def project_points(points_cam: np.ndarray,
+                   camera: CameraModel) -> tuple[np.ndarray, np.ndarray]:
     """
-    Project camera-frame points to pixel coordinates.
+    Project camera-frame points to pixel coordinates of ``camera``'s image.
 
     Returns ``(uv, depth)``: ``uv`` float64 ``(N, 2)`` as (column, row) and ``depth``
     float64 ``(N,)`` equal to z. Points with ``z <= 0`` get NaN ``uv``; callers should
-    drop them. With ``apply_distortion`` the camera's distortion model is applied
-    (for unrectified images); otherwise the projection is pure pinhole.
+    drop them. The camera's distortion is applied (none for a rectified image's camera;
+    ``camera.without_distortion()`` gives the pinhole projection).
     """
     points = _as_points(points_cam, 'points_cam')
     depth = points[:, 2].copy()
     in_front = depth > 0
     safe_depth = np.where(in_front, depth, 1.0)
-    normalized = points[:, :2] / safe_depth[:, None]
-    if apply_distortion:
-        normalized = distort_normalized(normalized, camera.distortion_model, camera.D)
+    normalized = distort_normalized(points[:, :2] / safe_depth[:, None],
+                                    camera.distortion_model, camera.D)
     uv = np.empty_like(normalized)
     uv[:, 0] = camera.fx * normalized[:, 0] + camera.K[0, 1] * normalized[:, 1] + camera.cx
     uv[:, 1] = camera.fy * normalized[:, 1] + camera.cy
     uv[~in_front] = np.nan
     return uv, depth
+
+
+def pixels_to_normalized(cols: np.ndarray, rows: np.ndarray, camera: CameraModel) -> np.ndarray:
+    """Return the undistorted normalized coordinates ``(x/z, y/z)`` ``(N, 2)`` of pixels."""
+    y_distorted = (np.asarray(rows, dtype=np.float64) - camera.cy) / camera.fy
+    x_distorted = (np.asarray(cols, dtype=np.float64) - camera.cx
+                   - camera.K[0, 1] * y_distorted) / camera.fx
+    return undistort_normalized(np.stack([x_distorted, y_distorted], axis=1),
+                                camera.distortion_model, camera.D)

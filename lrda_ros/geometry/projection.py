@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .camera import CameraModel, distort_normalized, project_points, undistort_normalized
+from .camera import (
+    CameraModel, distort_normalized, pixels_to_normalized, project_points, undistort_normalized)
 from .checks import _as_points, InvalidConfigError, InvalidPointsError
 from .transforms import RigidTransform
 
@@ -34,16 +35,15 @@ class ProjectionConfig:
     Settings for turning a LiDAR scan into a sparse depth map.
 
     ``min_range`` / ``max_range`` bound the Euclidean range from the LiDAR origin in
-    metres (the quantity a LiDAR's specification states). ``apply_distortion`` projects
-    through the camera's distortion model (set it for unrectified images).
-    ``remove_occluded`` drops points that have a clearly nearer point within an
+    metres (the quantity a LiDAR's specification states). Lens distortion is the camera's
+    business (:class:`CameraModel` of the image, see :func:`camera_for_image`), not a
+    setting here. ``remove_occluded`` drops points that have a clearly nearer point within an
     ``occlusion_window`` x ``occlusion_window`` pixel neighbourhood: deeper by more than
     ``occlusion_margin`` (relative).
     """
 
     min_range: float = 0.5
     max_range: float = 120.0
-    apply_distortion: bool = False
     remove_occluded: bool = False
     occlusion_window: int = 7
     occlusion_margin: float = 0.1
@@ -95,7 +95,8 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
     Drops non-finite points, points whose range from the LiDAR origin is outside
     ``[min_range, max_range]``, points with ``z <= MIN_DEPTH_M`` in the camera frame and
     points outside the image. When several points land on one pixel the nearest wins.
-    With distortion, points that fold back into the image from outside the lens' valid
+    Points go through the camera's distortion model (none for a rectified image's
+    camera). With distortion, points that fold back into the image from outside the lens' valid
     field of view (where undistort(distort(p)) != p) count as outside the image.
     """
     points = _as_points(points_lidar, 'points_lidar')
@@ -110,13 +111,13 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
     in_front = points_cam[:, 2] > MIN_DEPTH_M
     points_cam = points_cam[in_front]
 
-    uv, depth = project_points(points_cam, camera, config.apply_distortion)
+    uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
     # overflowing an integer cast for points projecting far outside.
     shifted = uv + 0.5
     inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
               & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
-    if config.apply_distortion and camera.has_distortion:
+    if camera.has_distortion:
         inside[inside] = _distortion_invertible(points_cam[inside], camera)
     cols = np.floor(shifted[inside, 0]).astype(np.intp)
     rows = np.floor(shifted[inside, 1]).astype(np.intp)
@@ -196,7 +197,8 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
 
     Returns ``(points, rows, cols)``: float32 ``(M, 3)`` points and the pixel indices
     they came from, sampling every ``stride``-th row and column. The depth map must match
-    the camera size and is assumed rectified: distortion is ignored.
+    the camera size; pixels are undistorted through the camera's distortion model (the
+    inverse of :func:`lidar_to_sparse_depth`).
     """
     depth_map = np.asarray(depth)
     if depth_map.shape != (camera.height, camera.width):
@@ -212,7 +214,7 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
     z = sampled[rows, cols]
     rows = rows * stride
     cols = cols * stride
-    y_normalized = (rows - camera.cy) / camera.fy
-    x_normalized = (cols - camera.cx - camera.K[0, 1] * y_normalized) / camera.fx
-    points = np.stack([x_normalized * z, y_normalized * z, z], axis=1).astype(np.float32)
+    normalized = pixels_to_normalized(cols, rows, camera)
+    points = np.stack([normalized[:, 0] * z, normalized[:, 1] * z, z],
+                      axis=1).astype(np.float32)
     return points, rows, cols

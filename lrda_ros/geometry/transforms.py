@@ -152,24 +152,115 @@ def _check_rotation(rotation: np.ndarray, atol: float) -> None:
         raise InvalidTransformError('rotation has determinant -1 (a reflection), expected +1')
 
 
-class TransformTree:
-    """Static transforms keyed by (parent, child); lookups chain through the tree."""
+def _slerp_quaternions(q0: np.ndarray, q1: np.ndarray, fraction: float) -> np.ndarray:
+    """Spherical linear interpolation of unit quaternions (x, y, z, w), shortest arc."""
+    dot = float(np.dot(q0, q1))
+    if dot < 0.0:
+        q1, dot = -q1, -dot
+    if dot > 0.9995:  # nearly parallel: linear interpolation is exact enough and stable
+        blended = q0 + fraction * (q1 - q0)
+        return blended / np.linalg.norm(blended)
+    angle = np.arccos(dot)
+    return (np.sin((1 - fraction) * angle) * q0 + np.sin(fraction * angle) * q1) / np.sin(angle)
+
+
+def interpolate_transforms(T0: RigidTransform, T1: RigidTransform,
+                           fraction: float) -> RigidTransform:
+    """Blend two transforms as tf2 does: linear translation, slerp rotation (0 -> T0, 1 -> T1)."""
+    quaternion = _slerp_quaternions(T0.quaternion_xyzw(), T1.quaternion_xyzw(), fraction)
+    translation = T0.translation + fraction * (T1.translation - T0.translation)
+    return RigidTransform.from_translation_quaternion(translation, quaternion)
+
+
+class _TimedEdge:
+    """Samples of one transform over time (a /tf edge), looked up at a stamp."""
 
     def __init__(self) -> None:
-        self._edges: dict[str, dict[str, RigidTransform]] = {}
+        self.stamps: list[int] = []
+        self.transforms: list[RigidTransform] = []
 
-    def add(self, parent: str, child: str, T_parent_child: RigidTransform) -> None:
-        """Add T_parent_child (maps points in ``child`` into ``parent``) and its inverse."""
-        self._edges.setdefault(parent, {})[child] = T_parent_child
-        self._edges.setdefault(child, {})[parent] = T_parent_child.inverse()
+    def add(self, stamp_ns: int, transform: RigidTransform) -> None:
+        index = int(np.searchsorted(self.stamps, stamp_ns, side='left'))
+        if index < len(self.stamps) and self.stamps[index] == stamp_ns:
+            self.transforms[index] = transform
+            return
+        self.stamps.insert(index, stamp_ns)
+        self.transforms.insert(index, transform)
+
+    def at(self, stamp_ns: int | None) -> RigidTransform:
+        """Interpolate between the samples around ``stamp_ns``; hold the first / last outside."""
+        if stamp_ns is None or stamp_ns >= self.stamps[-1]:
+            return self.transforms[-1]
+        index = int(np.searchsorted(self.stamps, stamp_ns, side='right'))
+        if index == 0:
+            return self.transforms[0]
+        t0, t1 = self.stamps[index - 1], self.stamps[index]
+        return interpolate_transforms(self.transforms[index - 1], self.transforms[index],
+                                      (stamp_ns - t0) / (t1 - t0))
+
+
+class TransformTree:
+    """
+    Transforms keyed by (parent, child); lookups chain through the tree.
+
+    Static transforms (``/tf_static``) hold at all times; timed ones (``/tf``) are
+    interpolated at the lookup stamp (translation linearly, rotation by slerp, as tf2 does)
+    and held constant before the first and after the last sample.
+    """
+
+    def __init__(self) -> None:
+        # frame -> neighbour -> (edge, inverted): each edge is stored once, in both directions.
+        self._edges: dict[str, dict[str, tuple[RigidTransform | _TimedEdge, bool]]] = {}
+
+    def add(self, parent: str, child: str, T_parent_child: RigidTransform,
+            stamp_ns: int | None = None) -> None:
+        """
+        Add T_parent_child (maps points in ``child`` into ``parent``).
+
+        ``stamp_ns`` None makes it static; otherwise it is a sample of a timed transform.
+        A static transform of an edge wins over timed samples of it.
+        """
+        existing = self._edges.get(parent, {}).get(child)
+        if stamp_ns is None:
+            edge: RigidTransform | _TimedEdge = T_parent_child
+        elif existing is not None and isinstance(existing[0], _TimedEdge) and not existing[1]:
+            existing[0].add(int(stamp_ns), T_parent_child)
+            return
+        elif existing is not None and isinstance(existing[0], RigidTransform):
+            return
+        else:
+            edge = _TimedEdge()
+            edge.add(int(stamp_ns), T_parent_child)
+        self._edges.setdefault(parent, {})[child] = (edge, False)
+        self._edges.setdefault(child, {})[parent] = (edge, True)
 
     @property
     def frames(self) -> set[str]:
         """Return every frame named by a transform."""
         return set(self._edges)
 
-    def lookup(self, target: str, source: str) -> RigidTransform:
-        """Return T_target_source; raise KeyError naming the frames when they are not linked."""
+    def _hop(self, frame: str, neighbour: str, stamp_ns: int | None) -> RigidTransform:
+        edge, inverted = self._edges[frame][neighbour]
+        transform = edge.at(stamp_ns) if isinstance(edge, _TimedEdge) else edge
+        return transform.inverse() if inverted else transform
+
+    def connected(self, frame: str) -> set[str]:
+        """Return the frames linked to ``frame`` through any chain (itself included)."""
+        seen, queue = {frame}, deque([frame])
+        while queue:
+            for neighbour in self._edges.get(queue.popleft(), {}):
+                if neighbour not in seen:
+                    seen.add(neighbour)
+                    queue.append(neighbour)
+        return seen
+
+    def lookup(self, target: str, source: str, stamp_ns: int | None = None) -> RigidTransform:
+        """
+        Return T_target_source at ``stamp_ns`` (None: the latest samples).
+
+        Raises KeyError whose message says which frame is missing or which trees the two
+        frames belong to when they are not linked.
+        """
         if target == source:
             return RigidTransform.identity()
         # Breadth-first search from the target: each hop composes T_target_next.
@@ -177,12 +268,22 @@ class TransformTree:
         queue = deque([target])
         while queue:
             frame = queue.popleft()
-            for neighbour, T_frame_neighbour in self._edges.get(frame, {}).items():
+            for neighbour in self._edges.get(frame, {}):
                 if neighbour in found:
                     continue
-                found[neighbour] = found[frame] @ T_frame_neighbour
+                found[neighbour] = found[frame] @ self._hop(frame, neighbour, stamp_ns)
                 if neighbour == source:
                     return found[neighbour]
                 queue.append(neighbour)
-        raise KeyError(f'no static transform chain from {source!r} to {target!r}; known frames: '
-                       f'{sorted(self.frames)}')
+        raise KeyError(self._missing_chain(target, source))
+
+    def _missing_chain(self, target: str, source: str) -> str:
+        missing = [frame for frame in (source, target) if frame not in self._edges]
+        if not self._edges:
+            return f'no transforms at all, so nothing links {source!r} to {target!r}'
+        if missing:
+            return (f'no transform names frame(s) {missing}, so nothing links {source!r} to '
+                    f'{target!r}; known frames: {sorted(self.frames)}')
+        return (f'{source!r} and {target!r} are in separate trees: {source!r} links to '
+                f'{sorted(self.connected(source))}, {target!r} to '
+                f'{sorted(self.connected(target))}')

@@ -62,12 +62,14 @@ def _tf_message(typestore, transforms: Sequence[StaticTransform], stamp_ns: int)
 
 def write_bag(path: Path, messages: Iterable[tuple[str, int, Any]],
               static_transforms: Sequence[StaticTransform] = (),
-              static_stamp_ns: int = 0) -> None:
+              static_stamp_ns: int = 0, transforms_topic: str = '/tf_static') -> None:
     """
     Write ``(topic, log time ns, rclpy message)`` records to a new MCAP rosbag2 at ``path``.
 
     ``static_transforms`` go first, as one TFMessage on ``/tf_static`` with transient-local
-    QoS (as tf2's static broadcaster offers it). An existing bag at ``path`` is replaced.
+    QoS (as tf2's static broadcaster offers it), or on ``/tf`` (volatile, stamped
+    ``static_stamp_ns``) with ``transforms_topic='/tf'``, as bags without /tf_static have
+    them. An existing bag at ``path`` is replaced.
     """
     from rosbags.interfaces import (
         Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
@@ -82,9 +84,13 @@ def write_bag(path: Path, messages: Iterable[tuple[str, int, Any]],
     if path.exists():
         shutil.rmtree(path)
     with Writer(path, version=8, storage_plugin=StoragePlugin.MCAP) as writer:
+        if transforms_topic not in ('/tf_static', '/tf'):
+            raise ValueError(f"transforms_topic must be '/tf_static' or '/tf', got "
+                             f'{transforms_topic!r}')
         if static_transforms:
-            tf = writer.add_connection('/tf_static', 'tf2_msgs/msg/TFMessage',
-                                       typestore=typestore, offered_qos_profiles=[latched])
+            qos = [latched] if transforms_topic == '/tf_static' else []
+            tf = writer.add_connection(transforms_topic, 'tf2_msgs/msg/TFMessage',
+                                       typestore=typestore, offered_qos_profiles=qos)
             message = _tf_message(typestore, static_transforms, static_stamp_ns)
             writer.write(tf, static_stamp_ns,
                          typestore.serialize_cdr(message, 'tf2_msgs/msg/TFMessage'))

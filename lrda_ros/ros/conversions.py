@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ..geometry import CameraModel, InvalidCameraError, RigidTransform
+from ..geometry import camera_for_image, CameraModel, InvalidCameraError, RigidTransform
 
 
 class UnsupportedEncodingError(ValueError):
@@ -157,37 +157,24 @@ def depth_image_to_array(msg: Any) -> np.ndarray:
 
 def camera_info_to_camera_model(msg: Any, rectified: bool = False) -> CameraModel:
     """
-    Convert a ``sensor_msgs/CameraInfo`` to a ``CameraModel``.
+    Convert a ``sensor_msgs/CameraInfo`` to the ``CameraModel`` of its image.
 
-    By default ``K``, ``D`` and ``distortion_model`` describe the raw (unrectified)
-    image. With ``rectified=True`` the intrinsics come from ``P[:, :3]`` with no
-    distortion, which is what a rectified ``image_rect`` needs (the rectifying rotation
-    ``R`` is not applied: it is the identity for monocular cameras). Binning and a
-    partial region of interest are not supported and raise ``InvalidCameraError``.
+    ``rectified`` says whether the image is ``image_rect``; :func:`camera_for_image` decides
+    what follows (``K`` and ``D`` for a raw image, ``P`` without distortion for a rectified
+    one). Binning and a partial region of interest are not supported. Raises
+    ``InvalidCameraError`` naming the field at fault (``K``, ``P``, ``D``,
+    ``distortion_model``, ``width``, ``height``, ``binning``, ``roi``).
     """
-    if rectified:
-        projection = np.asarray(msg.p, dtype=np.float64).reshape(3, 4)
-        intrinsics = projection[:, :3]
-        coefficients = np.zeros(0)
-        model = 'plumb_bob'
-        source = 'P'
-    else:
-        intrinsics = np.asarray(msg.k, dtype=np.float64).reshape(3, 3)
-        coefficients = np.asarray(msg.d, dtype=np.float64)
-        model = msg.distortion_model
-        source = 'K'
-    if not np.any(intrinsics):
-        raise InvalidCameraError(
-            f'CameraInfo {source} is all zero: the camera is uncalibrated')
     binning = (int(getattr(msg, 'binning_x', 0)), int(getattr(msg, 'binning_y', 0)))
     if max(binning) > 1:
-        raise InvalidCameraError(f'CameraInfo binning {binning} is not supported (use 0 or 1)')
+        raise InvalidCameraError(f'binning {binning} is not supported (use 0 or 1)')
     roi = getattr(msg, 'roi', None)
     if roi is not None and int(roi.width) not in (0, int(msg.width)):
         raise InvalidCameraError(
-            'CameraInfo with a partial region of interest is not supported '
+            'roi: a partial region of interest is not supported '
             f'(roi width {roi.width}, image width {msg.width})')
-    return CameraModel(intrinsics, int(msg.width), int(msg.height), model, coefficients)
+    return camera_for_image(int(msg.width), int(msg.height), msg.k, msg.d,
+                            msg.distortion_model, msg.p, image_is_rectified=rectified)
 
 
 def transform_to_rigid(msg: Any) -> RigidTransform:

@@ -20,7 +20,8 @@ thread; the worker converts messages to arrays, looks up the LiDAR->camera trans
 :class:`~lrda_ros.pipeline.CompletionPipeline` and publishes. Bad input is logged (throttled),
 counted and dropped; it never stops the node.
 
-Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
+Topics (all remappable): subscribes ``image`` (or ``image/compressed`` with
+``image_transport: compressed``), ``camera_info``, ``points``; publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
 pixels withheld for live evaluation, when enabled) and ``/diagnostics``.
@@ -47,8 +48,9 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.time import Time
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
+from .compressed import compressed_image_to_rgb
 from .conversions import (
     camera_info_to_camera_model, depth_to_image_msg, image_to_rgb, pointcloud2_to_xyz,
     rgb_to_image_msg, transform_to_rigid, xyz_to_pointcloud2)
@@ -58,7 +60,7 @@ from .sync import create_synchronized_subscriptions
 from ..colormap import colorize_depth
 from ..engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
 from ..engine.loading import load_depth_model
-from ..geometry import backproject_depth, RigidTransform
+from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
 
 NODE_NAME = 'completion_node'
@@ -147,7 +149,7 @@ class CompletionNode(Node):
                                                  qos_overriding_options=overrides)
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.subscriptions_handle = create_synchronized_subscriptions(
-            self, [(Image, 'image'), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
+            self, [self._image_input(), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
             qos_profile_sensor_data, self.settings.sync_queue_size, self.settings.sync_slop,
             self._on_synchronized, qos_overriding_options=overrides)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -158,7 +160,8 @@ class CompletionNode(Node):
             f'model {choice.source!r} ({choice.prediction_space.value}) on '
             f'{choice.device}; {self.settings.tto.iterations} iterations cold, '
             f'{self.settings.tto.warm_iterations if self.settings.tto.warm_start else "no"} '
-            f'warm; synchronization: {self.subscriptions_handle.backend}')
+            f'warm; synchronization: {self.subscriptions_handle.backend}; image: '
+            f'{self.settings.image_transport} on {self._image_input()[1]}')
 
     # --- parameters -----------------------------------------------------------------------
 
@@ -183,6 +186,14 @@ class CompletionNode(Node):
         return SetParametersResult(successful=True)
 
     # --- input ----------------------------------------------------------------------------
+
+    def _image_input(self) -> tuple[type, str]:
+        """Return the image subscription's type and topic for ``image_transport``."""
+        if self.settings.image_transport == 'compressed':
+            # As image_transport does: resolve the base name (remaps apply to it), then append
+            # the transport, so '-r image:=/cam/image_raw' reads /cam/image_raw/compressed.
+            return CompressedImage, self.resolve_topic_name('image') + '/compressed'
+        return Image, 'image'
 
     def _make_tf_buffer(self):
         if not self.settings.use_tf or self.settings.extrinsic is not None:
@@ -237,8 +248,13 @@ class CompletionNode(Node):
     def _inputs(self, image: Image, info: CameraInfo,
                 cloud: PointCloud2) -> FrameInputs | None:
         try:
-            rgb = image_to_rgb(image)
             camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
+        except InvalidCameraError as error:
+            self._drop('bad_camera_info', f'camera_info field {error}')
+            return None
+        try:
+            rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
+                   else image_to_rgb(image))
             points = pointcloud2_to_xyz(cloud)
         except ValueError as error:
             self._drop('malformed', str(error))

@@ -109,7 +109,13 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('projection.occlusion_margin', 0.1, 'A point is occluded when it is this '
                   'fraction farther than the nearest point in its window.', 0.0, 10.0),
     ParameterSpec('image_is_rectified', False, 'The image is rectified (image_rect): project '
-                  'with the P matrix and no distortion instead of K and D.', read_only=True),
+                  'with the P matrix and no distortion. false (a raw image): project with K and '
+                  "the camera_info's distortion (plumb_bob, rational_polynomial, equidistant).",
+                  read_only=True),
+    ParameterSpec('image_transport', 'raw', "How the image arrives: 'raw' (sensor_msgs/Image on "
+                  "image) or 'compressed' (sensor_msgs/CompressedImage, JPEG or PNG, on "
+                  'image/compressed, the image_transport convention).',
+                  choices=('raw', 'compressed'), read_only=True),
     ParameterSpec('sync.queue_size', 10, 'Messages kept per input for time synchronization.',
                   1, 1000, read_only=True),
     ParameterSpec('sync.slop', 0.05, 'Largest stamp difference (s) of a synchronized set.',
@@ -183,6 +189,7 @@ class NodeSettings:
     projection: ProjectionConfig
     skip_few_points: bool
     image_is_rectified: bool
+    image_transport: str
     sync_queue_size: int
     sync_slop: float
     use_tf: bool
@@ -232,7 +239,8 @@ class NodeSettings:
         return cls(
             model=v['model'], tto=tto, projection=projection,
             skip_few_points=v['few_points'] == 'skip',
-            image_is_rectified=v['image_is_rectified'], sync_queue_size=v['sync.queue_size'],
+            image_is_rectified=v['image_is_rectified'], image_transport=v['image_transport'],
+            sync_queue_size=v['sync.queue_size'],
             sync_slop=v['sync.slop'], use_tf=v['lidar_to_camera.use_tf'],
             extrinsic=extrinsic_override(v['lidar_to_camera.translation'],
                                          v['lidar_to_camera.rotation'],

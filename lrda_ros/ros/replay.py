@@ -18,7 +18,10 @@ Replay a rosbag2 into a running completion node over rclpy, one synchronized fra
 Lock-step replay publishes a frame's image, camera_info and cloud and waits for the node's
 outputs for that image stamp before the next: every frame is processed, deterministically (used
 by the demo and the tests). :func:`play_timed` replays at the recorded rate like ``ros2 bag
-play``, for machines without ros2cli (``lrda play``). Both need only the rclpy PyPI wheels.
+play``, for machines without ros2cli (``lrda play``): image (raw or compressed), camera_info and
+points, the bag's ``/tf_static`` (transient local, first) and ``/tf``, and optionally ``/clock``
+for ``use_sim_time``. Both need only the rclpy PyPI wheels; transforms also need ``tf2_msgs``
+(part of ROS 2, not on PyPI) and are skipped with a warning without it.
 """
 
 from __future__ import annotations
@@ -32,13 +35,67 @@ import uuid
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.serialization import deserialize_message
-from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
+from .bag_writer import stamped_header
 from ..eval.datasets.rosbag import BagTopics, cdr_header_stamp, RosbagSource
 
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
-                  'sensor_msgs/msg/PointCloud2': PointCloud2}
+                  'sensor_msgs/msg/PointCloud2': PointCloud2,
+                  'sensor_msgs/msg/CompressedImage': CompressedImage}
+
+
+def message_type(msgtype: str) -> type:
+    """Return the rclpy class of a replayed ROS 2 type name (TFMessage needs tf2_msgs)."""
+    if msgtype == 'tf2_msgs/msg/TFMessage':
+        from tf2_msgs.msg import TFMessage  # ROS 2 only: no PyPI wheel
+
+        return TFMessage
+    try:
+        return _MESSAGE_TYPES[msgtype]
+    except KeyError:
+        raise ValueError(f'cannot replay messages of type {msgtype}; replayable: '
+                         f'{sorted(_MESSAGE_TYPES)}') from None
+
+
+class TransformReplay:
+    """
+    Replay a bag's transforms: /tf_static at once, and a publisher for /tf.
+
+    /tf_static is transient local like tf2's static broadcaster, keeping every recorded message.
+    Without tf2_msgs nothing is replayed and a warning says why.
+    """
+
+    def __init__(self, node, source: RosbagSource) -> None:
+        self.publisher = None
+        self.topics = source.transform_topics()
+        self.static_count = 0
+        if not self.topics:
+            return
+        try:
+            tf_message = message_type('tf2_msgs/msg/TFMessage')
+        except ImportError:
+            node.get_logger().warning(
+                f'the recorded {" and ".join(self.topics)} are NOT replayed: tf2_msgs is not '
+                'installed (it comes with ROS 2, not from PyPI); a node with lidar_to_camera.'
+                'use_tf gets no transform, so give it lidar_to_camera.* instead')
+            self.topics = []
+            return
+        if '/tf_static' in self.topics:
+            statics = [deserialize_message(raw, tf_message) for _, _, _, raw
+                       in source.raw_messages(['/tf_static'])]
+            # Keep every recorded message for late subscribers, not only the last one.
+            latched = QoSProfile(depth=max(1, len(statics)),
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self._static = node.create_publisher(tf_message, '/tf_static', latched)
+            for message in statics:
+                self._static.publish(message)
+            self.static_count = len(statics)
+        if '/tf' in self.topics:
+            self.publisher = node.create_publisher(tf_message, '/tf', 100)
 
 
 @dataclass
@@ -57,9 +114,14 @@ class LockstepReplay:
                  outputs: tuple[str, ...] = ('depth', 'sparse_depth')) -> None:
         self.node = node
         self.source = source
-        self.publishers = {name: node.create_publisher(msg_type, name, 10) for name, msg_type
-                           in (('image', Image), ('camera_info', CameraInfo),
-                               ('points', PointCloud2))}
+        image_type = message_type(source.msgtype(source.topics.image))
+        # A compressed image goes where image_transport would put it: <image>/compressed.
+        image_topic = 'image/compressed' if image_type is CompressedImage else 'image'
+        self.publishers = {name: node.create_publisher(msg_type, topic, 10)
+                           for name, topic, msg_type in (
+                               ('image', image_topic, image_type),
+                               ('camera_info', 'camera_info', CameraInfo),
+                               ('points', 'points', PointCloud2))}
         self._received: dict[str, dict[int, Any]] = {name: {} for name in outputs}
         for name in outputs:
             node.create_subscription(Image, name, self._store(name), 10)
@@ -82,7 +144,7 @@ class LockstepReplay:
         for topic, msgtype, _, raw in self.source.raw_messages(list(roles)):
             key = (topic, cdr_header_stamp(raw))
             if key in wanted:
-                messages[key] = deserialize_message(raw, _MESSAGE_TYPES[msgtype])
+                messages[key] = deserialize_message(raw, message_type(msgtype))
         return [{roles[t]: messages[(t, s)] for t, s in zip(roles, match)} for match in order]
 
     def wait_for_subscribers(self, executor, timeout: float = 10.0) -> bool:
@@ -120,33 +182,73 @@ class LockstepReplay:
         return replayed
 
 
-def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
-               prefix: str = '', wait_for_subscribers_s: float = 0.0) -> int:
-    """
-    Publish the bag's image, camera_info and points messages at the recorded pace.
+class _Pacer:
+    """Wall-clock pacing of bag time at ``rate``, publishing /clock while it waits."""
 
-    Topics keep their recorded names (with ``prefix`` prepended). Waits up to
-    ``wait_for_subscribers_s`` for every topic to have a subscriber (messages published before
-    discovery are lost). Returns the number of messages published; ``rate`` scales the speed.
+    def __init__(self, node, rate: float, clock_hz: float) -> None:
+        self.rate = rate
+        self.clock = node.create_publisher(Clock, '/clock', 10) if clock_hz > 0 else None
+        self.period = 1.0 / clock_hz if clock_hz > 0 else None
+        self.start_wall: float | None = None
+        self.start_log = 0
+
+    def restart(self) -> None:
+        self.start_wall = None
+
+    def _publish_clock(self, log_ns: int) -> None:
+        header = stamped_header('', int(log_ns))
+        self.clock.publish(Clock(clock=header.stamp))
+
+    def wait_for(self, log_ns: int) -> None:
+        """Sleep until ``log_ns`` is due; /clock ticks meanwhile and then reads ``log_ns``."""
+        if self.start_wall is None:
+            self.start_wall, self.start_log = time.monotonic(), log_ns
+        due = self.start_wall + (log_ns - self.start_log) * 1e-9 / self.rate
+        while (remaining := due - time.monotonic()) > 0:
+            if self.clock is None:
+                time.sleep(remaining)
+                break
+            elapsed = time.monotonic() - self.start_wall
+            self._publish_clock(self.start_log + int(elapsed * self.rate * 1e9))
+            time.sleep(min(remaining, self.period))
+        if self.clock is not None:
+            self._publish_clock(log_ns)
+
+
+def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
+               prefix: str = '', wait_for_subscribers_s: float = 0.0,
+               clock_hz: float = 0.0) -> int:
+    """
+    Publish the bag's image, camera_info, points and transforms at the recorded pace.
+
+    Topics keep their recorded names (with ``prefix`` prepended; not to /tf, /tf_static and
+    /clock, which are global). /tf_static goes out first, transient local; /tf at its pace.
+    ``clock_hz`` > 0 also publishes the bag's time on /clock, at that rate and before each
+    message, for nodes with ``use_sim_time``. Waits up to ``wait_for_subscribers_s`` for every
+    input topic to have a subscriber (messages published before discovery are lost). Returns
+    the number of messages published; ``rate`` scales the speed.
     """
     if rate <= 0:
         raise ValueError('rate must be > 0')
+    if clock_hz < 0:
+        raise ValueError('clock_hz must be >= 0 (0: no /clock)')
     topics = [source.topics.image, source.topics.camera_info, source.topics.points]
-    publishers = {topic: node.create_publisher(_MESSAGE_TYPES[source.msgtype(topic)],
+    publishers = {topic: node.create_publisher(message_type(source.msgtype(topic)),
                                                prefix + topic, 10) for topic in topics}
     deadline = time.monotonic() + wait_for_subscribers_s
     while time.monotonic() < deadline and not all(
             p.get_subscription_count() > 0 for p in publishers.values()):
         time.sleep(0.05)
-    published = 0
+    transforms = TransformReplay(node, source)
+    if transforms.publisher is not None:
+        publishers['/tf'] = transforms.publisher
+    pacer = _Pacer(node, rate, clock_hz)
+    published = transforms.static_count
     while True:
-        start_wall, start_log = time.monotonic(), None
-        for topic, msgtype, log_ns, raw in source.raw_messages(topics):
-            start_log = log_ns if start_log is None else start_log
-            delay = (log_ns - start_log) * 1e-9 / rate - (time.monotonic() - start_wall)
-            if delay > 0:
-                time.sleep(delay)
-            publishers[topic].publish(deserialize_message(raw, _MESSAGE_TYPES[msgtype]))
+        pacer.restart()
+        for topic, msgtype, log_ns, raw in source.raw_messages(list(publishers)):
+            pacer.wait_for(log_ns)
+            publishers[topic].publish(deserialize_message(raw, message_type(msgtype)))
             published += 1
         if not loop:
             return published
@@ -196,7 +298,8 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
 
 
 def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,
-             wait_for_subscribers_s: float = 0.0, linger_s: float = 2.0) -> int:
+             wait_for_subscribers_s: float = 0.0, linger_s: float = 2.0,
+             clock_hz: float = 0.0) -> int:
     """Replay ``bag`` at the recorded pace from a node of its own (``lrda play``)."""
     from .node import prefer_large_data_transport
 
@@ -206,7 +309,7 @@ def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False
     try:
         with RosbagSource(bag, topics) as source:
             count = play_timed(node, source, rate, loop,
-                               wait_for_subscribers_s=wait_for_subscribers_s)
+                               wait_for_subscribers_s=wait_for_subscribers_s, clock_hz=clock_hz)
         time.sleep(linger_s)  # let reliable retransmissions finish before the node goes
         node.get_logger().info(f'published {count} messages from {bag}')
         return count

@@ -15,10 +15,12 @@
 """
 Evaluate on rosbag2 recordings (.db3, .mcap) without ROS, synchronized as the node does.
 
-Frames come from Image + CameraInfo + PointCloud2 topics, matched by the node's approximate time
-synchronizer and projected with the node's projection. Ground truth is a depth Image topic when
-the bag has one, else the LiDAR hold-out protocol: a seeded fraction of the projected LiDAR
-pixels is withheld from the input and scored.
+Frames come from Image (or CompressedImage) + CameraInfo + PointCloud2 topics, matched by the
+node's approximate time synchronizer and projected with the node's projection. The LiDAR->camera
+transform comes from /tf_static and /tf (or an explicit extrinsic). Ground truth is a depth topic
+when the bag has one (Image 16UC1/32FC1 or a compressedDepth CompressedImage), else the LiDAR
+hold-out protocol: a seeded fraction of the projected LiDAR pixels is withheld from the input
+and scored.
 """
 
 from __future__ import annotations
@@ -32,17 +34,24 @@ from typing import Any, Iterator
 import numpy as np
 
 from .frame import Frame, FrameDataset
-from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform, TransformTree
+from ...geometry import (
+    CameraModel, InvalidCameraError, lidar_to_sparse_depth, ProjectionConfig, RigidTransform,
+    TransformTree)
 from ...pipeline import check_camera_matches_image, FrameMismatchError, holdout_split
-from ...ros.conversions import (
-    camera_info_to_camera_model, depth_image_to_array, image_to_rgb, pointcloud2_to_xyz,
-    transform_to_rigid)
+from ...ros.compressed import any_depth_to_array, any_image_to_rgb
+from ...ros.conversions import camera_info_to_camera_model, pointcloud2_to_xyz, transform_to_rigid
 from ...ros.sync import ApproximateTimeSync
 
 IMAGE = 'sensor_msgs/msg/Image'
+COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
+IMAGE_TYPES = (IMAGE, COMPRESSED_IMAGE)
 CAMERA_INFO = 'sensor_msgs/msg/CameraInfo'
 POINT_CLOUD = 'sensor_msgs/msg/PointCloud2'
 TF_MESSAGE = 'tf2_msgs/msg/TFMessage'
+TF_TOPICS = ('/tf_static', '/tf')
+EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
+                  'or --lidar-to-camera-translation X,Y,Z --lidar-to-camera-rotation X,Y,Z,W '
+                  '(RosbagDataset(extrinsic=...) in Python)')
 
 
 class BagError(ValueError):
@@ -74,6 +83,13 @@ def _nearest_offsets(stamps: np.ndarray, others: np.ndarray) -> np.ndarray:
     left = np.clip(right - 1, 0, others.size - 1)
     after, before = others[right] - stamps, others[left] - stamps
     return np.where(np.abs(before) < np.abs(after), before, after)
+
+
+def cdr_header_frame_id(raw: bytes) -> str:
+    """Return header.frame_id of a CDR-serialized message whose first field is a Header."""
+    endian = '<' if raw[1] == 1 else '>'
+    (length,) = struct.unpack_from(endian + 'I', raw, 12)  # after encapsulation, sec, nanosec
+    return raw[16:16 + length].rstrip(b'\0').decode()
 
 
 def _stamped(stamp_ns: int) -> SimpleNamespace:
@@ -111,28 +127,36 @@ class RosbagSource:
                 return connection.msgtype
         raise BagError(f'{self.path}: no topic {topic!r}')
 
-    def _topics_of(self, msgtype: str) -> list[str]:
-        return sorted({c.topic for c in self._reader.connections if c.msgtype == msgtype})
+    def _topics_of(self, *msgtypes: str) -> list[str]:
+        return sorted({c.topic for c in self._reader.connections if c.msgtype in msgtypes})
 
     def _resolve(self, topics: BagTopics) -> BagTopics:
-        def pick(given: str | None, msgtype: str, role: str, exclude: set[str]) -> str:
-            available = self._topics_of(msgtype)
+        def pick(given: str | None, msgtypes: tuple[str, ...], role: str,
+                 exclude: set[str]) -> str:
+            available = self._topics_of(*msgtypes)
             if given is not None:
                 if given not in available:
-                    raise BagError(f'{self.path}: no {msgtype} topic {given!r} (has {available})')
+                    raise BagError(f'{self.path}: no {" or ".join(msgtypes)} topic {given!r} '
+                                   f'(has {available})')
                 return given
             candidates = [t for t in available if t not in exclude]
             if len(candidates) != 1:
                 raise BagError(f'{self.path}: cannot pick the {role} topic among {available}; '
-                               f'name it')
+                               f'name it with --{role.replace("_", "-")}-topic')
             return candidates[0]
 
         depth = topics.depth
-        if depth is not None and depth not in self._topics_of(IMAGE):
-            raise BagError(f'{self.path}: no Image topic {depth!r} for ground truth')
-        image = pick(topics.image, IMAGE, 'image', {depth} if depth else set())
-        return BagTopics(image, pick(topics.camera_info, CAMERA_INFO, 'camera_info', set()),
-                         pick(topics.points, POINT_CLOUD, 'points', set()), depth)
+        if depth is not None and depth not in self._topics_of(*IMAGE_TYPES):
+            raise BagError(f'{self.path}: no Image or CompressedImage topic {depth!r} for ground '
+                           f'truth (has {self._topics_of(*IMAGE_TYPES)})')
+        images = set(self._topics_of(*IMAGE_TYPES))
+        # Never the depth topic; a compressedDepth topic is depth too; and a raw image wins over
+        # its own image_transport republication (<image>/compressed).
+        skip = {t for t in images if t == depth or t.endswith('/compressedDepth')
+                or (t.endswith('/compressed') and t[:-len('/compressed')] in images)}
+        image = pick(topics.image, IMAGE_TYPES, 'image', skip)
+        return BagTopics(image, pick(topics.camera_info, (CAMERA_INFO,), 'camera_info', set()),
+                         pick(topics.points, (POINT_CLOUD,), 'points', set()), depth)
 
     @property
     def _synchronized_topics(self) -> list[str]:
@@ -140,15 +164,34 @@ class RosbagSource:
         return topics + ([self.topics.depth] if self.topics.depth else [])
 
     def transform_tree(self) -> TransformTree:
-        """Return the static transforms recorded on /tf_static."""
+        """Return the transforms recorded on /tf_static (static) and /tf (timed)."""
         connections = [c for c in self._reader.connections
-                       if c.topic == '/tf_static' and c.msgtype == TF_MESSAGE]
+                       if c.topic in self.transform_topics() and c.msgtype == TF_MESSAGE]
         tree = TransformTree()
+        if not connections:  # AnyReader.messages(connections=[]) would read every topic
+            return tree
         for connection, _, raw in self._reader.messages(connections=connections):
+            static = connection.topic == '/tf_static'
             for stamped in self._reader.deserialize(raw, connection.msgtype).transforms:
+                stamp = stamped.header.stamp
                 tree.add(stamped.header.frame_id, stamped.child_frame_id,
-                         transform_to_rigid(stamped))
+                         transform_to_rigid(stamped),
+                         None if static else stamp.sec * 1_000_000_000 + stamp.nanosec)
         return tree
+
+    def transform_topics(self) -> list[str]:
+        """Return which of /tf_static and /tf the bag records (as TFMessage)."""
+        recorded = self._topics_of(TF_MESSAGE)
+        return [topic for topic in TF_TOPICS if topic in recorded]
+
+    def first_frame_ids(self) -> tuple[str, str]:
+        """Return the header frame_id of the first image and the first cloud."""
+        ids = {}
+        for topic, _, _, raw in self.raw_messages([self.topics.image, self.topics.points]):
+            ids.setdefault(topic, cdr_header_frame_id(raw))
+            if len(ids) == 2:
+                break
+        return ids.get(self.topics.image, ''), ids.get(self.topics.points, '')
 
     def raw_messages(self, topics: list[str] | None = None) -> Iterator[tuple[str, str, int,
                                                                               bytes]]:
@@ -229,9 +272,12 @@ class RosbagDataset(FrameDataset):
     """
     Frames of a rosbag2 (``kind='rosbag'``), projected and scored as the node would be.
 
-    ``extrinsic`` (T_camera_lidar) overrides the bag's /tf_static. Without a depth topic the
-    LiDAR hold-out protocol supplies ground truth (``holdout_fraction`` of the LiDAR pixels,
-    seeded per frame). Frames are read in one streaming pass; indexing re-reads the bag.
+    ``extrinsic`` (T_camera_lidar) overrides the bag's /tf_static and /tf; without it a bag
+    that cannot link the cloud's frame to the image's fails here, naming the frames.
+    ``rectified`` (the node's ``image_is_rectified``): project with P and no distortion rather
+    than K and D. Without a depth topic the LiDAR hold-out protocol supplies ground truth
+    (``holdout_fraction`` of the LiDAR pixels, seeded per frame). Frames are read in one
+    streaming pass; indexing re-reads the bag.
     """
 
     def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
@@ -251,36 +297,49 @@ class RosbagDataset(FrameDataset):
             raise BagError(f'{self.source.path}: no synchronized frames: '
                            f'{self.source.no_match_reason(queue_size, slop_s)}')
         self._tree: TransformTree | None = None
+        if extrinsic is None and self._stamps:
+            camera_frame, lidar_frame = self.source.first_frame_ids()
+            self._T_cam_lidar(camera_frame, lidar_frame, self._stamps[0][2])
 
     def __len__(self) -> int:
         """Return the number of synchronized frames."""
         return len(self._stamps)
 
-    def _T_cam_lidar(self, camera_frame: str, lidar_frame: str) -> RigidTransform:
+    def _T_cam_lidar(self, camera_frame: str, lidar_frame: str,
+                     stamp_ns: int) -> RigidTransform:
         if self.extrinsic is not None:
             return self.extrinsic
         if self._tree is None:
             self._tree = self.source.transform_tree()
         try:
-            return self._tree.lookup(camera_frame, lidar_frame)
+            return self._tree.lookup(camera_frame, lidar_frame, stamp_ns)
         except KeyError as error:
-            raise BagError(f'{self.source.path}: {error.args[0]}; pass the extrinsic') from error
+            raise BagError(f'{self.source.path}: no LiDAR->camera transform in /tf_static or '
+                           f'/tf: {error.args[0]}; {EXTRINSIC_HINT}') from None
+
+    def _camera(self, info: Any, stamp_ns: int) -> CameraModel:
+        try:
+            return camera_info_to_camera_model(info, rectified=self.rectified)
+        except InvalidCameraError as error:
+            raise BagError(f'{self.source.path}: {self.source.topics.camera_info} at {stamp_ns} '
+                           f'ns: field {error}') from None
 
     def _frame(self, index: int, messages: tuple[Any, ...]) -> Frame:
         image, info, cloud = messages[:3]
-        camera = camera_info_to_camera_model(info, rectified=self.rectified)
-        rgb = image_to_rgb(image)
+        stamp = self._stamps[index][0]
+        camera = self._camera(info, stamp)
+        rgb = any_image_to_rgb(image)
         try:
             check_camera_matches_image(camera, rgb.shape[1], rgb.shape[0])
         except FrameMismatchError as error:
             raise BagError(f'{self.source.path}: frame {index} ({self.source.topics.camera_info}'
                            f' on {self.source.topics.image}): {error}') from None
-        T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id)
+        T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
+                                        self._stamps[index][2])
         sparse = lidar_to_sparse_depth(pointcloud2_to_xyz(cloud), T_cam_lidar, camera,
                                        self.projection).depth
-        stamp = self._stamps[index][0]
         if self.source.topics.depth:
-            sparse_input, gt = sparse, depth_image_to_array(messages[3])
+            sparse_input, gt = sparse, any_depth_to_array(messages[3])
         else:
             rng = np.random.default_rng([self.seed, index])
             sparse_input, gt = holdout_split(sparse, self.holdout_fraction, rng)
