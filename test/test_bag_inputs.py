@@ -267,3 +267,12 @@ def test_eval_projects_a_distorted_camera_as_opencv(tmp_path, frames, rectified)
         expected = _nearest_per_pixel(uv.reshape(-1, 2), points_cam[:, 2], pinhole.width,
                                       pinhole.height)
         np.testing.assert_allclose(full_sparse(frame), expected, rtol=1e-6)
+
+
+def test_bag_frames_are_indexable(tmp_path, frames):
+    """dataset[i] works on a bag as on any dataset (it used the file list, empty for bags)."""
+    dataset = RosbagDataset(write_scene_bag(tmp_path / 'raw', frames), holdout_fraction=0.2)
+    streamed = list(dataset)
+    assert len(dataset) == len(streamed) >= 2
+    np.testing.assert_array_equal(dataset[1].rgb, streamed[1].rgb)
+    np.testing.assert_array_equal(dataset[-1].sparse_depth, streamed[-1].sparse_depth)

@@ -243,7 +243,7 @@ class FrameDataset:
 
     def __getitem__(self, index: int) -> Frame:
         """Load frame ``index`` (negative indices count from the end)."""
-        n = len(self._items)
+        n = len(self)  # subclasses may size themselves otherwise (bags)
         if not -n <= index < n:
             raise IndexError(f'{self.name}: frame index {index} out of range (0..{n - 1})')
         index %= n
