@@ -242,3 +242,31 @@ def test_model_load_failure_exits_non_zero_naming_the_parameter(tmp_path):
     assert completed.returncode == 1
     output = completed.stdout + completed.stderr
     assert "parameter 'model'" in output and 'does not exist' in output
+
+
+def test_bfloat16_completes_frames_with_the_sparse_head(system, frames):
+    # The params file's "good CUDA choice": it crashed on the first frame before.
+    node, harness, executor = system(dtype='bfloat16', warm_start=True)
+    for k, frame in enumerate(frames[:2]):
+        harness.publish(frame, 5_000_000_000 + k * 10**8)
+        assert spin_until(executor, lambda: node.stats.processed + sum(
+            node.stats.dropped.values()) + node.stats.replaced >= k + 1, 60)
+    assert spin_until(executor, lambda: len(harness.received['depth']) >= 1, 30)
+    assert node.stats.dropped == {}
+    depth = depth_image_to_array(harness.received['depth'][-1])
+    assert np.isfinite(depth).mean() > 0.99
+
+
+def test_a_precision_the_device_cannot_run_stops_start_up_naming_dtype(
+        monkeypatch, ros_context, namespace, tiny_model_dir, frames):
+    from lrda_ros.engine import tto, UnsupportedPrecisionError
+    from lrda_ros.ros.parameters import InvalidParameterError
+
+    def unsupported(device, name):
+        raise UnsupportedPrecisionError(f'dtype {name!r}: not on this device; use float32')
+
+    monkeypatch.setattr(tto, 'check_precision', unsupported)
+    with pytest.raises(InvalidParameterError, match="parameter 'dtype'.*use float32"):
+        CompletionNode(context=ros_context, namespace=namespace,
+                       parameter_overrides=node_parameters(tiny_model_dir, frames[0],
+                                                           dtype='float16'))

@@ -20,6 +20,10 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 
+#: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
+PRECISIONS = ('float32', 'bfloat16', 'float16')
+
+
 class Scope(str, Enum):
     """
     Which parameters test-time optimization adapts.
@@ -65,7 +69,9 @@ class TTOConfig:
     #: Conv2d/Linear layers of the scope (peft cannot adapt ConvTranspose2d).
     target_modules: tuple[str, ...] = ()
     device: str = 'auto'
-    #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA).
+    #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA, and CPUs with
+    #: bfloat16 instructions). A device that cannot run it is rejected when the completer
+    #: is built (engine/precision.py).
     dtype: str = 'float32'
     processing_size: int | None = None
     #: Sparse depths outside [min_depth, max_depth] metres are ignored; output is clamped to it.
@@ -110,8 +116,7 @@ class TTOConfig:
             (self.lora_rank >= 1, 'lora_rank must be >= 1'),
             (self.lora_alpha > 0, 'lora_alpha must be > 0'),
             (0 <= self.lora_dropout < 1, 'lora_dropout must be in [0, 1)'),
-            (self.dtype in ('float32', 'bfloat16', 'float16'),
-             "dtype must be 'float32', 'bfloat16' or 'float16'"),
+            (self.dtype in PRECISIONS, f'dtype must be one of {list(PRECISIONS)}'),
             (self.processing_size is None or self.processing_size >= 14,
              'processing_size must be None or >= 14'),
             (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),

@@ -22,7 +22,6 @@ the aligned prediction in metres. Warm start carries the adapted weights to the 
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 import math
@@ -36,6 +35,7 @@ from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .config import FewPointsPolicy, TTOConfig
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
+from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 
@@ -130,16 +130,46 @@ class DepthCompleter:
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
         # weight by about the learning rate and undo much of what was carried over.
         self._optimizer: torch.optim.Optimizer | None = None
-        self._autocast_dtype = getattr(torch, self.config.dtype)
+        self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
+        if self._autocast_dtype != torch.float32:
+            self._probe_precision()
+
+    def _probe_precision(self) -> None:
+        """
+        Run one step and a dense decode on a tiny image in the configured precision.
+
+        A kernel the device lacks in that precision then fails here, at start-up, instead of
+        on the first frame. Leaves no trace: gradients are returned, not accumulated.
+        """
+        size = 4 * self.model.patch_size
+        pixel_values = self.model.preprocess(np.zeros((size, size, 3), np.uint8), None)
+        position = torch.tensor([size // 3, 2 * size // 3], device=self.model.device)
+        samples = SparseSamples(position, position.flip(0),
+                                torch.ones(2, device=self.model.device))
+        try:
+            self.adaptation.reset(pixel_values)
+            encoded = self.model.encode(pixel_values, (size, size))
+            plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
+                    if self.config.sparse_head else None)
+            with self._autocast():
+                features = self.adaptation.features(self.model, pixel_values, encoded)
+                points = self._points_prediction(features, samples, plan)
+            if self.adaptation.parameters:
+                torch.autograd.grad(points.float().sum(), self.adaptation.parameters,
+                                    allow_unused=True)
+            self._dense_prediction(pixel_values, encoded)
+        except (RuntimeError, NotImplementedError, TypeError) as error:
+            raise UnsupportedPrecisionError(
+                f'dtype {self.config.dtype!r} does not run on {self.model.device} with this '
+                f'configuration ({type(error).__name__}: {str(error).splitlines()[0]}); use '
+                'float32') from error
 
     def reset(self) -> None:
         """Forget the previous frame: the next one starts from the unadapted network."""
         self._warm_input_shape = None
 
     def _autocast(self):
-        if self._autocast_dtype == torch.float32:
-            return nullcontext()
-        return torch.autocast(self.model.device.type, dtype=self._autocast_dtype)
+        return autocast(self.model.device, self._autocast_dtype)
 
     def _synchronize(self) -> None:
         if self.model.device.type == 'cuda':

@@ -56,7 +56,8 @@ from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, ParameterSpec
 from .sync import create_synchronized_subscriptions
 from ..colormap import colorize_depth
-from ..engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
+from ..engine import (
+    DepthCompleter, InsufficientSparseDepthError, ModelLoadError, UnsupportedPrecisionError)
 from ..engine.loading import load_model
 from ..geometry import backproject_depth, RigidTransform
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
@@ -122,8 +123,11 @@ class CompletionNode(Node):
         if choice.warning:
             self.get_logger().warning(choice.warning)
         self.model_choice = choice
-        self.pipeline = CompletionPipeline(DepthCompleter(choice.model, self.settings.tto),
-                                           self.settings.projection)
+        try:
+            completer = DepthCompleter(choice.model, self.settings.tto)
+        except UnsupportedPrecisionError as error:
+            raise InvalidParameterError('dtype', str(error)) from error
+        self.pipeline = CompletionPipeline(completer, self.settings.projection)
         self.stats = NodeStatistics()
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
