@@ -86,6 +86,10 @@ class TTOConfig:
     #: (0 disables the test).
     convergence_tol: float = 0.0
     patience: int = 3
+    #: Anytime mode: seconds per ``complete`` call (0 = off). The steps stop in time to
+    #: return within it, with the best iterate so far (engine/deadline.py); an explicit
+    #: ``deadline`` argument to ``complete`` takes precedence.
+    time_budget: float = 0.0
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
     #: divergence: optimization stops and the best weights seen are kept.
     divergence_factor: float = 10.0
@@ -122,6 +126,7 @@ class TTOConfig:
             (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),
             (self.min_points >= 1, 'min_points must be >= 1'),
             (self.convergence_tol >= 0, 'convergence_tol must be >= 0'),
+            (self.time_budget >= 0, 'time_budget must be >= 0 (0 = off)'),
             (self.patience >= 1, 'patience must be >= 1'),
             (self.tail_strips >= 1, 'tail_strips must be >= 1'),
             (self.divergence_factor > 1, 'divergence_factor must be > 1'),

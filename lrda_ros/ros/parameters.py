@@ -84,6 +84,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('warm_iterations', 10, 'Adam steps on a warm-started frame.', 0, 1000),
     ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
                   'fraction over 3 steps (0 disables).', 0.0, 1.0),
+    ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
+                  'set to the publish. The optimization stops in time and publishes the best '
+                  'iterate so far, so the node keeps a rate on any hardware (the encoder and '
+                  'one decode always run). 0 = off: run all iterations.', 0.0, 3600.0),
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14); 0 keeps the image size. Lower is faster.', 0, 8192),
     ParameterSpec('tail_strips', 1, "Compute the decoder's high-resolution tail in this many "
@@ -195,6 +199,7 @@ class NodeSettings:
     colormap_range: tuple[float | None, float | None]
     holdout_fraction: float
     diagnostics_period: float
+    time_budget: float
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> 'NodeSettings':
@@ -242,4 +247,4 @@ class NodeSettings:
             publish_points_dense=v['publish.points_dense'],
             points_stride=v['publish.points_stride'], colormap_range=colormap,
             holdout_fraction=v['evaluation.holdout_fraction'],
-            diagnostics_period=v['diagnostics_period'])
+            diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'])
