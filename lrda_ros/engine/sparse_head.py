@@ -103,15 +103,16 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
 
 def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
-    Return ``matrix @ dense`` for a float32 sparse matrix, in ``dense``'s dtype.
+    Return ``matrix @ dense`` for a float32 sparse matrix, in float32.
 
     The product is computed in float32 whatever the dense operand's dtype: CPU sparse kernels
     (MKL) have no bfloat16/float16 version, and the weights are bilinear fractions that lose
-    precision in 8 bits of mantissa anyway. Autocast, which would cast both operands down
-    again, is off for the product; the casts are differentiable.
+    precision in 8 bits of mantissa anyway. It feeds the head's output layers, which compute
+    in float32 (model.head_output), so the result stays float32. Autocast, which would cast
+    both operands down again, is off for the product; the cast is differentiable.
     """
-    with torch.autocast(dense.device.type, enabled=False):
-        return torch.sparse.mm(matrix, dense.to(torch.float32)).to(dense.dtype)
+    with full_precision(dense.device):
+        return torch.sparse.mm(matrix, dense.to(torch.float32))
 
 
 class _SparseProduct(torch.autograd.Function):
@@ -120,12 +121,12 @@ class _SparseProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
                 dense: torch.Tensor) -> torch.Tensor:
-        ctx.transposed = transposed
+        ctx.transposed, ctx.dtype = transposed, dense.dtype
         return sparse_product(matrix, dense)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return None, None, sparse_product(ctx.transposed, grad.contiguous())
+        return None, None, sparse_product(ctx.transposed, grad.contiguous()).to(ctx.dtype)
 
 
 @dataclass

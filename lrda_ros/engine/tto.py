@@ -153,7 +153,8 @@ class DepthCompleter:
                                 torch.ones(2, device=self.model.device))
         try:
             self.adaptation.reset(pixel_values)
-            encoded = self.model.encode(pixel_values, (size, size))
+            with self._autocast():
+                encoded = self.model.encode(pixel_values, (size, size))
             plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
                     if self.config.sparse_head else None)
             with self._autocast():
@@ -301,7 +302,8 @@ class DepthCompleter:
         warm = config.warm_start and self._warm_input_shape == tuple(pixel_values.shape)
         if not warm:
             self.adaptation.reset(pixel_values)
-        encoded = self.model.encode(pixel_values, rgb.shape[:2])
+        with self._autocast():  # the encoder in the reduced precision too
+            encoded = self.model.encode(pixel_values, rgb.shape[:2])
         self._synchronize()
         encoded_at = time.perf_counter()
 

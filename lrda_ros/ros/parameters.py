@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import FewPointsPolicy, TTOConfig
+from ..engine.config import DTYPES
 from ..geometry import ProjectionConfig, RigidTransform
 
 
@@ -72,8 +73,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'reachable, else the demo prior with a warning).', read_only=True),
     ParameterSpec('device', 'auto', 'Torch device: "auto" (CUDA when present), "cpu", "cuda", '
                   '"cuda:N".', read_only=True),
-    ParameterSpec('dtype', 'float32', 'Autocast precision of forward passes.',
-                  choices=('float32', 'bfloat16', 'float16'), read_only=True),
+    ParameterSpec('dtype', 'auto', 'Compute precision of forward passes (autocast; weights '
+                  'and the output layers stay float32): "auto" is bfloat16 where the device '
+                  'computes it natively (CUDA compute capability 8+, CPUs with AVX512-BF16 or '
+                  'AMX), else float32. A device that cannot run the choice stops start-up.',
+                  choices=DTYPES, read_only=True),
     ParameterSpec('iterations', 40, 'Adam steps per frame on a cold start (paper: 40).', 0, 1000),
     ParameterSpec('learning_rate', 0.01, 'Adam learning rate (paper: 0.01).', 1e-6, 1.0),
     ParameterSpec('lora_rank', 8, 'Rank of the decoder LoRA adapters (paper: 8).', 1, 256,
