@@ -22,6 +22,7 @@ Output folder: ``frames.csv`` (per frame and method), ``summary.md`` / ``summary
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+import json
 from pathlib import Path
 
 from .datasets import open_dataset, SamplingProtocol
@@ -59,6 +60,9 @@ class EvalOptions:
     holdout_fraction: float = 0.2
     topics: BagTopics = field(default_factory=BagTopics)
     progress: bool = True
+    #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
+    #: unlimited), written as budget_curve.{md,png}.
+    budgets: tuple[float, ...] = ()
 
 
 def open_source(options: EvalOptions):
@@ -112,4 +116,24 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     summary = write_summary(result, output, title, metadata)
     speed_accuracy_plot(summary, output / 'speed_accuracy.png',
                         f'{title} — time per frame vs MAE')
+    if options.budgets:
+        _write_budget_curve(options, dataset, choice, config, summary, title)
     return result, summary
+
+
+def _write_budget_curve(options: EvalOptions, dataset, choice, config: TTOConfig,
+                        summary: dict, title: str) -> None:
+    from .budget import budget_curve, curve_plot, curve_table
+
+    if choice is None:
+        choice = load_model(options.model, options.device)
+    frames = list(dataset)[:options.max_frames]
+    rows = budget_curve(frames, choice.model, config, options.budgets, options.max_depth,
+                        options.progress)
+    output = Path(options.output)
+    (output / 'budget_curve.md').write_text(f'# {title}: accuracy against the time budget\n\n'
+                                            + curve_table(rows))
+    (output / 'budget_curve.json').write_text(json.dumps(rows, indent=2) + '\n')
+    curve_plot(rows, output / 'budget_curve.png', f'{title}: anytime mode '
+               f'({choice.source}, {len(frames)} frames, device {choice.model.device})',
+               summary.get('scale-shift', {}).get('mae'))
