@@ -75,6 +75,7 @@ def test_steps_stop_so_the_frame_ends_by_its_deadline(clock):
     first = completer.complete(*frame(), deadline=deadline)
     assert first.stopped_at_deadline and first.status is CompletionStatus.OPTIMIZED
     assert completer.step_times.step == pytest.approx(STEP_S)
+    assert completer.step_times.first_step == pytest.approx(STEP_S)
     completer.reset()
     deadline = clock.now + 1.0
     result = completer.complete(*frame(), deadline=deadline)
@@ -93,6 +94,16 @@ def test_a_cut_frame_is_the_same_as_running_that_many_steps(clock):
     assert not reference.stopped_at_deadline
     np.testing.assert_allclose(budgeted.depth, reference.depth, rtol=1e-5)
     assert budgeted.final_loss == pytest.approx(reference.final_loss, rel=1e-5)
+
+
+def test_a_slow_first_step_is_not_taken_for_every_step(clock):
+    completer = completer_on(clock)
+    # The frame's first step also builds its caches: 0.5 s here, later steps 0.1 s.
+    completer.step_times.first_step, completer.step_times.step = 0.5, STEP_S
+    completer.step_times.finish = DECODE_S
+    result = completer.complete(*frame(), deadline=clock.now + 1.0)
+    # Steps start at 0, 0.1, ...: each needs 0.1 + 0.05 to fit (the first 0.5 + 0.05).
+    assert result.iterations == 9 and clock.now <= 1000.0 + 1.0 + 1e-9
 
 
 def test_a_deadline_already_past_gives_the_aligned_prior(clock):

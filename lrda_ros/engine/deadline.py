@@ -35,16 +35,28 @@ def deadline_in(seconds: float) -> float:
 
 @dataclass
 class StepTimes:
-    """The most recent durations (seconds) of one step and of a frame's finish."""
+    """
+    The most recent durations (seconds) of a frame's first step, a later step and its finish.
 
+    A frame's first step also builds the frame's caches (sampling matrices, kernel choices
+    for a new shape), so it is planned with its own duration, not taken for every step's.
+    """
+
+    first_step: float | None = None
     step: float | None = None
     finish: float | None = None
+
+    def step_estimate(self, first: bool) -> float:
+        """Return the duration to plan for the frame's first or a later step (0 unknown)."""
+        known = [t for t in ((self.first_step, self.step) if first else
+                             (self.step, self.first_step)) if t is not None]
+        return known[0] if known else 0.0
 
     def finish_estimate(self) -> float:
         """Return the finish's duration; before it was ever measured, a step's (as long)."""
         if self.finish is not None:
             return self.finish
-        return self.step or 0.0
+        return self.step_estimate(first=False)
 
 
 class FrameDeadline:
@@ -56,6 +68,8 @@ class FrameDeadline:
         #: Whether the deadline stopped the steps.
         self.reached = False
         self._step_started: float | None = None
+        #: Steps started in this frame (including the one a True answer starts).
+        self._steps = 0
         self._finish_started: float | None = None
 
     def another_step_fits(self) -> bool:
@@ -66,11 +80,16 @@ class FrameDeadline:
         """
         now = time.monotonic()
         if self._step_started is not None:
-            self.times.step = now - self._step_started
+            if self._steps == 1:
+                self.times.first_step = now - self._step_started
+            else:
+                self.times.step = now - self._step_started
         self._step_started = now
+        self._steps += 1
         if self.deadline is None:
             return True
-        if now + (self.times.step or 0.0) + self.times.finish_estimate() > self.deadline:
+        step = self.times.step_estimate(first=self._steps == 1)
+        if now + step + self.times.finish_estimate() > self.deadline:
             self.reached = True
             return False
         return True
