@@ -106,6 +106,17 @@ def test_a_slow_first_step_is_not_taken_for_every_step(clock):
     assert result.iterations == 9 and clock.now <= 1000.0 + 1.0 + 1e-9
 
 
+def test_a_stale_slow_step_estimate_does_not_lock_steps_out(clock):
+    completer = completer_on(clock)
+    completer.step_times.first_step = completer.step_times.step = 5.0  # one slow outlier
+    completer.step_times.finish = DECODE_S
+    iterations = []
+    for _ in range(20):
+        iterations.append(completer.complete(*frame(), deadline=clock.now + 1.0).iterations)
+        completer.reset()
+    assert iterations[0] == 0 and iterations[-1] == 9
+
+
 def test_a_deadline_already_past_gives_the_aligned_prior(clock):
     result = completer_on(clock).complete(*frame(), deadline=clock.now - 1.0)
     assert result.iterations == 0 and result.stopped_at_deadline

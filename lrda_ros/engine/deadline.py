@@ -27,6 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 import time
 
+#: Factor applied to the step estimates on each frame where no step fits.
+STALE_ESTIMATE_DECAY = 0.8
+
 
 def deadline_in(seconds: float) -> float:
     """Return the deadline ``seconds`` from now (a ``time.monotonic()`` value)."""
@@ -45,6 +48,11 @@ class StepTimes:
     first_step: float | None = None
     step: float | None = None
     finish: float | None = None
+
+    def decay(self, factor: float) -> None:
+        """Scale the step estimates down (they are re-measured when a step runs)."""
+        self.first_step = None if self.first_step is None else self.first_step * factor
+        self.step = None if self.step is None else self.step * factor
 
     def step_estimate(self, first: bool) -> float:
         """Return the duration to plan for the frame's first or a later step (0 unknown)."""
@@ -88,9 +96,14 @@ class FrameDeadline:
         self._steps += 1
         if self.deadline is None:
             return True
-        step = self.times.step_estimate(first=self._steps == 1)
+        first = self._steps == 1
+        step = self.times.step_estimate(first)
         if now + step + self.times.finish_estimate() > self.deadline:
             self.reached = True
+            if first:
+                # No step runs, so none is measured: let a stale estimate (one slow step on a
+                # busy machine) decay, or it would keep every later frame from trying.
+                self.times.decay(STALE_ESTIMATE_DECAY)
             return False
         return True
 
