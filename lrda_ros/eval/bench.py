@@ -241,7 +241,8 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
         for resolution in options.resolutions:
             height, width = RESOLUTIONS[resolution]
             structure = _in_fresh_process(_steps_in_this_process, variant, height, width,
-                                          options.lidar_fraction, options.seed, True)
+                                          options.lidar_fraction, options.seed, True,
+                                          options.dtype)
             progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
                      f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
                      f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
@@ -278,11 +279,11 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
 
 
 def _steps_in_this_process(variant: str, height: int, width: int, lidar_fraction: float,
-                           seed: int, tuned: bool) -> dict[str, float]:
+                           seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
     frame = bench_frames(height, width, 1, lidar_fraction, seed)[0]
     return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
-                          tune_cpu_allocator=tuned)
+                          tune_cpu_allocator=tuned, dtype=dtype)
 
 
 def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, seed: int,
