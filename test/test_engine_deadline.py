@@ -115,6 +115,12 @@ def test_a_stale_slow_step_estimate_does_not_lock_steps_out(clock):
         iterations.append(completer.complete(*frame(), deadline=clock.now + 1.0).iterations)
         completer.reset()
     assert iterations[0] == 0 and iterations[-1] == 9
+    # Only the later steps' estimate stale: the first step runs and is measured, the second
+    # is refused until the stale estimate has decayed.
+    completer.step_times.step = 5.0
+    iterations = [completer.complete(*frame(), deadline=clock.now + 1.0).iterations
+                  for _ in range(20)]
+    assert iterations[0] == 1 and iterations[-1] == 9
 
 
 def test_a_deadline_already_past_gives_the_aligned_prior(clock):

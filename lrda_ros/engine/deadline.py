@@ -49,10 +49,12 @@ class StepTimes:
     step: float | None = None
     finish: float | None = None
 
-    def decay(self, factor: float) -> None:
-        """Scale the step estimates down (they are re-measured when a step runs)."""
-        self.first_step = None if self.first_step is None else self.first_step * factor
-        self.step = None if self.step is None else self.step * factor
+    def decay(self, factor: float, first_step: bool, step: bool) -> None:
+        """Scale step estimates down (they are measured again when a step runs)."""
+        if first_step and self.first_step is not None:
+            self.first_step *= factor
+        if step and self.step is not None:
+            self.step *= factor
 
     def step_estimate(self, first: bool) -> float:
         """Return the duration to plan for the frame's first or a later step (0 unknown)."""
@@ -100,10 +102,11 @@ class FrameDeadline:
         step = self.times.step_estimate(first)
         if now + step + self.times.finish_estimate() > self.deadline:
             self.reached = True
-            if first:
-                # No step runs, so none is measured: let a stale estimate (one slow step on a
-                # busy machine) decay, or it would keep every later frame from trying.
-                self.times.decay(STALE_ESTIMATE_DECAY)
+            if self._steps <= 2:
+                # The estimate that refused was not measured in this frame and, with the
+                # step not run, will not be: let a stale one (a slow step on a busy
+                # machine) decay, or it would stop every later frame at the same point.
+                self.times.decay(STALE_ESTIMATE_DECAY, first_step=first, step=True)
             return False
         return True
 
