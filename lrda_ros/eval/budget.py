@@ -76,6 +76,7 @@ def curve_plot(rows: list[dict], path: Path, title: str,
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     figure, (accuracy, steps) = plt.subplots(1, 2, figsize=(11, 4.2))
     for name in CURVE_METHODS:
@@ -90,8 +91,11 @@ def curve_plot(rows: list[dict], path: Path, title: str,
                              linewidth=1, label=f'{name}, no budget')
     if baseline_mae is not None:
         accuracy.axhline(baseline_mae, color='grey', linestyle=':', label='scale-shift (0 steps)')
+    ticks = sorted({r['budget_s'] for r in rows if r['budget_s'] > 0})
     for axis in (accuracy, steps):
         axis.set_xscale('log')
+        axis.set_xticks(ticks, [f'{t:g}' for t in ticks])
+        axis.xaxis.set_minor_formatter(NullFormatter())
         axis.set_xlabel('time budget per frame (s, log scale)')
         axis.grid(True, which='both', alpha=0.3)
         axis.legend(fontsize=8)
