@@ -96,6 +96,9 @@ def _add_eval(commands) -> None:
     parser.add_argument('--queue-size', type=int,
                         help="bags: messages kept per topic for synchronization, as the node's "
                              'sync.queue_size (default 10)')
+    parser.add_argument('--budgets', type=_floats, default=(),
+                        help='also the anytime curve: lrda and lrda-warm at these time budgets '
+                             '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
     for role in ('image', 'camera-info', 'points', 'depth'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
     parser.add_argument('--image-is-rectified', action='store_true',
@@ -160,7 +163,8 @@ def _add_bench(commands) -> None:
                         help='timed frames per method (after one warm-up frame)')
     parser.add_argument('--device', default=defaults.device)
     parser.add_argument('--dtype', default=defaults.dtype,
-                        choices=('float32', 'bfloat16', 'float16'))
+                        choices=('auto', 'float32', 'bfloat16', 'float16'),
+                        help="compute precision; 'auto': bfloat16 where native (as the node)")
     parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction)
     parser.add_argument('--dense-head', action='store_true',
                         help='evaluate the full-resolution head during TTO steps')
@@ -199,6 +203,50 @@ def _add_play(commands) -> None:
                              'nodes run with use_sim_time:=true')
     for role in ('image', 'camera-info', 'points'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+
+
+def _add_hold_rate(commands) -> None:
+    parser = commands.add_parser(
+        'hold-rate', help='replay a bag in a loop into an in-process node with a time budget '
+                          'and report the output rate it holds')
+    parser.add_argument('bag', type=Path)
+    parser.add_argument('--budget', type=float, default=0.5,
+                        help='time_budget of the node (s per frame; 0 = off)')
+    parser.add_argument('--seconds', type=float, default=30.0)
+    parser.add_argument('--rate', type=float, default=1.0, help='replay speed factor')
+    parser.add_argument('--model', default='demo')
+    parser.add_argument('--device', default='auto')
+    parser.add_argument('--processing-size', type=int, default=518)
+    parser.add_argument('--output', type=Path, help='write the per-frame record as JSON')
+
+
+def _run_hold_rate(args) -> int:
+    import json
+
+    import numpy as np
+
+    from .eval.datasets.rosbag import BagTopics, RosbagSource
+    from .ros.replay import hold_rate
+
+    with RosbagSource(args.bag, BagTopics()) as source:
+        image, _, cloud = next(iter(source.synchronized()))[:3]
+        T_cam_lidar = source.transform_tree().lookup(image.header.frame_id,
+                                                     cloud.header.frame_id)
+    parameters = {'model': args.model, 'device': args.device, 'time_budget': args.budget,
+                  'processing_size': args.processing_size, 'warm_start': True,
+                  'lidar_to_camera.matrix': [float(v) for v in T_cam_lidar.as_matrix().ravel()]}
+    result = hold_rate(args.bag, BagTopics(), parameters, args.seconds, args.rate)
+    times = [p['t'] for p in result['published'] if p['t'] > 5.0]  # after start-up
+    rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float('nan')
+    frame_s = [p['frame_s'] for p in result['published'] if p['t'] > 5.0]
+    iterations = [p['iterations'] for p in result['published'] if p['t'] > 5.0]
+    print(f'budget {args.budget:g} s: {rate:.2f} Hz out ({result["received"]} sets in, '
+          f'{result["superseded"]} superseded), frame time median {np.median(frame_s):.3f} s '
+          f'max {np.max(frame_s):.3f} s, iterations mean {np.mean(iterations):.1f}')
+    if args.output:
+        args.output.write_text(json.dumps({'budget_s': args.budget, 'rate_hz': rate,
+                                           **result}, indent=2) + '\n')
+    return 0
 
 
 def _run_play(args) -> int:
@@ -241,6 +289,7 @@ def _run_eval(args) -> int:
         learning_rate=args.learning_rate, processing_size=args.processing_size or None,
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
+        budgets=args.budgets,
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
                          args.depth_topic),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
@@ -271,9 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     _add_eval(commands)
     _add_bench(commands)
     _add_play(commands)
+    _add_hold_rate(commands)
     _add_train_prior(commands)
     args = parser.parse_args(argv)
     runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench, 'play': _run_play,
+               'hold-rate': _run_hold_rate,
                'train-prior': _run_train_prior}
     try:
         return runners[args.command](args)

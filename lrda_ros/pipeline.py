@@ -100,15 +100,17 @@ class CompletionPipeline:
         return self.complete(inputs, self.project(inputs))
 
     def complete(self, inputs: FrameInputs, projection: SparseProjection,
-                 sparse_depth: np.ndarray | None = None) -> FrameOutputs:
+                 sparse_depth: np.ndarray | None = None,
+                 deadline: float | None = None) -> FrameOutputs:
         """
         Complete a frame whose LiDAR is already projected.
 
-        ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out).
+        ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out);
+        ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode).
         """
         if sparse_depth is None:
             sparse_depth = projection.depth
-        result = self.completer.complete(inputs.rgb, sparse_depth)
+        result = self.completer.complete(inputs.rgb, sparse_depth, deadline)
         depth = result.depth.copy()
         # The engine clamps at its far limit; a clamped pixel is "no depth", not a measurement.
         depth[~(depth < self.completer.config.max_depth * (1.0 - 1e-4))] = np.nan

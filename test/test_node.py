@@ -242,3 +242,64 @@ def test_model_load_failure_exits_non_zero_naming_the_parameter(tmp_path):
     assert completed.returncode == 1
     output = completed.stdout + completed.stderr
     assert "parameter 'model'" in output and 'does not exist' in output
+
+
+def test_bfloat16_completes_frames_with_the_sparse_head(system, frames):
+    # The params file's "good CUDA choice": it crashed on the first frame before.
+    node, harness, executor = system(dtype='bfloat16', warm_start=True)
+    for k, frame in enumerate(frames[:2]):
+        harness.publish(frame, 5_000_000_000 + k * 10**8)
+        assert spin_until(executor, lambda: node.stats.processed + sum(
+            node.stats.dropped.values()) + node.stats.replaced >= k + 1, 60)
+    assert spin_until(executor, lambda: len(harness.received['depth']) >= 1, 30)
+    assert node.stats.dropped == {}
+    depth = depth_image_to_array(harness.received['depth'][-1])
+    assert np.isfinite(depth).mean() > 0.99
+
+
+def test_a_precision_the_device_cannot_run_stops_start_up_naming_dtype(
+        monkeypatch, ros_context, namespace, tiny_model_dir, frames):
+    from lrda_ros.engine import tto, UnsupportedPrecisionError
+    from lrda_ros.ros.parameters import InvalidParameterError
+
+    def unsupported(device, name):
+        raise UnsupportedPrecisionError(f'dtype {name!r}: not on this device; use float32')
+
+    monkeypatch.setattr(tto, 'check_precision', unsupported)
+    with pytest.raises(InvalidParameterError, match="parameter 'dtype'.*use float32"):
+        CompletionNode(context=ros_context, namespace=namespace,
+                       parameter_overrides=node_parameters(tiny_model_dir, frames[0],
+                                                           dtype='float16'))
+
+
+def test_time_budget_stops_the_optimization_and_shows_on_diagnostics(system, frames):
+    # A budget far below one encoder pass: every frame publishes the aligned prior, at once.
+    node, harness, executor = system(iterations=40, warm_start=False, time_budget=1e-4)
+    for k, frame in enumerate(frames[:2]):
+        harness.publish(frame, 6_000_000_000 + k * 10**8)
+        assert spin_until(executor, lambda: node.stats.processed + sum(
+            node.stats.dropped.values()) + node.stats.replaced >= k + 1, 60)
+    assert spin_until(executor, lambda: len(harness.received['depth']) >= 1, 30)
+    assert node.stats.dropped == {} and node.stats.stopped_at_budget == node.stats.processed
+    assert node.stats.recent_iterations == [0] * node.stats.processed
+    depth = depth_image_to_array(harness.received['depth'][-1])
+    assert np.isfinite(depth).mean() > 0.99
+
+    def budget_values():
+        ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+        return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
+
+    assert spin_until(executor, lambda: budget_values().get('frames stopped at the time '
+                                                            'budget') == str(
+        node.stats.processed), 10)
+    values = budget_values()
+    assert values['time budget (s)'] == '0.0001'
+    assert values['iterations per frame (mean of last 20)'] == '0.0'
+    assert float(values['frame time, synchronized set to publish (s)']) > 0
+
+    # Switched off at run time: the next frame runs all its iterations.
+    assert node.set_parameters([Parameter('time_budget', value=0.0)])[0].successful
+    processed = node.stats.processed
+    harness.publish(frames[2], 7_000_000_000)
+    assert spin_until(executor, lambda: node.stats.processed > processed, 60)
+    assert node.stats.last_iterations == 40

@@ -31,6 +31,7 @@ from .config import FewPointsPolicy, Scope, TTOConfig
 from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
 from .lora import LoraAdapters
 from .model import DepthModel, EncodedImage, resolve_device
+from .precision import UnsupportedPrecisionError
 from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
 
 __all__ = [
@@ -38,5 +39,5 @@ __all__ = [
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',
-    'TTOConfig',
+    'TTOConfig', 'UnsupportedPrecisionError',
 ]

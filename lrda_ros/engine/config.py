@@ -20,6 +20,13 @@ from dataclasses import asdict, dataclass
 from enum import Enum
 
 
+#: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
+PRECISIONS = ('float32', 'bfloat16', 'float16')
+#: ``dtype`` values: a precision, or 'auto' (bfloat16 where the hardware computes it
+#: natively, else float32; engine/precision.py).
+DTYPES = ('auto',) + PRECISIONS
+
+
 class Scope(str, Enum):
     """
     Which parameters test-time optimization adapts.
@@ -65,7 +72,11 @@ class TTOConfig:
     #: Conv2d/Linear layers of the scope (peft cannot adapt ConvTranspose2d).
     target_modules: tuple[str, ...] = ()
     device: str = 'auto'
-    #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA).
+    #: 'float32', or 'bfloat16'/'float16' to autocast forward passes (CUDA, and CPUs with
+    #: bfloat16 instructions), or 'auto': bfloat16 where the device computes it natively
+    #: (CUDA compute capability 8+, CPUs with AVX512-BF16 or AMX), else float32. A device
+    #: that cannot run the choice is rejected when the completer is built
+    #: (engine/precision.py).
     dtype: str = 'float32'
     processing_size: int | None = None
     #: Sparse depths outside [min_depth, max_depth] metres are ignored; output is clamped to it.
@@ -80,6 +91,10 @@ class TTOConfig:
     #: (0 disables the test).
     convergence_tol: float = 0.0
     patience: int = 3
+    #: Anytime mode: seconds per ``complete`` call (0 = off). The steps stop in time to
+    #: return within it, with the best iterate so far (engine/deadline.py); an explicit
+    #: ``deadline`` argument to ``complete`` takes precedence.
+    time_budget: float = 0.0
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
     #: divergence: optimization stops and the best weights seen are kept.
     divergence_factor: float = 10.0
@@ -110,13 +125,13 @@ class TTOConfig:
             (self.lora_rank >= 1, 'lora_rank must be >= 1'),
             (self.lora_alpha > 0, 'lora_alpha must be > 0'),
             (0 <= self.lora_dropout < 1, 'lora_dropout must be in [0, 1)'),
-            (self.dtype in ('float32', 'bfloat16', 'float16'),
-             "dtype must be 'float32', 'bfloat16' or 'float16'"),
+            (self.dtype in DTYPES, f'dtype must be one of {list(DTYPES)}'),
             (self.processing_size is None or self.processing_size >= 14,
              'processing_size must be None or >= 14'),
             (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),
             (self.min_points >= 1, 'min_points must be >= 1'),
             (self.convergence_tol >= 0, 'convergence_tol must be >= 0'),
+            (self.time_budget >= 0, 'time_budget must be >= 0 (0 = off)'),
             (self.patience >= 1, 'patience must be >= 1'),
             (self.tail_strips >= 1, 'tail_strips must be >= 1'),
             (self.divergence_factor > 1, 'divergence_factor must be > 1'),

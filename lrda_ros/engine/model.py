@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .alignment import PredictionSpace
+from .precision import full_precision
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -156,6 +157,17 @@ def fuse_features(fusion_stage: torch.nn.Module, features: list[torch.Tensor],
     return fused
 
 
+def head_output(head: torch.nn.Module, upsampled: torch.Tensor) -> torch.Tensor:
+    """
+    Apply the head after its upsampling (conv2, conv3, activations): (1, h, w) prediction.
+
+    Computed in float32 under any autocast (see precision.full_precision).
+    """
+    with full_precision(upsampled.device):
+        hidden = head.activation1(head.conv2(upsampled.float()))
+        return (head.activation2(head.conv3(hidden)) * head.max_depth)[:, 0]
+
+
 class DepthModel:
     """
     A Depth Anything V2 network with the encoder/decoder split the method needs.
@@ -246,8 +258,11 @@ class DepthModel:
 
     def decode(self, encoded: EncodedImage) -> torch.Tensor:
         """Run neck and head: the (1, h, w) prediction at processing resolution."""
-        patch_h, patch_w = encoded.patch_grid
-        return self.network.head(self.decode_features(encoded), patch_h, patch_w)
+        head = self.network.head
+        size = (encoded.patch_grid[0] * self.patch_size, encoded.patch_grid[1] * self.patch_size)
+        features = head.conv1(self.decode_features(encoded)[head.head_in_index])
+        upsampled = F.interpolate(features, size=size, mode='bilinear', align_corners=True)
+        return head_output(head, upsampled)
 
     @torch.no_grad()
     def predict(self, rgb: np.ndarray, processing_size: int | None = None) -> np.ndarray:

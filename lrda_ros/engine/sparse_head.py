@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from .model import bilinear_source, DepthModel, EncodedImage
+from .precision import full_precision
 from .strips import conv1_rows, row_bands, source_rows, tail_inputs, TailInputs
 
 
@@ -100,18 +101,32 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
                                        check_invariants=False)
 
 
+def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """
+    Return ``matrix @ dense`` for a float32 sparse matrix, in float32.
+
+    The product is computed in float32 whatever the dense operand's dtype: CPU sparse kernels
+    (MKL) have no bfloat16/float16 version, and the weights are bilinear fractions that lose
+    precision in 8 bits of mantissa anyway. It feeds the head's output layers, which compute
+    in float32 (model.head_output), so the result stays float32. Autocast, which would cast
+    both operands down again, is off for the product; the cast is differentiable.
+    """
+    with full_precision(dense.device):
+        return torch.sparse.mm(matrix, dense.to(torch.float32))
+
+
 class _SparseProduct(torch.autograd.Function):
     """``matrix @ dense`` whose backward uses a transpose built once, not every step."""
 
     @staticmethod
     def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
                 dense: torch.Tensor) -> torch.Tensor:
-        ctx.transposed = transposed
-        return torch.sparse.mm(matrix, dense)
+        ctx.transposed, ctx.dtype = transposed, dense.dtype
+        return sparse_product(matrix, dense)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return None, None, torch.sparse.mm(ctx.transposed, grad.contiguous())
+        return None, None, sparse_product(ctx.transposed, grad.contiguous()).to(ctx.dtype)
 
 
 @dataclass
@@ -128,7 +143,7 @@ class SparseHeadPlan:
     #: (N, 4) bilinear weights of those corners.
     corner_weight: torch.Tensor
     processing_size: tuple[int, int]
-    #: The window-sampling matrices, per conv1 output size and dtype (built on first use).
+    #: The window-sampling matrices, per conv1 output size and device (built on first use).
     _sampling: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -151,11 +166,11 @@ class SparseHeadPlan:
 
     def _sample_windows(self, features: torch.Tensor) -> torch.Tensor:
         """Return conv1's (1, C, h, w) output upsampled to the processing size at the windows."""
-        key = (tuple(features.shape[-2:]), features.dtype, features.device)
-        if key not in self._sampling:  # (9M, h*w) and its transpose
+        key = (tuple(features.shape[-2:]), features.device)
+        if key not in self._sampling:  # (9M, h*w) and its transpose, float32 (sparse_product)
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
                                      key[0], self.window_inside.reshape(-1))
-            matrix = matrix.to(features.device, features.dtype)
+            matrix = matrix.to(features.device, torch.float32)
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore', UserWarning)
                 self._sampling[key] = matrix, matrix.t().to_sparse_csr()
@@ -163,14 +178,20 @@ class SparseHeadPlan:
         return samples.reshape(-1, 9 * features.shape[1])
 
     def _head_values(self, head: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
-        """Apply conv2, conv3 and the activations to (M, 9C) windows: (M,) predictions."""
-        weight2, bias2 = effective_conv(head.conv2)
-        # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window, channel.
-        weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
-        hidden = head.activation1(F.linear(patches, weight2, bias2))
-        weight3, bias3 = effective_conv(head.conv3)
-        values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
-        return head.activation2(values) * head.max_depth
+        """
+        Apply conv2, conv3 and the activations to (M, 9C) windows: (M,) predictions.
+
+        In float32 under any autocast, as the dense head (model.head_output).
+        """
+        with full_precision(patches.device):
+            weight2, bias2 = effective_conv(head.conv2)
+            # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window,
+            # channel.
+            weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
+            hidden = head.activation1(F.linear(patches.float(), weight2, bias2))
+            weight3, bias3 = effective_conv(head.conv3)
+            values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
+            return head.activation2(values) * head.max_depth
 
     def _at_lidar_pixels(self, values: torch.Tensor) -> torch.Tensor:
         """Resize (bilinearly) the needed processing-resolution values to the LiDAR pixels."""
@@ -195,8 +216,8 @@ class SparseHeadPlan:
                                 proc_h)
         features = conv1_rows(model, inputs, grid_rows)
         matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
-                                 inside.reshape(-1), grid_rows).to(features.dtype)
-        patches = torch.sparse.mm(matrix, _pixel_rows(features))
+                                 inside.reshape(-1), grid_rows)
+        patches = sparse_product(matrix, _pixel_rows(features))
         return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
 
     def evaluate(self, model: DepthModel, encoded: EncodedImage,

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .model import bilinear_source, DepthModel, EncodedImage, fuse_features, fuse_level
+from .model import (
+    bilinear_source, DepthModel, EncodedImage, fuse_features, fuse_level, head_output)
 
 #: Rows a band of the last fusion layer's output loses at a cut edge: its two residual units
 #: apply four 3x3 convolutions.
@@ -154,12 +155,6 @@ def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
     hidden = fuse_level(stage.layers[-1], fused, _skip_rows(model, inputs, (low, high)))
     upsampled = upsample_rows(hidden, low, fine_h, (first, stop), grid)
     return model.network.head.conv1(upsampled)[:, :, rows[0] - first:rows[1] - first]
-
-
-def head_output(head: torch.nn.Module, upsampled: torch.Tensor) -> torch.Tensor:
-    """Apply the head after its upsampling (conv2, conv3, activations): (1, h, w) prediction."""
-    hidden = head.activation1(head.conv2(upsampled))
-    return (head.activation2(head.conv3(hidden)) * head.max_depth)[:, 0]
 
 
 def decode_in_strips(model: DepthModel, encoded: EncodedImage, strips: int) -> torch.Tensor:

@@ -22,7 +22,6 @@ the aligned prediction in metres. Warm start carries the adapted weights to the 
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from enum import Enum
 import math
@@ -35,7 +34,9 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .config import FewPointsPolicy, TTOConfig
+from .deadline import deadline_in, FrameDeadline, StepTimes
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
+from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 
@@ -97,6 +98,8 @@ class CompletionResult:
     losses: list[float] = field(default_factory=list)
     #: Loss of the returned prediction.
     final_loss: float = math.nan
+    #: The frame's deadline (time budget) stopped the steps before ``iterations`` ran out.
+    stopped_at_deadline: bool = False
     encode_seconds: float = 0.0
     optimize_seconds: float = 0.0
     total_seconds: float = 0.0
@@ -130,16 +133,49 @@ class DepthCompleter:
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
         # weight by about the learning rate and undo much of what was carried over.
         self._optimizer: torch.optim.Optimizer | None = None
-        self._autocast_dtype = getattr(torch, self.config.dtype)
+        #: Durations of a step and of a frame's finish, for deadlines (engine/deadline.py).
+        self.step_times = StepTimes()
+        self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
+        if self._autocast_dtype != torch.float32:
+            self._probe_precision()
+
+    def _probe_precision(self) -> None:
+        """
+        Run one step and a dense decode on a tiny image in the configured precision.
+
+        A kernel the device lacks in that precision then fails here, at start-up, instead of
+        on the first frame. Leaves no trace: gradients are returned, not accumulated.
+        """
+        size = 4 * self.model.patch_size
+        pixel_values = self.model.preprocess(np.zeros((size, size, 3), np.uint8), None)
+        position = torch.tensor([size // 3, 2 * size // 3], device=self.model.device)
+        samples = SparseSamples(position, position.flip(0),
+                                torch.ones(2, device=self.model.device))
+        try:
+            self.adaptation.reset(pixel_values)
+            with self._autocast():
+                encoded = self.model.encode(pixel_values, (size, size))
+            plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
+                    if self.config.sparse_head else None)
+            with self._autocast():
+                features = self.adaptation.features(self.model, pixel_values, encoded)
+                points = self._points_prediction(features, samples, plan)
+            if self.adaptation.parameters:
+                torch.autograd.grad(points.float().sum(), self.adaptation.parameters,
+                                    allow_unused=True)
+            self._dense_prediction(pixel_values, encoded)
+        except (RuntimeError, NotImplementedError, TypeError) as error:
+            raise UnsupportedPrecisionError(
+                f'dtype {self.config.dtype!r} does not run on {self.model.device} with this '
+                f'configuration ({type(error).__name__}: {str(error).splitlines()[0]}); use '
+                'float32') from error
 
     def reset(self) -> None:
         """Forget the previous frame: the next one starts from the unadapted network."""
         self._warm_input_shape = None
 
     def _autocast(self):
-        if self._autocast_dtype == torch.float32:
-            return nullcontext()
-        return torch.autocast(self.model.device.type, dtype=self._autocast_dtype)
+        return autocast(self.model.device, self._autocast_dtype)
 
     def _synchronize(self) -> None:
         if self.model.device.type == 'cuda':
@@ -162,7 +198,7 @@ class DepthCompleter:
 
     def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                   samples: SparseSamples, target: torch.Tensor, iterations: int,
-                  warm: bool) -> _Trace:
+                  warm: bool, deadline: FrameDeadline) -> _Trace:
         config = self.config
         parameters = self.adaptation.parameters
         trace = _Trace([], False, math.inf, None)
@@ -174,6 +210,8 @@ class DepthCompleter:
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])) if config.sparse_head else None
         for _ in range(iterations):
+            if not deadline.another_step_fits():
+                break
             optimizer.zero_grad(set_to_none=True)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
@@ -210,12 +248,21 @@ class DepthCompleter:
         return resize_prediction(prediction.float(), encoded.input_size)[0]
 
     def _final_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage,
-                          samples: SparseSamples, target: torch.Tensor, trace: _Trace):
-        """Decode densely with the final weights, falling back to the best ones if worse."""
+                          samples: SparseSamples, target: torch.Tensor, trace: _Trace,
+                          deadline: FrameDeadline):
+        """
+        Decode densely with the final weights, falling back to the best ones if worse.
+
+        Under a deadline the fallback (a second decode) runs only when it still fits, except
+        after divergence.
+        """
+        deadline.begin_finish()
         dense = self._dense_prediction(pixel_values, encoded)
         loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         final_is_worse = not math.isfinite(float(loss)) or float(loss) > trace.best_loss
-        if trace.best_state is not None and (trace.diverged or final_is_worse):
+        deadline.end_finish()
+        if trace.best_state is not None and (
+                trace.diverged or (final_is_worse and deadline.second_decode_fits())):
             self.adaptation.restore(trace.best_state)
             dense = self._dense_prediction(pixel_values, encoded)
             loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
@@ -224,9 +271,15 @@ class DepthCompleter:
                                      'image even without adaptation')
         return dense, loss, fit
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> CompletionResult:
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 deadline: float | None = None) -> CompletionResult:
         """
         Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
+
+        ``deadline`` (a ``time.monotonic()`` value; default: ``config.time_budget`` seconds
+        from now, when set) stops the optimizer steps in time to return by then, with the
+        best iterate so far (see engine/deadline.py). The encoder pass and one dense decode
+        always run, so a budget below their cost is overrun by that much.
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -234,6 +287,9 @@ class DepthCompleter:
         """
         start = time.perf_counter()
         config = self.config
+        if deadline is None and config.time_budget > 0:
+            deadline = deadline_in(config.time_budget)
+        frame_deadline = FrameDeadline(deadline, self.step_times)
         self._validate(rgb, sparse_depth)
         samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
                                          self.model.device)
@@ -246,14 +302,17 @@ class DepthCompleter:
         warm = config.warm_start and self._warm_input_shape == tuple(pixel_values.shape)
         if not warm:
             self.adaptation.reset(pixel_values)
-        encoded = self.model.encode(pixel_values, rgb.shape[:2])
+        with self._autocast():  # the encoder in the reduced precision too
+            encoded = self.model.encode(pixel_values, rgb.shape[:2])
         self._synchronize()
         encoded_at = time.perf_counter()
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
-        trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm)
-        dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace)
+        trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm,
+                               frame_deadline)
+        dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace,
+                                                  frame_deadline)
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
         result_depth = depth.cpu().numpy().astype(np.float32)
@@ -268,5 +327,6 @@ class DepthCompleter:
         return CompletionResult(
             depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
-            losses=trace.losses, final_loss=float(loss), encode_seconds=encoded_at - start,
+            losses=trace.losses, final_loss=float(loss),
+            stopped_at_deadline=frame_deadline.reached, encode_seconds=encoded_at - start,
             optimize_seconds=end - encoded_at, total_seconds=end - start)

@@ -43,6 +43,7 @@ from .profiling import Measure
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
 from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
+from ..engine.precision import resolve_precision
 from ..engine.sparse_head import SparseHeadPlan
 
 #: (height, width) of the named resolutions.
@@ -77,7 +78,8 @@ class BenchOptions:
     iterations: int = 40
     warm_iterations: int = 10
     device: str = 'auto'
-    dtype: str = 'float32'
+    #: 'auto' (as the node): bfloat16 where the hardware computes it natively.
+    dtype: str = 'auto'
     #: Share of pixels with a LiDAR return (KITTI's projected HDL-64: about 4 %).
     lidar_fraction: float = 0.04
     #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
@@ -145,27 +147,34 @@ def _sync(device: torch.device) -> None:
 
 
 def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repeats: int = 3,
-                   tune_allocator: bool = True) -> dict[str, float]:
-    """Time one encoder pass and one decoder step (forward + backward), dense and sparse."""
-    completer = DepthCompleter(model, TTOConfig(device=str(model.device),
-                                                tune_cpu_allocator=tune_allocator))
+                   **config) -> dict[str, float]:
+    """
+    Time one encoder pass and one decoder step (forward + backward), dense and sparse.
+
+    ``config``: TTOConfig fields (dtype, fold_lora, tune_cpu_allocator, ...).
+    """
+    completer = DepthCompleter(model, TTOConfig(device=str(model.device), **config))
     pixel_values = model.preprocess(rgb, None)
     rows, cols = (torch.from_numpy(a).to(model.device) for a in np.nonzero(sparse > 0))
     plan = SparseHeadPlan.build(rows, cols, rgb.shape[:2], tuple(pixel_values.shape[-2:]))
     parameters = completer.adaptation.parameters
 
     def encoder():
-        return model.encode(pixel_values, rgb.shape[:2])
+        with completer._autocast():
+            return model.encode(pixel_values, rgb.shape[:2])
 
     encoded = encoder()
 
     def dense_step():
         from ..engine.model import sample_prediction
-        values = sample_prediction(model.decode(encoded), rows, cols, rgb.shape[:2])
+        with completer._autocast():
+            values = sample_prediction(model.decode(encoded), rows, cols, rgb.shape[:2])
         torch.autograd.grad(values.sum(), parameters, allow_unused=True)
 
     def sparse_step():
-        torch.autograd.grad(plan.evaluate(model, encoded).sum(), parameters, allow_unused=True)
+        with completer._autocast():
+            values = plan.evaluate(model, encoded)
+        torch.autograd.grad(values.sum(), parameters, allow_unused=True)
 
     timings = {}
     for name, call in (('encoder_s', encoder), ('decoder_step_dense_s', dense_step),
@@ -217,6 +226,8 @@ def _plan(options: BenchOptions, config: TTOConfig) -> list[tuple[str, TTOConfig
     plan = [(name, replace(config, scope=method.scope, tail_strips=method.tail_strips),
              method.warm) for name, method in methods]
     if options.ablations and 'lrda' in options.methods:  # each optimization off
+        if resolve_precision(resolve_device(config.device), config.dtype) != 'float32':
+            plan.append(('lrda, float32', replace(config, dtype='float32'), False))
         plan += [('lrda, dense head', replace(config, sparse_head=False), False),
                  ('lrda, contiguous', replace(config, channels_last=False), False),
                  ('lrda, neither (baseline)',
@@ -245,7 +256,8 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
         for resolution in options.resolutions:
             height, width = RESOLUTIONS[resolution]
             structure = _in_fresh_process(_steps_in_this_process, variant, height, width,
-                                          options.lidar_fraction, options.seed, True)
+                                          options.lidar_fraction, options.seed, True,
+                                          options.dtype)
             progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
                      f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
                      f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
@@ -282,11 +294,11 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
 
 
 def _steps_in_this_process(variant: str, height: int, width: int, lidar_fraction: float,
-                           seed: int, tuned: bool) -> dict[str, float]:
+                           seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
     frame = bench_frames(height, width, 1, lidar_fraction, seed)[0]
     return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
-                          tune_allocator=tuned)
+                          tune_cpu_allocator=tuned, dtype=dtype)
 
 
 def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, seed: int,
@@ -319,11 +331,15 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
 
     model = load_depth_model(model_spec, options.device)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
-                       device=options.device, sparse_head=options.sparse_head, min_points=8)
+                       device=options.device, dtype=options.dtype,
+                       sparse_head=options.sparse_head, min_points=8)
     methods = [build_method(name, model, config)
                for name in ('scale-shift', 'lrda', 'lrda-warm')]
     methods.append(TTOMethod(MethodSpec('lrda, dense head', 'lrda, full-resolution head'),
                              model, replace(config, sparse_head=False)))
+    if resolve_precision(model.device, config.dtype) != 'float32':
+        methods.append(TTOMethod(MethodSpec('lrda, float32', 'lrda computed in float32'),
+                                 model, replace(config, dtype='float32')))
     # Indoors: outdoors this small prior's far-field errors (facades it takes for sky,
     # above the LiDAR's view) dominate any metric.
     sequence = world.SequenceConfig('indoor', frames, width=width, height=height, seed=11)

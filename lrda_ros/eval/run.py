@@ -22,6 +22,7 @@ Output folder: ``frames.csv`` (per frame and method), ``summary.md`` / ``summary
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
+import json
 from pathlib import Path
 import sys
 from typing import Iterator
@@ -31,7 +32,7 @@ from .datasets.rosbag import BagTopics
 from .harness import EvalResult, evaluate
 from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
-from ..engine import TTOConfig
+from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig, RigidTransform
 
@@ -80,6 +81,9 @@ class EvalOptions:
     #: Bags: the image is rectified (P, no distortion) rather than raw (K and D).
     image_is_rectified: bool = False
     progress: bool = True
+    #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
+    #: unlimited), written as budget_curve.{md,png}.
+    budgets: tuple[float, ...] = ()
 
 
 def check_options(options: EvalOptions) -> None:
@@ -182,4 +186,24 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     summary = write_summary(result, output, title, metadata)
     speed_accuracy_plot(summary, output / 'speed_accuracy.png',
                         f'{title} — time per frame vs MAE')
+    if options.budgets:
+        _write_budget_curve(options, dataset, model, config, summary, title)
     return result, summary
+
+
+def _write_budget_curve(options: EvalOptions, dataset, model: DepthModel | None,
+                        config: TTOConfig, summary: dict, title: str) -> None:
+    from .budget import budget_curve, curve_plot, curve_table
+
+    if model is None:
+        model = load_depth_model(options.model, options.device)
+    frames = list(dataset)[:options.max_frames]
+    rows = budget_curve(frames, model, config, options.budgets, options.max_depth,
+                        options.progress)
+    output = Path(options.output)
+    (output / 'budget_curve.md').write_text(f'# {title}: accuracy against the time budget\n\n'
+                                            + curve_table(rows))
+    (output / 'budget_curve.json').write_text(json.dumps(rows, indent=2) + '\n')
+    curve_plot(rows, output / 'budget_curve.png', f'{title}: anytime mode '
+               f'({model.source}, {len(frames)} frames, device {model.device})',
+               summary.get('scale-shift', {}).get('mae'))

@@ -58,7 +58,8 @@ from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, ParameterSpec
 from .sync import create_synchronized_subscriptions
 from ..colormap import colorize_depth
-from ..engine import DepthCompleter, InsufficientSparseDepthError, ModelLoadError
+from ..engine import (
+    DepthCompleter, InsufficientSparseDepthError, ModelLoadError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
@@ -95,6 +96,11 @@ class NodeStatistics:
     last_points: int = 0
     last_processing_s: float = float('nan')
     last_latency_s: float = float('nan')
+    #: Seconds from the synchronized set's arrival to the end of its publishing.
+    last_frame_s: float = float('nan')
+    #: Frames whose optimization the time budget stopped early, and recent iteration counts.
+    stopped_at_budget: int = 0
+    recent_iterations: list[int] = field(default_factory=list)
     #: Monotonic times of the last completed frames (for the output rate).
     completed_at: list[float] = field(default_factory=list)
 
@@ -124,12 +130,18 @@ class CompletionNode(Node):
         if choice.warning:
             self.get_logger().warning(choice.warning)
         self.model_choice = choice
-        self.pipeline = CompletionPipeline(DepthCompleter(choice, self.settings.tto),
-                                           self.settings.projection)
+        try:
+            completer = DepthCompleter(choice, self.settings.tto)
+        except UnsupportedPrecisionError as error:
+            raise InvalidParameterError('dtype', str(error)) from error
+        self.pipeline = CompletionPipeline(completer, self.settings.projection)
         self.stats = NodeStatistics()
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
-        self._slot: LatestSlot[tuple[Image, CameraInfo, PointCloud2]] = LatestSlot()
+        # Each set carries its arrival time (time.monotonic): the time budget starts there.
+        self._slot: LatestSlot[tuple[Image, CameraInfo, PointCloud2, float]] = LatestSlot()
+        #: Seconds the last publishing took: the time budget reserves it.
+        self._publish_seconds = 0.0
         self._last_warning: dict[str, float] = {}
 
         self._tf_buffer = self._make_tf_buffer()
@@ -212,7 +224,7 @@ class CompletionNode(Node):
     def _on_synchronized(self, image: Image, info: CameraInfo, cloud: PointCloud2) -> None:
         with self._stats_lock:
             self.stats.received += 1
-        if self._slot.put((image, info, cloud)):
+        if self._slot.put((image, info, cloud, time.monotonic())):
             with self._stats_lock:
                 self.stats.replaced += 1
 
@@ -283,7 +295,12 @@ class CompletionNode(Node):
         return any(p.get_subscription_count() > 0 for p in
                    (self.pub_depth, self.pub_colored, self.pub_points, self.pub_info))
 
-    def _process(self, image: Image, info: CameraInfo, cloud: PointCloud2) -> None:
+    def _deadline(self, received_at: float, budget: float) -> float | None:
+        """Return when the optimization must end so the frame publishes within its budget."""
+        return received_at + budget - self._publish_seconds if budget > 0 else None
+
+    def _process(self, image: Image, info: CameraInfo, cloud: PointCloud2,
+                 received_at: float) -> None:
         start = time.perf_counter()
         inputs = self._inputs(image, info, cloud)
         if inputs is None:
@@ -309,15 +326,19 @@ class CompletionNode(Node):
                        f'{settings.tto.min_points}')
             return
         try:
-            outputs = pipeline.complete(inputs, projection, sparse)
+            outputs = pipeline.complete(inputs, projection, sparse,
+                                        self._deadline(received_at, settings.time_budget))
         except InsufficientSparseDepthError as error:
             self._drop('too_few_points', str(error))
             return
         except FloatingPointError as error:
             self._drop('non_finite', str(error))
             return
+        publish_start = time.monotonic()
         self._publish(image, info, inputs, outputs, settings)
-        self._record(image, outputs, time.perf_counter() - start)
+        self._publish_seconds = time.monotonic() - publish_start
+        self._record(image, outputs, time.perf_counter() - start,
+                     time.monotonic() - received_at)
 
     def _hold_out(self, sparse: np.ndarray, fraction: float, header: Any) -> np.ndarray:
         """Withhold LiDAR pixels (seeded by the stamp), publish them, return the rest."""
@@ -344,7 +365,8 @@ class CompletionNode(Node):
             self.pub_points.publish(xyz_to_pointcloud2(points, header,
                                                        rgb=inputs.rgb[rows, cols]))
 
-    def _record(self, image: Image, outputs: FrameOutputs, seconds: float) -> None:
+    def _record(self, image: Image, outputs: FrameOutputs, seconds: float,
+                frame_seconds: float) -> None:
         result = outputs.completion
         latency = (self.get_clock().now() - Time.from_msg(image.header.stamp)).nanoseconds
         with self._stats_lock:
@@ -355,6 +377,9 @@ class CompletionNode(Node):
             stats.last_iterations = result.iterations
             stats.last_points = result.num_points
             stats.last_processing_s = seconds
+            stats.last_frame_s = frame_seconds
+            stats.stopped_at_budget += int(result.stopped_at_deadline)
+            stats.recent_iterations = (stats.recent_iterations + [result.iterations])[-20:]
             stats.last_latency_s = latency * 1e-9
             stats.completed_at = (stats.completed_at + [time.monotonic()])[-20:]
         self.get_logger().debug(
@@ -382,6 +407,13 @@ class CompletionNode(Node):
                 'latency (s)': f'{stats.last_latency_s:.3f}',
                 'last loss': f'{stats.last_loss:.4g}',
                 'last iterations': stats.last_iterations,
+                'time budget (s)': (f'{self.settings.time_budget:g}'
+                                    if self.settings.time_budget > 0 else 'off'),
+                'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
+                'frames stopped at the time budget': stats.stopped_at_budget,
+                'iterations per frame (mean of last 20)': (
+                    f'{np.mean(stats.recent_iterations):.1f}'
+                    if stats.recent_iterations else 'nan'),
                 'last LiDAR pixels': stats.last_points,
                 'model': self.model_choice.source,
                 'device': str(self.model_choice.device),

@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import FewPointsPolicy, TTOConfig
+from ..engine.config import DTYPES
 from ..geometry import ProjectionConfig, RigidTransform
 
 
@@ -72,8 +73,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'reachable, else the demo prior with a warning).', read_only=True),
     ParameterSpec('device', 'auto', 'Torch device: "auto" (CUDA when present), "cpu", "cuda", '
                   '"cuda:N".', read_only=True),
-    ParameterSpec('dtype', 'float32', 'Autocast precision of forward passes.',
-                  choices=('float32', 'bfloat16', 'float16'), read_only=True),
+    ParameterSpec('dtype', 'auto', 'Compute precision of forward passes (autocast; weights '
+                  'and the output layers stay float32): "auto" is bfloat16 where the device '
+                  'computes it natively (CUDA compute capability 8+, CPUs with AVX512-BF16 or '
+                  'AMX), else float32. A device that cannot run the choice stops start-up.',
+                  choices=DTYPES, read_only=True),
     ParameterSpec('iterations', 40, 'Adam steps per frame on a cold start (paper: 40).', 0, 1000),
     ParameterSpec('learning_rate', 0.01, 'Adam learning rate (paper: 0.01).', 1e-6, 1.0),
     ParameterSpec('lora_rank', 8, 'Rank of the decoder LoRA adapters (paper: 8).', 1, 256,
@@ -84,6 +88,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('warm_iterations', 10, 'Adam steps on a warm-started frame.', 0, 1000),
     ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
                   'fraction over 3 steps (0 disables).', 0.0, 1.0),
+    ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
+                  'set to the publish. The optimization stops in time and publishes the best '
+                  'iterate so far, so the node keeps a rate on any hardware (the encoder and '
+                  'one decode always run). 0 = off: run all iterations.', 0.0, 3600.0),
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14); 0 keeps the image size. Lower is faster.', 0, 8192),
     ParameterSpec('tail_strips', 1, "Compute the decoder's high-resolution tail in this many "
@@ -202,6 +210,7 @@ class NodeSettings:
     colormap_range: tuple[float | None, float | None]
     holdout_fraction: float
     diagnostics_period: float
+    time_budget: float
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> 'NodeSettings':
@@ -250,4 +259,4 @@ class NodeSettings:
             publish_points_dense=v['publish.points_dense'],
             points_stride=v['publish.points_stride'], colormap_range=colormap,
             holdout_fraction=v['evaluation.holdout_fraction'],
-            diagnostics_period=v['diagnostics_period'])
+            diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+import threading
 import time
 from typing import Any, Callable
 import uuid
@@ -217,7 +218,7 @@ class _Pacer:
 
 def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
                prefix: str = '', wait_for_subscribers_s: float = 0.0,
-               clock_hz: float = 0.0) -> int:
+               clock_hz: float = 0.0, stop_at: float | None = None) -> int:
     """
     Publish the bag's image, camera_info, points and transforms at the recorded pace.
 
@@ -226,7 +227,8 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
     ``clock_hz`` > 0 also publishes the bag's time on /clock, at that rate and before each
     message, for nodes with ``use_sim_time``. Waits up to ``wait_for_subscribers_s`` for every
     input topic to have a subscriber (messages published before discovery are lost). Returns
-    the number of messages published; ``rate`` scales the speed.
+    the number of messages published; ``rate`` scales the speed. ``stop_at``
+    (``time.monotonic()``) ends a looping replay.
     """
     if rate <= 0:
         raise ValueError('rate must be > 0')
@@ -248,6 +250,8 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
         pacer.restart()
         for topic, msgtype, log_ns, raw in source.raw_messages(list(publishers)):
             pacer.wait_for(log_ns)
+            if stop_at is not None and time.monotonic() > stop_at:
+                return published
             publishers[topic].publish(deserialize_message(raw, message_type(msgtype)))
             published += 1
         if not loop:
@@ -293,6 +297,62 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
             node.destroy_node()
             player.destroy_node()
             return frames, stats
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
+              rate: float = 1.0) -> dict[str, Any]:
+    """
+    Replay ``bag`` in a loop at its recorded pace into an in-process node for ``seconds``.
+
+    Shows whether the node keeps an output rate while frames arrive faster than it
+    completes them (the anytime mode, ``time_budget``). Returns the publish times (s since
+    the start) and, per published frame, the node's frame time (synchronized set to publish)
+    and iterations, plus its counters.
+    """
+    from .node import CompletionNode
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    namespace = '/lrda_rate_' + uuid.uuid4().hex[:8]
+    try:
+        with RosbagSource(bag, topics) as source:
+            remaps = [f'{name}:={namespace}{topic}' for name, topic in (
+                ('image', source.topics.image), ('camera_info', source.topics.camera_info),
+                ('points', source.topics.points))]
+            node = CompletionNode(
+                context=context, namespace=namespace,
+                cli_args=['--ros-args'] + [arg for rule in remaps for arg in ('-r', rule)],
+                parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
+            listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
+                                         context=context)
+            listener.create_subscription(Image, 'depth', lambda _: None, 10)
+            player = rclpy.create_node('lrda_rate_player', context=context)
+            executor = SingleThreadedExecutor(context=context)
+            for member in (node, listener):
+                executor.add_node(member)
+            start = time.monotonic()
+            thread = threading.Thread(target=play_timed, args=(player, source, rate, True),
+                                      kwargs={'prefix': namespace, 'stop_at': start + seconds,
+                                              'wait_for_subscribers_s': 10.0}, daemon=True)
+            thread.start()
+            published, processed = [], 0
+            while thread.is_alive() or time.monotonic() < start + seconds:
+                executor.spin_once(timeout_sec=0.01)
+                if node.stats.processed > processed:
+                    processed = node.stats.processed
+                    published.append({'t': time.monotonic() - start,
+                                      'frame_s': node.stats.last_frame_s,
+                                      'iterations': node.stats.last_iterations})
+            stats = node.stats
+            result = {'published': published, 'received': stats.received,
+                      'processed': stats.processed, 'superseded': stats.replaced,
+                      'stopped_at_budget': stats.stopped_at_budget}
+            executor.shutdown()
+            for member in (node, listener, player):
+                member.destroy_node()
+            return result
     finally:
         rclpy.try_shutdown(context=context)
 

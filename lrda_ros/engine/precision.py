@@ -1,0 +1,99 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Reduced-precision compute (``dtype``): autocast contexts and the start-up support check.
+
+Weights stay float32 (master weights for Adam); ``bfloat16``/``float16`` autocast the forward
+passes. A precision the device cannot run is rejected when the completer is built, with the
+reason, never at the first frame.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+
+import torch
+
+from .config import DTYPES, PRECISIONS
+
+
+class UnsupportedPrecisionError(ValueError):
+    """The configured ``dtype`` cannot run on the configured device; the message says why."""
+
+
+def autocast_dtype(name: str) -> torch.dtype:
+    """Return the torch dtype of a precision name ('float32', 'bfloat16', 'float16')."""
+    if name not in PRECISIONS:
+        raise UnsupportedPrecisionError(f'dtype must be one of {list(PRECISIONS)}, got {name!r}')
+    return getattr(torch, name)
+
+
+def autocast(device: torch.device, dtype: torch.dtype) -> AbstractContextManager:
+    """Return the autocast context of ``dtype`` on ``device`` (none for float32)."""
+    if dtype == torch.float32:
+        return nullcontext()
+    return torch.autocast(device.type, dtype=dtype)
+
+
+def full_precision(device: torch.device) -> AbstractContextManager:
+    """
+    Return a context that suspends autocast: float32 inputs compute in float32 inside it.
+
+    For the network's output layers: a relative-depth prediction varies by a few percent
+    across a frame in places, and 8 bits of bfloat16 mantissa would quantize that variation
+    (and the gradient the alignment loss sends back through it) into a few levels.
+    """
+    return torch.autocast(device.type, enabled=False)
+
+
+def native_bfloat16(device: torch.device) -> bool:
+    """Return whether ``device`` computes bfloat16 in hardware (not emulated)."""
+    if device.type == 'cuda':
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == 'cpu':
+        cpu = torch.cpu
+        return bool(getattr(cpu, '_is_avx512_bf16_supported', lambda: False)()
+                    or getattr(cpu, '_is_amx_tile_supported', lambda: False)())
+    return False
+
+
+def resolve_precision(device: torch.device, name: str) -> str:
+    """Return the precision ``name`` means on ``device``: 'auto' becomes one of PRECISIONS."""
+    if name not in DTYPES:
+        raise UnsupportedPrecisionError(f'dtype must be one of {list(DTYPES)}, got {name!r}')
+    if name != 'auto':
+        return name
+    return 'bfloat16' if native_bfloat16(device) else 'float32'
+
+
+def check_precision(device: torch.device, name: str) -> torch.dtype:
+    """
+    Return the dtype of ``name`` if ``device`` can autocast to it, else raise why not.
+
+    Known gaps are named here; the completer also runs one tiny step at start-up
+    (``DepthCompleter``), which catches kernels a device or build lacks.
+    """
+    dtype = autocast_dtype(resolve_precision(device, name))
+    if dtype == torch.float32:
+        return dtype
+    if not torch.amp.is_autocast_available(device.type):
+        raise UnsupportedPrecisionError(
+            f'dtype {name!r}: PyTorch has no autocast for {device.type} devices; use float32')
+    if (device.type == 'cuda' and dtype == torch.bfloat16
+            and not torch.cuda.is_bf16_supported(including_emulation=False)):
+        raise UnsupportedPrecisionError(
+            f"dtype 'bfloat16': {torch.cuda.get_device_name(device)} has no bfloat16 support "
+            '(needs compute capability 8.0 or newer); use float16 or float32')
+    return dtype
