@@ -261,3 +261,23 @@ def test_auto_device_uses_cuda_only_when_present(tiny_model):
     completer = DepthCompleter(tiny_model, TTOConfig(device='auto'))
     expected = 'cuda' if torch.cuda.is_available() else 'cpu'
     assert completer.model.device.type == expected
+
+
+def test_a_collapsed_prediction_stops_the_steps_and_keeps_the_best(problem, monkeypatch):
+    """A head that outputs zero everywhere (dead ReLU) has no gradient: stop, keep the best."""
+    base, _, image, truth = problem
+    completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(iterations=20))
+    calls = []
+    points_prediction = completer._points_prediction
+
+    def dying(*args):
+        calls.append(1)
+        points = points_prediction(*args)
+        return points * 0 if len(calls) > 3 else points
+
+    monkeypatch.setattr(completer, '_points_prediction', dying)
+    result = completer.complete(image, sample_sparse(truth, 300))
+    assert result.status is CompletionStatus.DIVERGED
+    assert len(result.losses) == 4  # three live steps, then the collapsed one stops the loop
+    assert np.isfinite(result.depth).all() and np.ptp(result.depth) > 0
+    assert result.final_loss <= min(result.losses[:3]) * (1 + 1e-4)

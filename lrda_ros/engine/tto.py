@@ -40,6 +40,9 @@ from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 
+#: Share of the LiDAR pixels at which an exactly-zero prediction counts as collapsed.
+COLLAPSED_ZERO_FRACTION = 0.95
+
 
 class InsufficientSparseDepthError(ValueError):
     """Too few valid sparse depths to anchor the metric scale."""
@@ -111,6 +114,17 @@ class _Trace:
     diverged: bool
     best_loss: float
     best_state: list[torch.Tensor] | None
+
+
+def prediction_collapsed(points: torch.Tensor) -> bool:
+    """
+    Return whether the prediction is zero at nearly every LiDAR pixel.
+
+    The loss does not see the prediction's magnitude (scale and shift are refitted), so the
+    adapters can drift until the head's final ReLU outputs zero everywhere; no gradient passes
+    it then, and no further step can bring the prediction back.
+    """
+    return bool((points.detach() == 0).float().mean() >= COLLAPSED_ZERO_FRACTION)
 
 
 class DepthCompleter:
@@ -219,7 +233,8 @@ class DepthCompleter:
             loss, _ = alignment_loss(points, target)
             value = float(loss.detach())
             trace.losses.append(value)
-            if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
+            if (not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]
+                    or prediction_collapsed(points)):
                 trace.diverged = True
                 break
             if value < trace.best_loss:
