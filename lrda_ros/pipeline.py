@@ -22,6 +22,7 @@ replayed bag is evaluated exactly as the node would process it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -97,15 +98,17 @@ class CompletionPipeline:
         return self.complete(inputs, self.project(inputs))
 
     def complete(self, inputs: FrameInputs, projection: SparseProjection,
-                 sparse_depth: np.ndarray | None = None) -> FrameOutputs:
+                 sparse_depth: np.ndarray | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> FrameOutputs:
         """
         Complete a frame whose LiDAR is already projected.
 
-        ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out).
+        ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out);
+        ``should_stop`` goes to :meth:`DepthCompleter.complete`.
         """
         if sparse_depth is None:
             sparse_depth = projection.depth
-        result = self.completer.complete(inputs.rgb, sparse_depth)
+        result = self.completer.complete(inputs.rgb, sparse_depth, should_stop)
         depth = result.depth.copy()
         # The engine clamps at its far limit; a clamped pixel is "no depth", not a measurement.
         depth[~(depth < self.completer.config.max_depth * (1.0 - 1e-4))] = np.nan

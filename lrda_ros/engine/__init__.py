@@ -31,10 +31,12 @@ from .config import FewPointsPolicy, Scope, TTOConfig
 from .lora import LoraAdapters
 from .model import (
     DEFAULT_MODEL, DepthModel, EncodedImage, load_depth_model, ModelLoadError, resolve_device)
-from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
+from .tto import (
+    CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter,
+    InsufficientSparseDepthError)
 
 __all__ = [
-    'aligned_to_depth', 'alignment_loss', 'CompletionResult', 'CompletionStatus',
+    'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult', 'CompletionStatus',
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 import math
 import time
+from typing import Callable
 
 import numpy as np
 import torch
@@ -42,6 +43,10 @@ from .strips import decode_in_strips
 
 class InsufficientSparseDepthError(ValueError):
     """Too few valid sparse depths to anchor the metric scale."""
+
+
+class CompletionCancelledError(RuntimeError):
+    """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
 
 
 class CompletionStatus(str, Enum):
@@ -162,7 +167,7 @@ class DepthCompleter:
 
     def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                   samples: SparseSamples, target: torch.Tensor, iterations: int,
-                  warm: bool) -> _Trace:
+                  warm: bool, should_stop: Callable[[], bool] | None = None) -> _Trace:
         config = self.config
         parameters = self.adaptation.parameters
         trace = _Trace([], False, math.inf, None)
@@ -174,6 +179,9 @@ class DepthCompleter:
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])) if config.sparse_head else None
         for _ in range(iterations):
+            # Checked between steps: a step is the longest uninterruptible unit of work.
+            if should_stop is not None and should_stop():
+                raise CompletionCancelledError('stopped between optimization steps')
             optimizer.zero_grad(set_to_none=True)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
@@ -224,9 +232,13 @@ class DepthCompleter:
                                      'image even without adaptation')
         return dense, loss, fit
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> CompletionResult:
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 should_stop: Callable[[], bool] | None = None) -> CompletionResult:
         """
         Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
+
+        ``should_stop`` is polled before every optimization step; when it returns True the
+        frame is abandoned with CompletionCancelledError (the warm-start state is reset).
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -252,7 +264,12 @@ class DepthCompleter:
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
-        trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm)
+        try:
+            trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm,
+                                   should_stop)
+        except CompletionCancelledError:
+            self._warm_input_shape = None  # half-adapted weights are no starting point
+            raise
         dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace)
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
