@@ -25,10 +25,12 @@ node (which stops and joins its threads) and shuts the context down, and the pro
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import signal
+import sys
 import threading
 import traceback
-from typing import Callable
+from typing import Callable, Sequence
 
 import rclpy
 from rclpy.exceptions import InvalidParameterValueException
@@ -66,6 +68,35 @@ def startup_error_message(error: BaseException) -> str:
     return f'cannot start: {type(error).__name__}: {error}'
 
 
+class ParamsFileError(ValueError):
+    """A --params-file that does not exist or is not YAML."""
+
+
+def check_params_files(args: Sequence[str]) -> None:
+    """
+    Raise ParamsFileError for a ``--params-file`` that is missing or not YAML.
+
+    rcl would refuse it too, but with its own log line and the C source location; checked
+    first, the user gets one line naming the file and the YAML error's position.
+    """
+    import yaml
+
+    for flag, value in zip(args, list(args)[1:]):
+        if flag != '--params-file':
+            continue
+        path = Path(value)
+        if not path.is_file():
+            raise ParamsFileError(f'parameters file {value!r} does not exist')
+        try:
+            yaml.safe_load(path.read_text())
+        except (yaml.YAMLError, UnicodeDecodeError) as error:
+            where = getattr(error, 'problem_mark', None)
+            position = f' (line {where.line + 1}, column {where.column + 1})' if where else ''
+            problem = getattr(error, 'problem', None) or error
+            raise ParamsFileError(
+                f'parameters file {value!r} is not valid YAML{position}: {problem}') from error
+
+
 def _install_stop_handlers(stop: threading.Event) -> None:
     def request_stop(signum: int, frame: object) -> None:
         stop.set()
@@ -80,6 +111,11 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
     stop = threading.Event()
     _install_stop_handlers(stop)
     logger = rclpy.logging.get_logger(name)
+    try:
+        check_params_files(sys.argv if args is None else args)
+    except ParamsFileError as error:
+        logger.fatal(f'cannot start: {error}')
+        return 1
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except rclpy_implementation.RCLError as error:  # e.g. an unreadable --params-file
