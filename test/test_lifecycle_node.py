@@ -27,7 +27,16 @@ from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from lrda_ros.ros.lifecycle_node import CompletionLifecycleNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
-from test_node import frames, Harness, node_parameters  # noqa: E402, F401
+from lrda_ros.demo import world  # noqa: E402, I100
+from test_node import Harness, node_parameters  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def frames():
+    """Return one synthetic indoor frame with a 16-beam LiDAR (as test_node's)."""
+    return world.make_sequence(world.SequenceConfig(
+        'indoor', num_frames=1, width=112, height=84, seed=3,
+        lidar=world.LidarConfig.indoor(beams=16)))
 
 
 @pytest.fixture
@@ -100,7 +109,7 @@ def test_depth_only_while_active_and_the_model_only_while_configured(managed, fr
 
 
 def test_a_failed_configure_returns_failure_and_stays_unconfigured(ros_context, namespace,
-                                                                  frames, tmp_path):
+                                                                   frames, tmp_path):
     node = CompletionLifecycleNode(context=ros_context, namespace=namespace,
                                    parameter_overrides=node_parameters(
                                        tmp_path / 'missing', frames[0]))

@@ -348,7 +348,7 @@ def test_message_filters_backend_wiring(monkeypatch):
 
     # Evictions are derived from what the subscribers saw, the sets emitted and the queues:
     # three messages on 'a', one on 'b' 0.2 s later, one set emitted, one message queued.
-    synchronizer = calls and handle.synchronizer
+    synchronizer = handle.synchronizer
     a, b = handle.subscriptions
     for stamp_s, subscriber in ((1.0, a), (1.1, a), (1.2, a), (1.4, b)):
         subscriber.callbacks[0](_stamped(int(stamp_s * 1e9)))

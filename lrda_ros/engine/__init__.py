@@ -36,7 +36,8 @@ from .tto import (
     InsufficientSparseDepthError)
 
 __all__ = [
-    'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult', 'CompletionStatus',
+    'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
+    'CompletionStatus',
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',

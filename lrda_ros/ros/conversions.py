@@ -243,20 +243,18 @@ def _xyz_dtype(msg: Any, swapped: bool = False) -> np.dtype:
                      'itemsize': point_step})
 
 
-def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
+def pointcloud2_view(msg: Any) -> np.ndarray:
     """
-    Read the finite x, y, z coordinates of a ``sensor_msgs/PointCloud2`` as ``(N, 3)``.
+    Return a validated ``(height, width)`` structured view of a PointCloud2's x, y, z.
 
-    Handles any field order and offsets, FLOAT32/FLOAT64 coordinates, padding inside points
-    and at row ends, organized clouds and big-endian data. Points with a non-finite coordinate
-    are dropped; an empty cloud gives a ``(0, 3)`` array. Integer coordinates and an
-    ``is_bigendian`` that contradicts the data raise MalformedMessageError.
+    Raises MalformedMessageError for missing or integer coordinates, sizes that contradict
+    each other and an ``is_bigendian`` that contradicts the data.
     """
     height, width = int(msg.height), int(msg.width)
     point_step, row_step = int(msg.point_step), int(msg.row_step)
     point_dtype = _xyz_dtype(msg)
     if height * width == 0:
-        return np.zeros((0, 3), dtype=dtype)
+        return np.zeros((0, 0), dtype=point_dtype)
     if row_step < width * point_step:
         raise MalformedMessageError(
             f'row_step {row_step} is shorter than width {width} x point_step {point_step}')
@@ -268,7 +266,20 @@ def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
     cloud = np.ndarray(shape=(height, width), dtype=point_dtype, buffer=data,
                        strides=(row_step, point_step))
     _check_byte_order(msg, cloud, data)
-    xyz = np.empty((height * width, 3), dtype=dtype)
+    return cloud
+
+
+def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
+    """
+    Read the finite x, y, z coordinates of a ``sensor_msgs/PointCloud2`` as ``(N, 3)``.
+
+    Handles any field order and offsets, FLOAT32/FLOAT64 coordinates, padding inside points
+    and at row ends, organized clouds and big-endian data. Points with a non-finite coordinate
+    are dropped; an empty cloud gives a ``(0, 3)`` array. Integer coordinates and an
+    ``is_bigendian`` that contradicts the data raise MalformedMessageError.
+    """
+    cloud = pointcloud2_view(msg)
+    xyz = np.empty((cloud.size, 3), dtype=dtype)
     for column, name in enumerate(('x', 'y', 'z')):
         xyz[:, column] = cloud[name].reshape(-1)
     return xyz[np.all(np.isfinite(xyz), axis=1)]

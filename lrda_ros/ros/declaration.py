@@ -37,7 +37,7 @@ _RCLPY_PREFIXES = ('qos_overrides.',)
 
 
 def descriptor(spec: ParameterSpec) -> ParameterDescriptor:
-    """Return the descriptor (description, range, read-only) ros2 param describe shows."""
+    """Build what ``ros2 param describe`` shows: description, range, read-only flag."""
     result = ParameterDescriptor(description=spec.description, read_only=spec.read_only,
                                  additional_constraints=spec.constraints)
     if spec.minimum is not None and isinstance(spec.default, float):

@@ -47,9 +47,10 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2
 
+from .bridges import MessageReader
 from .conversions import (
-    camera_info_to_camera_model, depth_to_image_msg, image_to_rgb, pointcloud2_to_xyz,
-    rgb_to_image_msg, transform_to_rigid, xyz_to_pointcloud2)
+    camera_info_to_camera_model, depth_to_image_msg, rgb_to_image_msg, transform_to_rigid,
+    xyz_to_pointcloud2)
 from .declaration import declare_parameters, parameter_values, warn_unknown_parameters
 from .diagnostics import completion_status, NodeStatistics, stamp_text
 from .latest_slot import LatestSlot
@@ -109,6 +110,7 @@ class CompletionCore:
         self._active = threading.Event()    # frames are processed only while set
         self._slot: LatestSlot[tuple[Image, CameraInfo, PointCloud2]] = LatestSlot()
         self._tf_buffer = None
+        self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
@@ -177,7 +179,14 @@ class CompletionCore:
             f'model {choice.source!r} ({choice.model.prediction_space.value}) on '
             f'{choice.model.device}; {tto.iterations} iterations cold, '
             f'{tto.warm_iterations if tto.warm_start else "no"} warm; synchronization: '
-            f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}')
+            f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}; '
+            f'{self._conversion()}')
+
+    def _conversion(self) -> str:
+        reader = self._reader
+        return (f'images via {"cv_bridge" if reader.image_backend == "native" else "numpy"}, '
+                f'clouds via '
+                f'{"sensor_msgs_py" if reader.cloud_backend == "native" else "numpy"}')
 
     def destroy_node(self) -> None:
         """Stop and join the worker, then destroy the node (safe after a failed start)."""
@@ -260,9 +269,9 @@ class CompletionCore:
                 self._drop('malformed', f'{topic}: {problem}')
                 return None
         try:
-            rgb = image_to_rgb(image)
+            rgb = self._reader.image_to_rgb(image)
             camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
-            points = pointcloud2_to_xyz(cloud)
+            points = self._reader.pointcloud2_to_xyz(cloud)
         except ValueError as error:
             self._drop('malformed', str(error))
             return None
@@ -410,6 +419,7 @@ class CompletionCore:
                 'model': choice.source if choice else '',
                 'device': str(choice.model.device) if choice else '',
                 'synchronization': handle.backend if handle else '',
+                'conversion': self._conversion(),
             }
             status = completion_status(self.get_name(), self.stats, self._state_message(),
                                        context, bool(choice and choice.is_demo_prior))

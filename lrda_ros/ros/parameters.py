@@ -202,7 +202,8 @@ def coerce_value(name: str, value: Any) -> Any:
     elif spec.type_name == 'integer' and isinstance(value, float) and value.is_integer():
         hint = f' (write {int(value)})'
     raise InvalidParameterError(
-        name, f'expects {_article(spec.type_name)} {spec.type_name}, got {value!r} ({_type_name(value)}){hint}')
+        name, f'expects {_article(spec.type_name)} {spec.type_name}, got {value!r} '
+        f'({_type_name(value)}){hint}')
 
 
 def closest_parameter(name: str) -> str | None:
