@@ -261,3 +261,23 @@ def test_auto_device_uses_cuda_only_when_present(tiny_model):
     completer = DepthCompleter(tiny_model, TTOConfig(device='auto'))
     expected = 'cuda' if torch.cuda.is_available() else 'cpu'
     assert completer.model.device.type == expected
+
+
+def test_should_stop_cancels_between_steps_and_drops_the_warm_state(problem):
+    from lrda_ros.engine import CompletionCancelledError
+
+    base, _, image, truth = problem
+    completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(iterations=6,
+                                                                       warm_start=True))
+    sparse = sample_sparse(truth, 300)
+    polls = []
+
+    def stop_after_two_steps() -> bool:
+        polls.append(1)
+        return len(polls) > 2
+
+    with pytest.raises(CompletionCancelledError):
+        completer.complete(image, sparse, should_stop=stop_after_two_steps)
+    assert len(polls) == 3  # polled before each step; the third poll stopped it
+    result = completer.complete(image, sparse, should_stop=lambda: False)
+    assert not result.warm_started and result.iterations == 6
