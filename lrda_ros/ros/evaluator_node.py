@@ -37,7 +37,8 @@ from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
-from rclpy.qos import qos_profile_sensor_data, QoSProfile
+from rclpy.qos import QoSProfile
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import Image
 
 from .conversions import depth_image_to_array, image_to_rgb
@@ -77,8 +78,11 @@ class EvaluatorNode(Node):
         qos = QoSProfile(depth=10)
         self._sync = create_synchronized_subscriptions(
             self, [(Image, 'depth'), (Image, 'ground_truth')], qos, 20, slop, self._on_pair)
-        # Best effort takes images from reliable and best-effort publishers alike.
-        self.create_subscription(Image, 'image', self._on_image, qos_profile_sensor_data)
+        # Reliable: megabyte images between processes are mostly lost best effort. A
+        # best-effort camera needs qos_overrides./<image topic>.subscription.reliability.
+        overrides = QoSOverridingOptions.with_default_policies()
+        self.create_subscription(Image, 'image', self._on_image, qos,
+                                 qos_overriding_options=overrides)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
         self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
                                f'report in {self.output}')
