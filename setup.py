@@ -45,6 +45,7 @@ setup(
         'pillow>=9',
         'matplotlib>=3.6',
         'pyyaml>=6',
+        'tqdm>=4.60',
     ],
     zip_safe=True,
     maintainer='lrda_ros maintainers',
@@ -56,6 +57,7 @@ setup(
         'console_scripts': [
             'lrda = lrda_ros.cli:main',
             'completion_node = lrda_ros.ros.node:main',
+            'completion_lifecycle_node = lrda_ros.ros.lifecycle_node:main',
             'evaluator_node = lrda_ros.ros.evaluator_node:main',
         ],
     },

@@ -15,6 +15,10 @@
 """
 Launch the depth completion node, optionally with rviz2 and a rosbag2 replay.
 
+A missing optional tool (rviz2 for ``rviz:=true``, rosbag2 for ``bag:=...``) or a missing
+params file is one clear message before anything starts; when the completion node exits (a
+start-up error, or Ctrl-C) the whole launch ends, so nothing is left running.
+
 Examples::
 
     ros2 launch lrda_ros completion.launch.py image:=/camera/image_raw \
@@ -26,13 +30,25 @@ Examples::
 
 import os
 
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
 from launch import LaunchDescription
 from launch.actions import (
-    DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, SetEnvironmentVariable)
-from launch.conditions import IfCondition
+    DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, SetEnvironmentVariable,
+    Shutdown)
 from launch.substitutions import EnvironmentVariable, LaunchConfiguration
 from launch_ros.actions import Node
+
+
+def _installed(package: str) -> bool:
+    try:
+        get_package_share_directory(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+def _flag(context, name: str) -> bool:
+    return LaunchConfiguration(name).perform(context).lower() in ('true', '1', 'yes')
 
 
 def _completion_node(context):
@@ -44,11 +60,14 @@ def _completion_node(context):
             overrides[name] = value
     remappings = [(topic, LaunchConfiguration(topic).perform(context))
                   for topic in ('image', 'camera_info', 'points')]
+    executable = 'completion_lifecycle_node' if _flag(context, 'lifecycle') else 'completion_node'
     return [Node(
-        package='lrda_ros', executable='completion_node', name='completion_node',
+        package='lrda_ros', executable=executable, name='completion_node',
         namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
         parameters=[LaunchConfiguration('params_file'), overrides], remappings=remappings,
-        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')])]
+        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
+        # The node is the point of this launch: when it ends, everything ends with it.
+        on_exit=Shutdown(reason='completion_node exited'))]
 
 
 def _bag_player(context):
@@ -63,6 +82,42 @@ def _bag_player(context):
     if LaunchConfiguration('bag_loop').perform(context) == 'true':
         command.append('--loop')
     return [ExecuteProcess(cmd=command, output='screen')]
+
+
+def _rviz(context):
+    """Start rviz2 when asked; without rviz2 installed, say so and go on without it."""
+    if not _flag(context, 'rviz'):
+        return []
+    if not _installed('rviz2'):
+        return [LogInfo(msg='rviz:=true but rviz2 is not installed (package rviz2 not found): '
+                            'continuing without it')]
+    share = get_package_share_directory('lrda_ros')
+    return [Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+                 arguments=['-d', os.path.join(share, 'config', 'completion.rviz'),
+                            '-f', LaunchConfiguration('fixed_frame').perform(context)],
+                 parameters=[{'use_sim_time': _flag(context, 'use_sim_time')}])]
+
+
+def _start_problem(context) -> str | None:
+    """Return why this launch cannot start as asked (one line), or None."""
+    params_file = LaunchConfiguration('params_file').perform(context)
+    if not os.path.isfile(params_file):
+        return f'params_file {params_file!r} does not exist'
+    bag = LaunchConfiguration('bag').perform(context)
+    if bag and not _installed('ros2bag'):
+        return (f'bag:={bag} needs `ros2 bag` (rosbag2), which is not installed: replay the bag '
+                'with `ros2 run lrda_ros lrda play <bag>` in another terminal instead')
+    if bag and not os.path.exists(bag):
+        return f'bag {bag!r} does not exist'
+    return None
+
+
+def _launch_setup(context):
+    """Check the arguments first, so a bad one stops the launch before any process starts."""
+    problem = _start_problem(context)
+    if problem:
+        return [LogInfo(msg=f'[ERROR] {problem}'), Shutdown(reason=problem)]
+    return _completion_node(context) + _bag_player(context) + _rviz(context)
 
 
 def generate_launch_description():
@@ -96,15 +151,14 @@ def generate_launch_description():
                               description='Loop the bag.'),
         DeclareLaunchArgument('use_sim_time', default_value='false',
                               description='Use /clock (set it with bag replays).'),
+        DeclareLaunchArgument('lifecycle', default_value='false',
+                              description='Start completion_lifecycle_node (managed: loads the '
+                                          'model on configure, subscribes on activate) instead '
+                                          'of completion_node.'),
         DeclareLaunchArgument('log_level', default_value='info',
                               description='Log level of the node (debug shows per-frame '
                                           'timing).'),
     ]
-    rviz = Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-                arguments=['-d', os.path.join(share, 'config', 'completion.rviz'),
-                           '-f', LaunchConfiguration('fixed_frame')],
-                parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
-                condition=IfCondition(LaunchConfiguration('rviz')))
     # Megabyte images and clouds need Fast DDS's large-data transports between processes;
     # keep the user's choice when one is set (other RMWs ignore the variable).
     transports = SetEnvironmentVariable(
@@ -112,7 +166,5 @@ def generate_launch_description():
         EnvironmentVariable('FASTDDS_BUILTIN_TRANSPORTS', default_value='LARGE_DATA'))
     return LaunchDescription(arguments + [
         transports,
-        OpaqueFunction(function=_completion_node),
-        OpaqueFunction(function=_bag_player),
-        rviz,
+        OpaqueFunction(function=_launch_setup),
     ])

@@ -56,10 +56,16 @@ def colorize_depth(depth: np.ndarray, near: float | None = None,
     Return an (H, W, 3) uint8 RGB image of depth; invalid pixels (NaN, <= 0) are black.
 
     ``near``/``far`` fix the range in metres (pass the same values to compare images); None
-    picks a robust range from this image.
+    picks a robust range from this image. When only one end is fixed and this image's automatic
+    other end falls on the wrong side of it, the automatic end is clamped just past the fixed
+    one (the whole image then takes the colour of that end) instead of failing every frame.
     """
     if near is None or far is None:
         auto_near, auto_far = depth_display_range(depth)
+        if near is None and far is not None and far > 0:
+            auto_near = min(auto_near, far / 1.001)
+        if far is None and near is not None and near > 0:
+            auto_far = max(auto_far, near * 1.001)
         near = auto_near if near is None else near
         far = auto_far if far is None else far
     if not 0 < near < far:

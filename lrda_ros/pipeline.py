@@ -22,6 +22,7 @@ replayed bag is evaluated exactly as the node would process it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -101,16 +102,18 @@ class CompletionPipeline:
 
     def complete(self, inputs: FrameInputs, projection: SparseProjection,
                  sparse_depth: np.ndarray | None = None,
-                 deadline: float | None = None) -> FrameOutputs:
+                 deadline: float | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> FrameOutputs:
         """
         Complete a frame whose LiDAR is already projected.
 
         ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out);
-        ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode).
+        ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode);
+        ``should_stop`` goes to :meth:`DepthCompleter.complete`.
         """
         if sparse_depth is None:
             sparse_depth = projection.depth
-        result = self.completer.complete(inputs.rgb, sparse_depth, deadline)
+        result = self.completer.complete(inputs.rgb, sparse_depth, deadline, should_stop)
         depth = result.depth.copy()
         # The engine clamps at its far limit; a clamped pixel is "no depth", not a measurement.
         depth[~(depth < self.completer.config.max_depth * (1.0 - 1e-4))] = np.nan

@@ -38,7 +38,7 @@ from std_msgs.msg import Header
 SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
                                   Path(__file__).resolve().parents[2] / 'shared' / 'data'))
 KITTI_BAG = SHARED_DATA / 'bags' / 'kitti_2011_09_26_3frames_db3'
-STRUCT_CODES = {PointField.INT16: 'h', PointField.FLOAT32: 'f', PointField.FLOAT64: 'd'}
+STRUCT_CODES = {PointField.FLOAT32: 'f', PointField.FLOAT64: 'd'}
 
 
 def make_header(frame_id='camera'):
@@ -110,16 +110,35 @@ def test_pointcloud2_organized_with_nan_and_row_padding():
     np.testing.assert_array_equal(xyz, np.delete(points, [1, 7, 22], axis=0))
 
 
-def test_pointcloud2_integer_fields_and_duck_typed_data():
-    points = np.array([[1, -2, 3], [400, 500, -600]])
-    layout = [('x', 0, PointField.INT16), ('y', 2, PointField.INT16),
-              ('z', 4, PointField.INT16)]
-    msg = build_cloud(points, layout, point_step=6, big_endian=True)
+def test_pointcloud2_duck_typed_data():
+    msg = build_cloud(POINTS, [('x', 0, F32), ('y', 4, F32), ('z', 8, F32)], 12,
+                      big_endian=True)
     raw = bytes(msg.data)
     for data in (raw, array.array('B', raw), list(raw), np.frombuffer(raw, np.uint8)):
         duck = SimpleNamespace(height=msg.height, width=msg.width, fields=msg.fields,
-                               is_bigendian=True, point_step=6, row_step=12, data=data)
-        np.testing.assert_array_equal(pointcloud2_to_xyz(duck), points)
+                               is_bigendian=True, point_step=12, row_step=12 * 12, data=data)
+        np.testing.assert_array_equal(pointcloud2_to_xyz(duck), POINTS)
+
+
+@pytest.mark.parametrize('datatype', [PointField.UINT8, PointField.INT16, PointField.INT32])
+def test_pointcloud2_integer_coordinates_are_malformed(datatype):
+    msg = build_cloud(POINTS, [('x', 0, F32), ('y', 4, F32), ('z', 8, F32)], 12)
+    msg.fields[1].datatype = datatype
+    with pytest.raises(MalformedMessageError, match="'y' has datatype.*FLOAT32"):
+        pointcloud2_to_xyz(msg)
+
+
+@pytest.mark.parametrize('datatype', [F32, F64])
+def test_pointcloud2_is_bigendian_contradicting_the_data_is_malformed(datatype):
+    # struct packs the oracle in the given order; the header then claims the other one.
+    size = 4 if datatype == F32 else 8
+    layout = [('x', 0, datatype), ('y', size, datatype), ('z', 2 * size, datatype)]
+    for data_big_endian in (False, True):
+        msg = build_cloud(POINTS, layout, 3 * size, big_endian=data_big_endian)
+        np.testing.assert_allclose(pointcloud2_to_xyz(msg), POINTS)  # declared right: fine
+        msg.is_bigendian = not data_big_endian
+        with pytest.raises(MalformedMessageError, match='fix is_bigendian'):
+            pointcloud2_to_xyz(msg)
 
 
 def test_pointcloud2_errors_and_empty_cloud():

@@ -263,21 +263,21 @@ def test_auto_device_uses_cuda_only_when_present(tiny_model):
     assert completer.model.device.type == expected
 
 
-def test_a_collapsed_prediction_stops_the_steps_and_keeps_the_best(problem, monkeypatch):
-    """A head that outputs zero everywhere (dead ReLU) has no gradient: stop, keep the best."""
+def test_should_stop_cancels_between_steps_and_drops_the_warm_state(problem):
+    from lrda_ros.engine import CompletionCancelledError
+
     base, _, image, truth = problem
-    completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(iterations=20))
-    calls = []
-    points_prediction = completer._points_prediction
+    completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(iterations=6,
+                                                                       warm_start=True))
+    sparse = sample_sparse(truth, 300)
+    polls = []
 
-    def dying(*args):
-        calls.append(1)
-        points = points_prediction(*args)
-        return points * 0 if len(calls) > 3 else points
+    def stop_after_two_steps() -> bool:
+        polls.append(1)
+        return len(polls) > 2
 
-    monkeypatch.setattr(completer, '_points_prediction', dying)
-    result = completer.complete(image, sample_sparse(truth, 300))
-    assert result.status is CompletionStatus.DIVERGED
-    assert len(result.losses) == 4  # three live steps, then the collapsed one stops the loop
-    assert np.isfinite(result.depth).all() and np.ptp(result.depth) > 0
-    assert result.final_loss <= min(result.losses[:3]) * (1 + 1e-4)
+    with pytest.raises(CompletionCancelledError):
+        completer.complete(image, sparse, should_stop=stop_after_two_steps)
+    assert len(polls) == 3  # polled before each step; the third poll stopped it
+    result = completer.complete(image, sparse, should_stop=lambda: False)
+    assert not result.warm_started and result.iterations == 6

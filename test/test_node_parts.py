@@ -21,7 +21,8 @@ import threading
 from lrda_ros.colormap import colorize_depth, turbo
 from lrda_ros.ros.latest_slot import LatestSlot
 from lrda_ros.ros.parameters import (
-    extrinsic_override, InvalidParameterError, NodeSettings, PARAMETERS)
+    closest_parameter, coerce_value, extrinsic_override, InvalidParameterError, NodeSettings,
+    PARAMETERS)
 import numpy as np
 import pytest
 
@@ -48,8 +49,15 @@ def test_every_parameter_has_a_description_and_a_sane_range():
     ({'few_points': 'sometimes'}, 'few_points'),
     ({'dtype': 'float64'}, 'dtype'),
     ({'tail_strips': 0}, 'tail_strips'),
-    ({'min_depth': 50.0, 'max_depth': 10.0}, 'min_depth/max_depth'),
-    ({'projection.occlusion_window': 4}, 'projection.*'),
+    ({'min_depth': 50.0, 'max_depth': 10.0}, 'max_depth'),
+    ({'projection.occlusion_window': 4}, 'projection.occlusion_window'),
+    ({'projection.min_range': 50.0, 'projection.max_range': 10.0}, 'projection.max_range'),
+    ({'processing_size': 13}, 'processing_size'),
+    ({'processing_size': 1}, 'processing_size'),
+    ({'warm_iterations': -1}, 'warm_iterations'),
+    ({'device': 'tpu'}, 'device'),
+    ({'device': 'cuda:7'}, 'device'),
+    ({'colormap.min_depth': 200.0}, 'colormap.min_depth'),
     ({'colormap.min_depth': 20.0, 'colormap.max_depth': 10.0}, 'colormap.max_depth'),
     ({'lidar_to_camera.translation': [1.0, 2.0]}, 'lidar_to_camera.translation'),
 ])
@@ -58,6 +66,33 @@ def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
         NodeSettings.from_values(values)
     assert caught.value.name == culprit
     assert culprit in str(caught.value)
+
+
+def test_tto_rejections_name_the_parameter_not_a_generic_pair():
+    # Bypass the table's own range check to reach TTOConfig's: its message names the field.
+    from lrda_ros.ros import parameters
+
+    error = parameters._tto_error(ValueError('TTOConfig: warm_iterations must be >= 0'))
+    assert error.name == 'warm_iterations'
+    assert NodeSettings.from_values({'processing_size': 14}).tto.processing_size == 14
+    assert NodeSettings.from_values({'processing_size': 0}).tto.processing_size is None
+
+
+def test_wrong_types_name_the_expected_type_and_integer_arrays_become_floats():
+    assert coerce_value('lidar_to_camera.matrix', [1, 0, 0, 0]) == [1.0, 0.0, 0.0, 0.0]
+    assert coerce_value('learning_rate', 0.5) == 0.5
+    with pytest.raises(InvalidParameterError, match=r"'iterations'.*expects an integer.*write 40"):
+        coerce_value('iterations', 40.0)
+    with pytest.raises(InvalidParameterError, match=r"'learning_rate'.*double.*write 1.0"):
+        coerce_value('learning_rate', 1)
+    with pytest.raises(InvalidParameterError, match='string'):
+        coerce_value('model', 3)
+
+
+def test_misspelt_names_map_to_the_closest_declared_parameter():
+    assert closest_parameter('iteratons') == 'iterations'
+    assert closest_parameter('procesing_size') == 'processing_size'
+    assert closest_parameter('completely_unrelated_name') is None
 
 
 def test_extrinsic_override_forms_agree():
@@ -111,3 +146,12 @@ def test_colour_map_is_near_red_far_blue_and_black_where_invalid():
     assert tuple(ends[1]) == pytest.approx((122, 4, 3), abs=3)
     with pytest.raises(ValueError):
         colorize_depth(depth, near=5.0, far=2.0)
+
+
+def test_one_fixed_colour_map_end_beyond_the_automatic_other_end_is_clamped():
+    depth = np.array([[1.0, 2.0, 3.0]], np.float32)  # the automatic far end is about 3 m
+    beyond_far = colorize_depth(depth, near=20.0)  # fixed near end past everything
+    # Every pixel is nearer than the near end: all take the near colour (as clamping does).
+    assert (beyond_far == turbo(np.array([1.0]))[0]).all()
+    below_near = colorize_depth(depth, far=0.5)  # fixed far end before everything
+    assert (below_near == turbo(np.array([0.0]))[0]).all()

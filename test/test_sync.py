@@ -263,6 +263,42 @@ def test_create_synchronized_subscriptions_with_rclpy(ros_node):
     assert stamps[1] - stamps[0] == 7 * MS and stamps[2] - stamps[0] == 13 * MS
 
 
+def _stamped(stamp: int):
+    return types.SimpleNamespace(header=types.SimpleNamespace(
+        stamp=types.SimpleNamespace(sec=stamp // 1_000_000_000, nanosec=stamp % 1_000_000_000)))
+
+
+@pytest.mark.parametrize('prefer_message_filters', [False, True])
+def test_never_synchronizing_inputs_are_counted_with_their_offset(ros_node,
+                                                                  prefer_message_filters):
+    # LiDAR 0.2 s after the camera (frames 0.5 s apart), slop 0.05 s: no set ever matches.
+    from sensor_msgs.msg import Image
+
+    if prefer_message_filters and not message_filters_available():
+        pytest.skip('message_filters is not installed (ROS 2 install)')
+    node, executor = ros_node
+    received = []
+    handle = create_synchronized_subscriptions(
+        node, [(Image, 'cam'), (Image, 'lidar')], 10, 2, 0.05,
+        callback=lambda *msgs: received.append(msgs),
+        prefer_message_filters=prefer_message_filters)
+    publishers = [node.create_publisher(Image, topic, 10) for topic in ('cam', 'lidar')]
+    for frame in range(6):
+        for publisher, offset in zip(publishers, (0, 200 * MS)):
+            msg = Image()
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(
+                1_000_000_000 + frame * 500 * MS + offset, 1_000_000_000)
+            publisher.publish(msg)
+            executor.spin_once(timeout_sec=0.2)
+    deadline = time.monotonic() + 5
+    while handle.num_evicted < 12 - 4 and time.monotonic() < deadline:
+        executor.spin_once(timeout_sec=0.05)
+    assert received == []
+    # 12 messages, 2 still queued per input (queue_size 2).
+    assert handle.num_evicted == 12 - 4 and handle.num_emitted == 0
+    assert handle.stamp_offsets() == {'lidar': pytest.approx(0.2)}
+
+
 def test_builtin_backend_when_message_filters_not_preferred(ros_node):
     from sensor_msgs.msg import Image
 
@@ -281,13 +317,19 @@ def test_message_filters_backend_wiring(monkeypatch):
     class Subscriber:
         def __init__(self, node, msg_type, topic, qos_profile):
             calls.append(('Subscriber', node, msg_type, topic, qos_profile))
+            self.callbacks = []
+
+        def registerCallback(self, callback):  # noqa: N802 (message_filters' name)
+            self.callbacks.append(callback)
 
     class ApproximateTimeSynchronizer:
         def __init__(self, subscribers, queue_size, slop):
             calls.append(('Synchronizer', len(subscribers), queue_size, slop))
+            self.subscribers, self.queues, self.lock = subscribers, [{}, {}], threading.Lock()
 
-        def registerCallback(self, callback):
+        def registerCallback(self, callback):  # noqa: N802
             calls.append(('registerCallback', callback))
+            self.callback = callback
 
     fake = types.ModuleType('message_filters')
     fake.Subscriber = Subscriber
@@ -298,7 +340,20 @@ def test_message_filters_backend_wiring(monkeypatch):
     node, qos = object(), 7
     handle = create_synchronized_subscriptions(
         node, [(int, 'a'), (float, 'b')], qos, 5, 0.05, callback=print)
-    assert handle.backend == 'message_filters' and handle.num_evicted is None
+    assert handle.backend == 'message_filters' and handle.num_evicted == 0
     assert len(handle.subscriptions) == 2
-    assert calls == [('Subscriber', node, int, 'a', 7), ('Subscriber', node, float, 'b', 7),
-                     ('Synchronizer', 2, 5, 0.05), ('registerCallback', print)]
+    assert calls[:3] == [('Subscriber', node, int, 'a', 7), ('Subscriber', node, float, 'b', 7),
+                         ('Synchronizer', 2, 5, 0.05)]
+    assert calls[3][0] == 'registerCallback'
+
+    # Evictions are derived from what the subscribers saw, the sets emitted and the queues:
+    # three messages on 'a', one on 'b' 0.2 s later, one set emitted, one message queued.
+    synchronizer = handle.synchronizer
+    a, b = handle.subscriptions
+    for stamp_s, subscriber in ((1.0, a), (1.1, a), (1.2, a), (1.4, b)):
+        subscriber.callbacks[0](_stamped(int(stamp_s * 1e9)))
+    synchronizer.callback('set a', 'set b')
+    synchronizer.queues[0][1] = 'still queued'
+    assert handle.num_emitted == 1
+    assert handle.num_evicted == 4 - 2 * 1 - 1
+    assert handle.stamp_offsets() == {'b': pytest.approx(0.2)}

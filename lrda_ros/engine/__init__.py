@@ -32,10 +32,13 @@ from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
 from .lora import LoraAdapters
 from .model import DepthModel, EncodedImage, resolve_device
 from .precision import UnsupportedPrecisionError
-from .tto import CompletionResult, CompletionStatus, DepthCompleter, InsufficientSparseDepthError
+from .tto import (
+    CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter,
+    InsufficientSparseDepthError)
 
 __all__ = [
-    'aligned_to_depth', 'alignment_loss', 'CompletionResult', 'CompletionStatus',
+    'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
+    'CompletionStatus',
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',

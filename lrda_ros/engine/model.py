@@ -45,13 +45,30 @@ class EncodedImage:
 
 
 def resolve_device(name: str) -> torch.device:
-    """Map 'auto' to CUDA when available, else CPU; pass explicit names through."""
+    """
+    Map 'auto' to CUDA when available, else CPU; check explicit names against this machine.
+
+    Raises ValueError (one line, saying what to use instead) for a name torch does not know, a
+    CUDA device without CUDA, and a CUDA index this machine does not have.
+    """
     if name == 'auto':
         return torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-    device = torch.device(name)
+    try:
+        device = torch.device(name)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"unknown device {name!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'"
+                         ) from error
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError(f'device {name!r} requested but CUDA is not available; '
                          "use 'auto' or 'cpu'")
+    if device.type == 'cuda' and device.index is not None \
+            and device.index >= torch.cuda.device_count():
+        raise ValueError(f'device {name!r} requested but this machine has '
+                         f'{torch.cuda.device_count()} CUDA device(s): use cuda:0 .. '
+                         f'cuda:{torch.cuda.device_count() - 1}')
+    if device.type not in ('cpu', 'cuda'):
+        raise ValueError(f"device {name!r} is not supported: use 'auto', 'cpu', 'cuda' or "
+                         "'cuda:N'")
     return device
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 import math
 import time
+from typing import Callable
 
 import numpy as np
 import torch
@@ -40,12 +41,13 @@ from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 
-#: Share of the LiDAR pixels at which an exactly-zero prediction counts as collapsed.
-COLLAPSED_ZERO_FRACTION = 0.95
-
 
 class InsufficientSparseDepthError(ValueError):
     """Too few valid sparse depths to anchor the metric scale."""
+
+
+class CompletionCancelledError(RuntimeError):
+    """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
 
 
 class CompletionStatus(str, Enum):
@@ -114,17 +116,6 @@ class _Trace:
     diverged: bool
     best_loss: float
     best_state: list[torch.Tensor] | None
-
-
-def prediction_collapsed(points: torch.Tensor) -> bool:
-    """
-    Return whether the prediction is zero at nearly every LiDAR pixel.
-
-    The loss does not see the prediction's magnitude (scale and shift are refitted), so the
-    adapters can drift until the head's final ReLU outputs zero everywhere; no gradient passes
-    it then, and no further step can bring the prediction back.
-    """
-    return bool((points.detach() == 0).float().mean() >= COLLAPSED_ZERO_FRACTION)
 
 
 class DepthCompleter:
@@ -212,7 +203,8 @@ class DepthCompleter:
 
     def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                   samples: SparseSamples, target: torch.Tensor, iterations: int,
-                  warm: bool, deadline: FrameDeadline) -> _Trace:
+                  warm: bool, deadline: FrameDeadline,
+                  should_stop: Callable[[], bool] | None = None) -> _Trace:
         config = self.config
         parameters = self.adaptation.parameters
         trace = _Trace([], False, math.inf, None)
@@ -226,6 +218,9 @@ class DepthCompleter:
         for _ in range(iterations):
             if not deadline.another_step_fits():
                 break
+            # Checked between steps: a step is the longest uninterruptible unit of work.
+            if should_stop is not None and should_stop():
+                raise CompletionCancelledError('stopped between optimization steps')
             optimizer.zero_grad(set_to_none=True)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
@@ -233,8 +228,7 @@ class DepthCompleter:
             loss, _ = alignment_loss(points, target)
             value = float(loss.detach())
             trace.losses.append(value)
-            if (not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]
-                    or prediction_collapsed(points)):
+            if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
                 trace.diverged = True
                 break
             if value < trace.best_loss:
@@ -287,7 +281,8 @@ class DepthCompleter:
         return dense, loss, fit
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 deadline: float | None = None) -> CompletionResult:
+                 deadline: float | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> CompletionResult:
         """
         Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
 
@@ -295,6 +290,9 @@ class DepthCompleter:
         from now, when set) stops the optimizer steps in time to return by then, with the
         best iterate so far (see engine/deadline.py). The encoder pass and one dense decode
         always run, so a budget below their cost is overrun by that much.
+
+        ``should_stop`` is polled before every optimization step; when it returns True the
+        frame is abandoned with CompletionCancelledError (the warm-start state is reset).
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -324,8 +322,12 @@ class DepthCompleter:
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
-        trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm,
-                               frame_deadline)
+        try:
+            trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm,
+                                   frame_deadline, should_stop)
+        except CompletionCancelledError:
+            self._warm_input_shape = None  # half-adapted weights are no starting point
+            raise
         dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace,
                                                   frame_deadline)
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,

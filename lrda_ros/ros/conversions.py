@@ -61,6 +61,13 @@ _POINT_FIELD_TYPES = {
     1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 8: 'f8',
 }
 _FLOAT32_DATATYPE = 7
+# x, y, z are metres as FLOAT32 or FLOAT64 (sensor_msgs/PointCloud2 conventions, what PCL and
+# rviz2 read): integer coordinates carry a driver-specific scale and would be garbage here.
+_COORDINATE_DATATYPES = {7: 'FLOAT32', 8: 'FLOAT64'}
+# Coordinates in metres a real cloud has (1 mm .. 100 km): read with the wrong byte order,
+# floats mostly fall outside (their exponent comes from a mantissa byte).
+_PLAUSIBLE_METRES = (1e-3, 1e5)
+_BYTE_ORDER_SAMPLE = 4096
 
 
 def _byte_view(data: Any) -> np.ndarray:
@@ -192,10 +199,10 @@ def transform_to_rigid(msg: Any) -> RigidTransform:
         [rotation.x, rotation.y, rotation.z, rotation.w])
 
 
-def _xyz_dtype(msg: Any) -> np.dtype:
+def _xyz_dtype(msg: Any, swapped: bool = False) -> np.dtype:
     """Build a structured dtype exposing the x, y, z fields of a PointCloud2 point."""
     point_step = int(msg.point_step)
-    byte_order = '>' if msg.is_bigendian else '<'
+    byte_order = '>' if bool(msg.is_bigendian) != swapped else '<'
     fields = {f.name: f for f in msg.fields}
     missing = [name for name in ('x', 'y', 'z') if name not in fields]
     if missing:
@@ -205,10 +212,10 @@ def _xyz_dtype(msg: Any) -> np.dtype:
     for name in ('x', 'y', 'z'):
         point_field = fields[name]
         kind = _POINT_FIELD_TYPES.get(int(point_field.datatype))
-        if kind is None:
+        if int(point_field.datatype) not in _COORDINATE_DATATYPES:
             raise MalformedMessageError(
-                f'field {name!r} has datatype {point_field.datatype}; expected one of '
-                f'{sorted(_POINT_FIELD_TYPES)} (sensor_msgs/PointField INT8..FLOAT64)')
+                f'field {name!r} has datatype {point_field.datatype}; x, y, z must be FLOAT32 '
+                '(7) or FLOAT64 (8) metres (sensor_msgs/PointField)')
         if int(point_field.count) != 1:
             raise MalformedMessageError(
                 f'field {name!r} has count {point_field.count}; expected 1')
@@ -223,19 +230,18 @@ def _xyz_dtype(msg: Any) -> np.dtype:
                      'itemsize': point_step})
 
 
-def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
+def pointcloud2_view(msg: Any) -> np.ndarray:
     """
-    Read the finite x, y, z coordinates of a ``sensor_msgs/PointCloud2`` as ``(N, 3)``.
+    Return a validated ``(height, width)`` structured view of a PointCloud2's x, y, z.
 
-    Handles any field order and offsets, numeric field types (INT8..FLOAT64), padding
-    inside points and at row ends, organized clouds and big-endian data. Points with a
-    non-finite coordinate are dropped; an empty cloud gives a ``(0, 3)`` array.
+    Raises MalformedMessageError for missing or integer coordinates, sizes that contradict
+    each other and an ``is_bigendian`` that contradicts the data.
     """
     height, width = int(msg.height), int(msg.width)
     point_step, row_step = int(msg.point_step), int(msg.row_step)
     point_dtype = _xyz_dtype(msg)
     if height * width == 0:
-        return np.zeros((0, 3), dtype=dtype)
+        return np.zeros((0, 0), dtype=point_dtype)
     if row_step < width * point_step:
         raise MalformedMessageError(
             f'row_step {row_step} is shorter than width {width} x point_step {point_step}')
@@ -246,10 +252,58 @@ def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
             f' = {height * row_step}')
     cloud = np.ndarray(shape=(height, width), dtype=point_dtype, buffer=data,
                        strides=(row_step, point_step))
-    xyz = np.empty((height * width, 3), dtype=dtype)
+    _check_byte_order(msg, cloud, data)
+    return cloud
+
+
+def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
+    """
+    Read the finite x, y, z coordinates of a ``sensor_msgs/PointCloud2`` as ``(N, 3)``.
+
+    Handles any field order and offsets, FLOAT32/FLOAT64 coordinates, padding inside points
+    and at row ends, organized clouds and big-endian data. Points with a non-finite coordinate
+    are dropped; an empty cloud gives a ``(0, 3)`` array. Integer coordinates and an
+    ``is_bigendian`` that contradicts the data raise MalformedMessageError.
+    """
+    cloud = pointcloud2_view(msg)
+    xyz = np.empty((cloud.size, 3), dtype=dtype)
     for column, name in enumerate(('x', 'y', 'z')):
         xyz[:, column] = cloud[name].reshape(-1)
     return xyz[np.all(np.isfinite(xyz), axis=1)]
+
+
+def _plausible_fraction(points: np.ndarray) -> float:
+    """Return the fraction of finite non-zero coordinates within _PLAUSIBLE_METRES."""
+    values = np.stack([points[name].astype(np.float64) for name in ('x', 'y', 'z')])
+    with np.errstate(invalid='ignore', over='ignore'):
+        magnitude = np.abs(values[np.isfinite(values) & (values != 0)])
+    if magnitude.size == 0:
+        return 1.0  # nothing to judge by (all zero or NaN): either order reads the same
+    low, high = _PLAUSIBLE_METRES
+    return float(np.mean((magnitude >= low) & (magnitude <= high)))
+
+
+def _check_byte_order(msg: Any, cloud: np.ndarray, data: np.ndarray) -> None:
+    """
+    Raise MalformedMessageError when ``is_bigendian`` contradicts the data's byte order.
+
+    Judged on a sample of points: read as declared, few coordinates are plausible metres,
+    while read the other way nearly all are. Correctly declared data of either order pass.
+    """
+    sample = cloud.reshape(-1)[:_BYTE_ORDER_SAMPLE]
+    declared = _plausible_fraction(sample)
+    if declared >= 0.5:
+        return
+    other = np.ndarray(shape=cloud.shape, dtype=_xyz_dtype(msg, swapped=True), buffer=data,
+                       strides=cloud.strides).reshape(-1)[:_BYTE_ORDER_SAMPLE]
+    swapped = _plausible_fraction(other)
+    if swapped > 0.9:
+        declared_order = 'big' if msg.is_bigendian else 'little'
+        actual_order = 'little' if msg.is_bigendian else 'big'
+        raise MalformedMessageError(
+            f'PointCloud2 is_bigendian={bool(msg.is_bigendian)} but its x, y, z read as '
+            f'{declared_order}-endian are implausible ({declared:.0%} within 1 mm .. 100 km) '
+            f'and as {actual_order}-endian plausible ({swapped:.0%}): fix is_bigendian')
 
 
 def _checked_image(values: np.ndarray, ndim: int, what: str) -> np.ndarray:

@@ -20,6 +20,10 @@ Run it beside ``ros2 bag play`` and the completion node; it writes the same repo
 is available) every ``report_every`` frames and at shutdown. Ground truth is any depth Image
 topic (32FC1 metres or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion
 node's own ``holdout_depth`` when it runs with ``evaluation.holdout_fraction`` > 0.
+
+Each frame's iterations and processing time come from the completion node's /diagnostics
+(it publishes them after every frame during live evaluation), matched by the frame's stamp;
+without them the time between depth frames stands in for the time per frame.
 """
 
 from __future__ import annotations
@@ -29,14 +33,17 @@ import sys
 import threading
 import time
 
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
-import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import Image
 
 from .conversions import depth_image_to_array, image_to_rgb
+from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S, stamp_text
+from .startup import run_node
 from .sync import create_synchronized_subscriptions
 from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
@@ -60,20 +67,46 @@ class EvaluatorNode(Node):
         self._images: dict[int, Image] = {}
         self._lock = threading.Lock()
         self._last_arrival: float | None = None
-        self._figures_planned = 0
+        self._figures_drawn = 0
         self._waiting_figures: dict[int, tuple[str, np.ndarray, np.ndarray]] = {}
+        #: frame name -> (iterations, seconds) from the completion node's /diagnostics.
+        self._frame_stats: dict[str, tuple[int, float]] = {}
+        self._unmatched: dict[str, FrameRecord] = {}
+        self._reported = False
         self.output.mkdir(parents=True, exist_ok=True)
         (self.output / 'frames').mkdir(exist_ok=True)
         qos = QoSProfile(depth=10)
         self._sync = create_synchronized_subscriptions(
             self, [(Image, 'depth'), (Image, 'ground_truth')], qos, 20, slop, self._on_pair)
-        self.create_subscription(Image, 'image', self._on_image, qos)
+        # Reliable: megabyte images between processes are mostly lost best effort. A
+        # best-effort camera needs qos_overrides./<image topic>.subscription.reliability.
+        overrides = QoSOverridingOptions.with_default_policies()
+        self.create_subscription(Image, 'image', self._on_image, qos,
+                                 qos_overriding_options=overrides)
+        self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
         self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
                                f'report in {self.output}')
 
     def _declare(self, name: str, default, description: str):
         return self.declare_parameter(
             name, default, ParameterDescriptor(description=description)).value
+
+    def _on_diagnostics(self, message: DiagnosticArray) -> None:
+        for status in message.status:
+            values = {kv.key: kv.value for kv in status.values}
+            if values.get(KEY_FRAME_STAMP):
+                try:
+                    stats = (int(values[KEY_ITERATIONS]), float(values[KEY_PROCESSING_S]))
+                except (KeyError, ValueError):
+                    continue
+                with self._lock:
+                    self._frame_stats[values[KEY_FRAME_STAMP]] = stats
+                    while len(self._frame_stats) > 200:
+                        del self._frame_stats[next(iter(self._frame_stats))]
+                    # The depth may have been scored before its diagnostics arrived.
+                    record = self._unmatched.pop(values[KEY_FRAME_STAMP], None)
+                    if record is not None:
+                        record.iterations, record.seconds = stats
 
     def _on_image(self, message: Image) -> None:
         stamp = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
@@ -82,12 +115,22 @@ class EvaluatorNode(Node):
             while len(self._images) > 50:
                 del self._images[min(self._images)]
             waiting = self._waiting_figures.pop(stamp, None)
+            # Images arrive in stamp order: older waiting frames lost theirs; free their slots.
+            for lost in [s for s in self._waiting_figures if s < stamp]:
+                del self._waiting_figures[lost]
         if waiting is not None:
             self._draw(message, *waiting)
 
     def _draw(self, image: Image, name: str, prediction: np.ndarray, truth: np.ndarray) -> None:
-        frame = Frame(name, image_to_rgb(image), np.zeros_like(truth), truth)
-        frame_figure(frame, {self.method: prediction}, self.output / 'frames' / f'{name}.png')
+        try:
+            frame = Frame(name, image_to_rgb(image), np.zeros_like(truth), truth)
+            frame_figure(frame, {self.method: prediction},
+                         self.output / 'frames' / f'{name}.png')
+        except ValueError as error:
+            self.get_logger().warning(f'frame {name}: no figure: {error}')
+            return
+        with self._lock:
+            self._figures_drawn += 1
 
     def _on_pair(self, depth_msg: Image, truth_msg: Image) -> None:
         now = time.monotonic()
@@ -106,18 +149,32 @@ class EvaluatorNode(Node):
             return
         stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
         with self._lock:
-            self.result.records.append(FrameRecord(name, self.method, interval, float('nan'),
-                                                   0, 'ok', float('nan'), metrics))
+            iterations, seconds = self._frame_stats.get(stamp_text(stamp), (0, interval))
+            record = FrameRecord(name, self.method, seconds, float('nan'), iterations, 'ok',
+                                 float('nan'), metrics)
+            self.result.records.append(record)
+            if stamp_text(stamp) not in self._frame_stats:
+                self._unmatched[stamp_text(stamp)] = record
+                while len(self._unmatched) > 200:
+                    del self._unmatched[next(iter(self._unmatched))]
             count = len(self.result.records)
             image = self._images.get(stamp_ns)
-            wants_figure = self._figures_planned < self.figures
-            self._figures_planned += int(wants_figure)
+            wants_figure = self._figures_drawn + len(self._waiting_figures) < self.figures
             if wants_figure and image is None:  # the image may still be on its way
                 self._waiting_figures[stamp_ns] = (name, prediction, truth)
         if wants_figure and image is not None:
             self._draw(image, name, prediction, truth)
         if count % max(1, self.report_every) == 0:
             self.write_report()
+
+    def destroy_node(self) -> None:
+        """Write the final report (logging while the context is still valid), then destroy."""
+        if not self._reported:
+            self._reported = True
+            summary = self.write_report()
+            if summary:
+                self.get_logger().info(f'final report in {self.output}: {summary}')
+        super().destroy_node()
 
     def write_report(self) -> dict:
         """Write frames.csv, summary.md/.json and speed_accuracy.png; return the summary."""
@@ -133,20 +190,8 @@ class EvaluatorNode(Node):
 
 
 def main(args: list[str] | None = None) -> int:
-    """Run the evaluator until shutdown, then write the final report."""
-    rclpy.init(args=args)
-    node = EvaluatorNode()
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        summary = node.write_report()
-        if summary:
-            node.get_logger().info(f'final report in {node.output}: {summary}')
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    """Run the evaluator until SIGINT/SIGTERM, then write the final report and exit 0."""
+    return run_node('evaluator_node', EvaluatorNode, args)
 
 
 if __name__ == '__main__':

@@ -20,181 +20,203 @@ thread; the worker converts messages to arrays, looks up the LiDAR->camera trans
 :class:`~lrda_ros.pipeline.CompletionPipeline` and publishes. Bad input is logged (throttled),
 counted and dropped; it never stops the node.
 
-Topics (all remappable): subscribes ``image`` (or ``image/compressed`` with
-``image_transport: compressed``), ``camera_info``, ``points``; publishes ``depth``
+Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
 pixels withheld for live evaluation, when enabled) and ``/diagnostics``.
+
+:class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
+unload); :class:`CompletionNode` runs the first three at construction, and the managed
+:class:`~lrda_ros.ros.lifecycle_node.CompletionLifecycleNode` runs them on its transitions.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from dataclasses import dataclass, field
-import os
 import sys
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-from rcl_interfaces.msg import (
-    FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult)
-import rclpy
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.duration import Duration
-from rclpy.exceptions import InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
+from .bridges import MessageReader
 from .compressed import compressed_image_to_rgb
 from .conversions import (
-    camera_info_to_camera_model, depth_to_image_msg, image_to_rgb, pointcloud2_to_xyz,
-    rgb_to_image_msg, transform_to_rigid, xyz_to_pointcloud2)
+    camera_info_to_camera_model, depth_to_image_msg, rgb_to_image_msg, transform_to_rigid,
+    xyz_to_pointcloud2)
+from .declaration import declare_parameters, parameter_values, warn_unknown_parameters
+from .diagnostics import completion_status, NodeStatistics, stamp_text
 from .latest_slot import LatestSlot
-from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, ParameterSpec
-from .sync import create_synchronized_subscriptions
+from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
+from .startup import run_node
+from .sync import create_synchronized_subscriptions, SynchronizedSubscriptions
 from ..colormap import colorize_depth
 from ..engine import (
-    DepthCompleter, InsufficientSparseDepthError, ModelLoadError, UnsupportedPrecisionError)
+    CompletionCancelledError, DepthCompleter, DepthModel, InsufficientSparseDepthError,
+    UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0
+_NS_PER_S = 1_000_000_000
+#: attribute -> (type, topic) of every output but /diagnostics.
+_OUTPUTS = {
+    'pub_depth': (Image, 'depth'), 'pub_info': (CameraInfo, 'depth/camera_info'),
+    'pub_sparse': (Image, 'sparse_depth'), 'pub_colored': (Image, 'depth_colored'),
+    'pub_points': (PointCloud2, 'points_dense'), 'pub_holdout': (Image, 'holdout_depth'),
+}
 
 
-def _descriptor(spec: ParameterSpec) -> ParameterDescriptor:
-    descriptor = ParameterDescriptor(description=spec.description, read_only=spec.read_only)
-    if spec.choices:
-        descriptor.additional_constraints = 'one of: ' + ', '.join(spec.choices)
-    if spec.minimum is not None and isinstance(spec.default, float):
-        descriptor.floating_point_range = [FloatingPointRange(
-            from_value=float(spec.minimum), to_value=float(spec.maximum), step=0.0)]
-    elif spec.minimum is not None and isinstance(spec.default, int) \
-            and not isinstance(spec.default, bool):
-        descriptor.integer_range = [IntegerRange(
-            from_value=int(spec.minimum), to_value=int(spec.maximum), step=0)]
-    return descriptor
+def stamp_error(stamp: Any) -> str | None:
+    """Return why a header stamp is unusable (builtin_interfaces/Time rules), or None."""
+    if stamp.sec < 0:
+        return f'negative stamp {stamp.sec}.{stamp.nanosec:09d}'
+    if stamp.nanosec >= _NS_PER_S:
+        return f'stamp nanosec {stamp.nanosec} is not below 1e9'
+    return None
 
 
-@dataclass
-class NodeStatistics:
-    """Counters and last values shown on /diagnostics."""
+class CompletionCore:
+    """
+    Dense depth from camera + LiDAR by decoder-only LoRA test-time optimization.
 
-    received: int = 0
-    processed: int = 0
-    replaced: int = 0
-    dropped: Counter = field(default_factory=Counter)
-    statuses: Counter = field(default_factory=Counter)
-    last_loss: float = float('nan')
-    last_iterations: int = 0
-    last_points: int = 0
-    last_processing_s: float = float('nan')
-    last_latency_s: float = float('nan')
-    #: Seconds from the synchronized set's arrival to the end of its publishing.
-    last_frame_s: float = float('nan')
-    #: Frames whose optimization the time budget stopped early, and recent iteration counts.
-    stopped_at_budget: int = 0
-    recent_iterations: list[int] = field(default_factory=list)
-    #: Monotonic times of the last completed frames (for the output rate).
-    completed_at: list[float] = field(default_factory=list)
+    Mixed into an rclpy Node (plain or lifecycle); every stage is a method so both node
+    kinds share one implementation.
+    """
 
-    @property
-    def output_rate_hz(self) -> float:
-        """Return completed frames per second over the recent window (NaN before two)."""
-        times = self.completed_at
-        if len(times) < 2 or times[-1] <= times[0]:
-            return float('nan')
-        return (len(times) - 1) / (times[-1] - times[0])
+    model_choice: DepthModel | None = None
+    pipeline: CompletionPipeline | None = None
+    subscriptions_handle: SynchronizedSubscriptions | None = None
+    _worker: threading.Thread | None = None
 
-    @property
-    def num_dropped(self) -> int:
-        """Return all frames dropped for any reason, replaced ones included."""
-        return sum(self.dropped.values()) + self.replaced
+    # --- stages -----------------------------------------------------------------------------
 
-
-class CompletionNode(Node):
-    """Dense depth from camera + LiDAR by decoder-only LoRA test-time optimization."""
-
-    def __init__(self, **node_options: Any) -> None:
-        super().__init__(NODE_NAME, **node_options)
-        for spec in PARAMETERS:
-            self.declare_parameter(spec.name, spec.default, _descriptor(spec))
-        self.settings = NodeSettings.from_values(self._parameter_values())
-        choice = load_depth_model(self.settings.model, self.settings.tto.device)
-        if choice.warning:
-            self.get_logger().warning(choice.warning)
-        self.model_choice = choice
-        try:
-            completer = DepthCompleter(choice, self.settings.tto)
-        except UnsupportedPrecisionError as error:
-            raise InvalidParameterError('dtype', str(error)) from error
-        self.pipeline = CompletionPipeline(completer, self.settings.projection)
+    def _declare(self) -> None:
+        """Declare and validate parameters; create /diagnostics (it reports in every state)."""
         self.stats = NodeStatistics()
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
+        self._last_warning: dict[str, float] = {}
+        self._last_unsynchronized = 0
+        self._stop = threading.Event()      # the worker ends
+        self._active = threading.Event()    # frames are processed only while set
         # Each set carries its arrival time (time.monotonic): the time budget starts there.
         self._slot: LatestSlot[tuple[Image, CameraInfo, PointCloud2, float]] = LatestSlot()
         #: Seconds the last publishing took: the time budget reserves it.
         self._publish_seconds = 0.0
-        self._last_warning: dict[str, float] = {}
-
-        self._tf_buffer = self._make_tf_buffer()
-        reliable = QoSProfile(depth=5)
-        overrides = QoSOverridingOptions.with_default_policies()
-        self.pub_depth = self.create_publisher(Image, 'depth', reliable,
-                                               qos_overriding_options=overrides)
-        self.pub_info = self.create_publisher(CameraInfo, 'depth/camera_info', reliable,
-                                              qos_overriding_options=overrides)
-        self.pub_sparse = self.create_publisher(Image, 'sparse_depth', reliable,
-                                                qos_overriding_options=overrides)
-        self.pub_colored = self.create_publisher(Image, 'depth_colored', reliable,
-                                                 qos_overriding_options=overrides)
-        self.pub_points = self.create_publisher(PointCloud2, 'points_dense', reliable,
-                                                qos_overriding_options=overrides)
-        self.pub_holdout = self.create_publisher(Image, 'holdout_depth', reliable,
-                                                 qos_overriding_options=overrides)
+        self._tf_buffer = None
+        self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
+        declare_parameters(self, PARAMETERS)
+        self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.subscriptions_handle = create_synchronized_subscriptions(
-            self, [self._image_input(), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
-            qos_profile_sensor_data, self.settings.sync_queue_size, self.settings.sync_slop,
-            self._on_synchronized, qos_overriding_options=overrides)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics)
+
+    def _load(self, create_publisher: Callable[..., Any]) -> None:
+        """Load the model, create the outputs and start the worker (idle until subscribed)."""
+        settings = self.settings
+        choice = load_depth_model(settings.model, settings.tto.device)
+        if choice.warning:
+            self.get_logger().warning(choice.warning)
+        try:
+            completer = DepthCompleter(choice, settings.tto)
+        except UnsupportedPrecisionError as error:
+            raise InvalidParameterError('dtype', str(error)) from error
+        with self._settings_lock:
+            self.model_choice = choice
+            self.pipeline = CompletionPipeline(completer, settings.projection)
+        self._tf_buffer = self._make_tf_buffer()
+        overrides = QoSOverridingOptions.with_default_policies()
+        for attribute, (msg_type, topic) in _OUTPUTS.items():
+            setattr(self, attribute, create_publisher(msg_type, topic, QoSProfile(depth=5),
+                                                      qos_overriding_options=overrides))
+        self._stop = threading.Event()
+        self._slot = LatestSlot()
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
         self._worker.start()
+
+    def _subscribe(self) -> None:
+        """Subscribe to the synchronized inputs: frames flow from now on."""
+        self._active.set()
+        self.subscriptions_handle = create_synchronized_subscriptions(
+            self, [self._image_input(), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
+            qos_profile_sensor_data, self.settings.sync_queue_size,
+            self.settings.sync_slop, self._on_synchronized,
+            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+
+    def _unsubscribe(self) -> None:
+        """Stop processing (a frame in progress is abandoned between steps); keep the model."""
+        self._active.clear()
+        if self.subscriptions_handle is not None:
+            self.subscriptions_handle.destroy(self)
+        self._slot.take(timeout=0)  # a pending frame is stale once processing resumes
+
+    def _unload(self, destroy_publisher: Callable[[Any], Any]) -> None:
+        """Stop and join the worker, destroy the outputs and free the model."""
+        self._stop_worker()
+        for attribute in _OUTPUTS:
+            publisher = getattr(self, attribute, None)
+            if publisher is not None:
+                destroy_publisher(publisher)
+                setattr(self, attribute, None)
+        self._tf_buffer = self._tf_listener = None
+        with self._settings_lock:
+            self.pipeline = self.model_choice = None
+
+    def _stop_worker(self) -> None:
+        """Ask the worker to stop (it checks between optimization steps) and join it."""
+        if getattr(self, '_stop', None) is not None:
+            self._stop.set()
+            self._slot.close()
+        if self._worker is not None:
+            self._worker.join()  # never time out: torch must not run during teardown
+            self._worker = None
+
+    def _log_started(self) -> None:
+        choice, tto = self.model_choice, self.settings.tto
         self.get_logger().info(
             f'model {choice.source!r} ({choice.prediction_space.value}) on '
-            f'{choice.device}; {self.settings.tto.iterations} iterations cold, '
-            f'{self.settings.tto.warm_iterations if self.settings.tto.warm_start else "no"} '
-            f'warm; synchronization: {self.subscriptions_handle.backend}; image: '
-            f'{self.settings.image_transport} on {self._image_input()[1]}')
+            f'{choice.device}; {tto.iterations} iterations cold, '
+            f'{tto.warm_iterations if tto.warm_start else "no"} warm; synchronization: '
+            f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}; '
+            f'image: {self.settings.image_transport} on {self._image_input()[1]}; '
+            f'{self._conversion()}')
+
+    def _conversion(self) -> str:
+        reader = self._reader
+        return (f'images via {"cv_bridge" if reader.image_backend == "native" else "numpy"}, '
+                f'clouds via '
+                f'{"sensor_msgs_py" if reader.cloud_backend == "native" else "numpy"}')
+
+    def destroy_node(self) -> None:
+        """Stop and join the worker, then destroy the node (safe after a failed start)."""
+        self._stop_worker()
+        super().destroy_node()
 
     # --- parameters -----------------------------------------------------------------------
 
-    def _parameter_values(self, changed: list | None = None) -> dict[str, Any]:
-        values = {spec.name: self.get_parameter(spec.name).value for spec in PARAMETERS}
-        for parameter in changed or []:
-            values[parameter.name] = parameter.value
-        return values
-
     def _on_set_parameters(self, parameters: list) -> SetParametersResult:
         try:
-            settings = NodeSettings.from_values(self._parameter_values(parameters))
+            settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
         except InvalidParameterError as error:
             return SetParametersResult(successful=False, reason=str(error))
         with self._settings_lock:
             self.settings = settings
-            completer = self.pipeline.completer
-            # Only fields that do not change the adapter's shape are mutable (others are
-            # read-only parameters).
-            completer.config = settings.tto
-            self.pipeline.projection = settings.projection
+            if self.pipeline is not None:
+                # Only fields that do not change the adapter's shape are mutable (others are
+                # read-only parameters).
+                self.pipeline.completer.config = settings.tto
+                self.pipeline.projection = settings.projection
         return SetParametersResult(successful=True)
 
     # --- input ----------------------------------------------------------------------------
@@ -259,6 +281,11 @@ class CompletionNode(Node):
 
     def _inputs(self, image: Image, info: CameraInfo,
                 cloud: PointCloud2) -> FrameInputs | None:
+        for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
+            problem = stamp_error(message.header.stamp)
+            if problem:
+                self._drop('malformed', f'{topic}: {problem}')
+                return None
         try:
             camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
         except InvalidCameraError as error:
@@ -266,8 +293,8 @@ class CompletionNode(Node):
             return None
         try:
             rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
-                   else image_to_rgb(image))
-            points = pointcloud2_to_xyz(cloud)
+                   else self._reader.image_to_rgb(image))
+            points = self._reader.pointcloud2_to_xyz(cloud)
         except ValueError as error:
             self._drop('malformed', str(error))
             return None
@@ -279,16 +306,20 @@ class CompletionNode(Node):
 
     # --- processing -------------------------------------------------------------------------
 
+    def _should_stop(self) -> bool:
+        return self._stop.is_set() or not self._active.is_set()
+
     def _work(self) -> None:
-        while rclpy.ok(context=self.context) and not self._slot.closed:
-            frame = self._slot.take(timeout=0.2)
-            if frame is None:
+        stop, slot = self._stop, self._slot
+        while not stop.is_set():
+            frame = slot.take(timeout=0.2)
+            if frame is None or not self._active.is_set():
                 continue
             try:
                 self._process(*frame)
+            except CompletionCancelledError:
+                continue  # stopping or deactivated: the frame is abandoned on purpose
             except Exception as error:  # the worker must survive anything a frame throws
-                if not rclpy.ok(context=self.context):
-                    return  # shutting down mid-frame: nothing to report
                 self._drop('error', f'{type(error).__name__}: {error}')
 
     def _wants_completion(self) -> bool:
@@ -327,7 +358,8 @@ class CompletionNode(Node):
             return
         try:
             outputs = pipeline.complete(inputs, projection, sparse,
-                                        self._deadline(received_at, settings.time_budget))
+                                        self._deadline(received_at, settings.time_budget),
+                                        self._should_stop)
         except InsufficientSparseDepthError as error:
             self._drop('too_few_points', str(error))
             return
@@ -342,7 +374,7 @@ class CompletionNode(Node):
 
     def _hold_out(self, sparse: np.ndarray, fraction: float, header: Any) -> np.ndarray:
         """Withhold LiDAR pixels (seeded by the stamp), publish them, return the rest."""
-        stamp_ns = header.stamp.sec * 1_000_000_000 + header.stamp.nanosec
+        stamp_ns = header.stamp.sec * _NS_PER_S + header.stamp.nanosec
         kept, held = holdout_split(sparse, fraction, np.random.default_rng(stamp_ns))
         self.pub_holdout.publish(depth_to_image_msg(np.where(held > 0, held, np.nan), header))
         return kept
@@ -381,9 +413,13 @@ class CompletionNode(Node):
             stats.stopped_at_budget += int(result.stopped_at_deadline)
             stats.recent_iterations = (stats.recent_iterations + [result.iterations])[-20:]
             stats.last_latency_s = latency * 1e-9
-            stats.completed_at = (stats.completed_at + [time.monotonic()])[-20:]
+            stats.last_stamp = stamp_text(image.header.stamp)
+            stats.record_completed()
+        if self.settings.holdout_fraction > 0:
+            # Live evaluation: evaluator_node takes each frame's iterations and time from here.
+            self._publish_diagnostics()
         self.get_logger().debug(
-            f'frame {image.header.stamp.sec}.{image.header.stamp.nanosec:09d}: '
+            f'frame {stamp_text(image.header.stamp)}: '
             f'{result.num_points} LiDAR px, {result.iterations} it '
             f'({"warm" if result.warm_started else "cold"}, {result.status.value}), '
             f'encode {result.encode_seconds * 1e3:.0f} ms, optimize '
@@ -393,93 +429,60 @@ class CompletionNode(Node):
 
     # --- diagnostics ------------------------------------------------------------------------
 
-    def _diagnostic_status(self) -> DiagnosticStatus:
+    def _check_synchronization(self) -> None:
+        """Count messages the synchronizer dropped unmatched; warn with the stamp offsets."""
+        handle = self.subscriptions_handle
+        evicted = handle.num_evicted if handle is not None else None
+        if evicted is None or evicted <= self._last_unsynchronized:
+            return
         with self._stats_lock:
-            stats = self.stats
-            values = {
-                'frames received': stats.received, 'frames processed': stats.processed,
-                'frames dropped': stats.num_dropped,
-                'dropped (superseded by a newer frame)': stats.replaced,
-                **{f'dropped ({reason})': n for reason, n in sorted(stats.dropped.items())},
-                **{f'status {name}': n for name, n in sorted(stats.statuses.items())},
-                'frame rate (Hz)': f'{stats.output_rate_hz:.2f}',
-                'processing time (s)': f'{stats.last_processing_s:.3f}',
-                'latency (s)': f'{stats.last_latency_s:.3f}',
-                'last loss': f'{stats.last_loss:.4g}',
-                'last iterations': stats.last_iterations,
-                'time budget (s)': (f'{self.settings.time_budget:g}'
-                                    if self.settings.time_budget > 0 else 'off'),
-                'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
-                'frames stopped at the time budget': stats.stopped_at_budget,
-                'iterations per frame (mean of last 20)': (
-                    f'{np.mean(stats.recent_iterations):.1f}'
-                    if stats.recent_iterations else 'nan'),
-                'last LiDAR pixels': stats.last_points,
-                'model': self.model_choice.source,
-                'device': str(self.model_choice.device),
-                'synchronization': self.subscriptions_handle.backend,
-            }
-            errors = sum(n for reason, n in stats.dropped.items() if reason != 'too_few_points')
-        level, message = DiagnosticStatus.OK, 'completing depth'
-        if self.model_choice.is_demo_prior:
-            level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
-        if errors:
-            level, message = DiagnosticStatus.WARN, f'{errors} frames dropped for errors'
-        if stats.received == 0:
-            message = 'waiting for synchronized image, camera_info and points'
-        return DiagnosticStatus(
-            level=level, name=f'{self.get_name()}: depth completion', message=message,
-            hardware_id=self.model_choice.source,
-            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+            self.stats.unsynchronized = evicted
+        self._last_unsynchronized = evicted
+        offsets = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in
+                            handle.stamp_offsets().items())
+        self._warn_throttled('unsynchronized', (
+            f'{evicted} input messages found no partner within sync.slop '
+            f'{self.settings.sync_slop} s and were dropped ({handle.backend}); latest stamps '
+            f'relative to image: {offsets or "unknown"}'))
+
+    def _state_message(self) -> str:
+        return 'completing depth'
 
     def _publish_diagnostics(self) -> None:
+        self._check_synchronization()
+        with self._stats_lock, self._settings_lock:
+            choice, handle = self.model_choice, self.subscriptions_handle
+            budget = self.settings.time_budget
+            context = {
+                'time budget (s)': f'{budget:g}' if budget > 0 else 'off',
+                'model': choice.source if choice else '',
+                'device': str(choice.device) if choice else '',
+                'synchronization': handle.backend if handle else '',
+                'conversion': self._conversion(),
+            }
+            status = completion_status(self.get_name(), self.stats, self._state_message(),
+                                       context, bool(choice and choice.is_demo_prior))
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
-        array.status = [self._diagnostic_status()]
+        array.status = [status]
         self.pub_diagnostics.publish(array)
 
-    def destroy_node(self) -> None:
-        """Stop the worker thread, then destroy the node."""
-        self._slot.close()
-        if self._worker.is_alive():
-            self._worker.join(timeout=5.0)
-        super().destroy_node()
 
+class CompletionNode(CompletionCore, Node):
+    """The completion node, running from construction (the default executable)."""
 
-def prefer_large_data_transport() -> None:
-    """
-    Select Fast DDS's large-data transports (shared memory + TCP) unless already chosen.
-
-    Images and clouds are megabytes; over Fast DDS's default UDP transport they are often
-    lost between processes (measured here: 1 to 8 of 10 KITTI images arrived). Other RMWs and
-    older Fast DDS releases ignore the variable; set it to DEFAULT to opt out.
-    """
-    os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
+    def __init__(self, **node_options: Any) -> None:
+        super().__init__(NODE_NAME, **node_options)
+        self._declare()
+        self._load(self.create_publisher)
+        self._subscribe()
+        warn_unknown_parameters(self)
+        self._log_started()
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the node; exit non-zero with one clear message if it cannot start."""
-    prefer_large_data_transport()
-    rclpy.init(args=args)
-    logger = rclpy.logging.get_logger(NODE_NAME)
-    try:
-        node = CompletionNode()
-    except ModelLoadError as error:
-        logger.fatal(f"cannot load the depth model (parameter 'model'): {error}")
-        rclpy.try_shutdown()
-        return 1
-    except (InvalidParameterError, InvalidParameterValueException) as error:
-        logger.fatal(f'invalid parameter: {error}')
-        rclpy.try_shutdown()
-        return 1
-    try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    finally:
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
+    return run_node(NODE_NAME, CompletionNode, args)
 
 
 if __name__ == '__main__':

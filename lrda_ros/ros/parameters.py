@@ -22,12 +22,13 @@ parameter with a descriptor (description, range, read-only) and validates change
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+import difflib
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ..engine import FewPointsPolicy, TTOConfig
+from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..engine.config import DTYPES
 from ..geometry import ProjectionConfig, RigidTransform
 
@@ -53,11 +54,31 @@ class ParameterSpec:
     choices: tuple[str, ...] = ()
     #: Needs a restart (model, device, adapter shape, subscriptions).
     read_only: bool = False
+    #: Integers inside [minimum, maximum] that are nevertheless invalid (inclusive bounds).
+    excluded: tuple[int, int] | None = None
+
+    @property
+    def constraints(self) -> str:
+        """Return the constraints a range cannot express, in words ('' if none)."""
+        if self.choices:
+            return 'one of: ' + ', '.join(self.choices)
+        if self.excluded:
+            low, high = self.excluded
+            return (f'{self.minimum:g} or {high + 1} .. {self.maximum:g} ({low} .. {high} '
+                    'are invalid)')
+        return ''
+
+    @property
+    def type_name(self) -> str:
+        """Return the ROS 2 parameter type the default fixes (as ros2 param describe says)."""
+        return _type_name(self.default)
 
     def check(self, value: Any) -> str | None:
         """Return why ``value`` is invalid, or None."""
         if self.choices and value not in self.choices:
             return f'must be one of {list(self.choices)}, got {value!r}'
+        if self.excluded and self.excluded[0] <= value <= self.excluded[1]:
+            return f'must be {self.constraints}, got {value}'
         numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
         if numeric and self.minimum is not None and value < self.minimum:
             return f'must be >= {self.minimum}, got {value}'
@@ -93,7 +114,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'iterate so far, so the node keeps a rate on any hardware (the encoder and '
                   'one decode always run). 0 = off: run all iterations.', 0.0, 3600.0),
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
-                  'multiples of 14); 0 keeps the image size. Lower is faster.', 0, 8192),
+                  'multiples of 14, the patch size, so at least 14); 0 keeps the image size. '
+                  'Lower is faster.', 0, 8192, excluded=(1, 13)),
     ParameterSpec('tail_strips', 1, "Compute the decoder's high-resolution tail in this many "
                   'bands of rows (exact; recomputed in the backward pass): much less memory at '
                   'high resolution, steps up to ~2x slower. 1 = off.', 1, 256),
@@ -154,6 +176,67 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
 )
 
 SPECS = {spec.name: spec for spec in PARAMETERS}
+
+
+def _type_name(value: Any) -> str:
+    if isinstance(value, bool):
+        return 'bool'
+    if isinstance(value, int):
+        return 'integer'
+    if isinstance(value, float):
+        return 'double'
+    if isinstance(value, str):
+        return 'string'
+    if isinstance(value, (list, tuple)) and value:
+        return _type_name(value[0]) + ' array'
+    return type(value).__name__
+
+
+def _article(noun: str) -> str:
+    return 'an' if noun[0] in 'aeiou' else 'a'
+
+
+def coerce_value(name: str, value: Any) -> Any:
+    """
+    Return ``value`` as the type parameter ``name`` takes, or raise InvalidParameterError.
+
+    Only one conversion is made, the unambiguous one: an integer array for a double array
+    (YAML ``[1, 0, 0, ...]`` for a matrix). A scalar of the wrong type is an error that names
+    the type expected, as ``ros2 param set`` would refuse it too.
+    """
+    spec = SPECS[name]
+    if _type_name(value) == spec.type_name:
+        return value
+    if spec.type_name == 'double array' and isinstance(value, (list, tuple)) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [float(v) for v in value]
+    hint = ''
+    if spec.type_name == 'double' and isinstance(value, int) and not isinstance(value, bool):
+        hint = f' (write {float(value)!r})'
+    elif spec.type_name == 'integer' and isinstance(value, float) and value.is_integer():
+        hint = f' (write {int(value)})'
+    raise InvalidParameterError(
+        name, f'expects {_article(spec.type_name)} {spec.type_name}, got {value!r} '
+        f'({_type_name(value)}){hint}')
+
+
+def closest_parameter(name: str) -> str | None:
+    """Return the declared parameter name closest to ``name`` (a likely misspelling), if any."""
+    matches = difflib.get_close_matches(name, SPECS, n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+# TTOConfig field -> the parameter that sets it (identical names unless listed).
+_TTO_FIELD_PARAMETERS = {field.name: field.name for field in fields(TTOConfig)}
+
+
+def _tto_error(error: ValueError) -> InvalidParameterError:
+    """Name the parameter a TTOConfig rejection is about (its message starts with the field)."""
+    message = str(error).removeprefix('TTOConfig: ')
+    for field_name in sorted(_TTO_FIELD_PARAMETERS, key=len, reverse=True):
+        if message.startswith(field_name):
+            return InvalidParameterError(_TTO_FIELD_PARAMETERS[field_name], message)
+    return InvalidParameterError('iterations', message)  # not reached for TTOConfig's checks
 
 
 def _is_unset(values: Sequence[float]) -> bool:
@@ -223,6 +306,13 @@ class NodeSettings:
             if reason:
                 raise InvalidParameterError(name, reason)
         v = merged
+        if v['min_depth'] >= v['max_depth']:
+            raise InvalidParameterError(
+                'max_depth', f"must exceed min_depth ({v['min_depth']}), got {v['max_depth']}")
+        try:
+            resolve_device(v['device'])
+        except ValueError as error:
+            raise InvalidParameterError('device', str(error)) from error
         try:
             tto = TTOConfig(
                 iterations=v['iterations'], learning_rate=v['learning_rate'],
@@ -233,7 +323,7 @@ class NodeSettings:
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
                 convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'])
         except ValueError as error:
-            raise InvalidParameterError('min_depth/max_depth', str(error)) from error
+            raise _tto_error(error) from error
         try:
             projection = ProjectionConfig(
                 min_range=v['projection.min_range'], max_range=v['projection.max_range'],
@@ -241,10 +331,16 @@ class NodeSettings:
                 occlusion_window=v['projection.occlusion_window'],
                 occlusion_margin=v['projection.occlusion_margin'])
         except ValueError as error:
-            raise InvalidParameterError('projection.*', str(error)) from error
+            field_name = str(error).split(' ', 1)[0]
+            raise InvalidParameterError(f'projection.{field_name}', str(error)) from error
         colormap = (v['colormap.min_depth'] or None, v['colormap.max_depth'] or None)
         if colormap[0] and colormap[1] and colormap[0] >= colormap[1]:
             raise InvalidParameterError('colormap.max_depth', 'must exceed colormap.min_depth')
+        if colormap[0] and colormap[0] >= v['max_depth']:
+            # Output beyond max_depth is NaN: such a near end leaves nothing to colour.
+            raise InvalidParameterError(
+                'colormap.min_depth', f"must be below max_depth ({v['max_depth']}), got "
+                f'{colormap[0]}')
         return cls(
             model=v['model'], tto=tto, projection=projection,
             skip_few_points=v['few_points'] == 'skip',

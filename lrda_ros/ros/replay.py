@@ -361,7 +361,7 @@ def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False
              wait_for_subscribers_s: float = 0.0, linger_s: float = 2.0,
              clock_hz: float = 0.0) -> int:
     """Replay ``bag`` at the recorded pace from a node of its own (``lrda play``)."""
-    from .node import prefer_large_data_transport
+    from .startup import prefer_large_data_transport
 
     prefer_large_data_transport()
     rclpy.init()

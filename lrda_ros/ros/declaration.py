@@ -1,0 +1,94 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Declare the completion node's parameters on an rclpy node, with errors users can act on.
+
+rclpy alone turns a params file with a wrong type into a traceback and ignores misspelt names;
+here a wrong type names the parameter and the type expected (integer arrays given for double
+arrays are converted), an out-of-range value names its range, and a name the node does not
+declare is warned about with the closest declared name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from .parameters import closest_parameter, coerce_value, InvalidParameterError, ParameterSpec
+
+# Parameters rclpy declares itself, on demand (QoS overrides exist once the topic does).
+_RCLPY_PREFIXES = ('qos_overrides.',)
+
+
+def descriptor(spec: ParameterSpec) -> ParameterDescriptor:
+    """Build what ``ros2 param describe`` shows: description, range, read-only flag."""
+    result = ParameterDescriptor(description=spec.description, read_only=spec.read_only,
+                                 additional_constraints=spec.constraints)
+    if spec.minimum is not None and isinstance(spec.default, float):
+        result.floating_point_range = [FloatingPointRange(
+            from_value=float(spec.minimum), to_value=float(spec.maximum), step=0.0)]
+    elif spec.minimum is not None and isinstance(spec.default, int) \
+            and not isinstance(spec.default, bool):
+        result.integer_range = [IntegerRange(
+            from_value=int(spec.minimum), to_value=int(spec.maximum), step=0)]
+    return result
+
+
+def _overrides(node: Node) -> dict[str, Parameter]:
+    # rclpy keeps the values of --params-file, -p and parameter_overrides here (every
+    # distro since Foxy); declare_parameter reads them from the same dict.
+    return getattr(node, '_parameter_overrides', {})
+
+
+def declare_parameters(node: Node, specs: Iterable[ParameterSpec]) -> None:
+    """Declare every spec on ``node``; raise InvalidParameterError for an unusable override."""
+    overrides = _overrides(node)
+    for spec in specs:
+        override = overrides.get(spec.name)
+        if override is not None:
+            value = coerce_value(spec.name, override.value)
+            reason = spec.check(value)
+            if reason:
+                raise InvalidParameterError(spec.name, reason)
+            if value is not override.value:
+                overrides[spec.name] = Parameter(spec.name, value=value)
+        try:
+            node.declare_parameter(spec.name, spec.default, descriptor(spec))
+        except (InvalidParameterTypeException, InvalidParameterValueException) as error:
+            raise InvalidParameterError(spec.name, str(error)) from error
+
+
+def warn_unknown_parameters(node: Node) -> list[str]:
+    """Warn about each override that names no declared parameter; return those names."""
+    unknown = sorted(name for name in _overrides(node) if not node.has_parameter(name)
+                     and not name.startswith(_RCLPY_PREFIXES))
+    for name in unknown:
+        closest = closest_parameter(name)
+        hint = f"; did you mean '{closest}'?" if closest else ''
+        node.get_logger().warning(
+            f"parameter '{name}' is not a parameter of {node.get_name()} and is ignored{hint}")
+    return unknown
+
+
+def parameter_values(node: Node, specs: Iterable[ParameterSpec],
+                     changed: Iterable[Parameter] = ()) -> dict[str, Any]:
+    """Return name -> value of ``specs`` on ``node``, with ``changed`` applied."""
+    values = {spec.name: node.get_parameter(spec.name).value for spec in specs}
+    values.update({parameter.name: parameter.value for parameter in changed})
+    return values

@@ -1,0 +1,125 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The completion node's counters and their /diagnostics status (ROS message building only)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+#: Frames whose drop is not a fault of the input or the node.
+_BENIGN_DROPS = ('too_few_points',)
+#: Diagnostic keys evaluator_node reads (it scores frames with the node's own numbers).
+KEY_FRAME_STAMP = 'last frame stamp'
+KEY_ITERATIONS = 'last iterations'
+KEY_PROCESSING_S = 'processing time (s)'
+
+
+@dataclass
+class NodeStatistics:
+    """Counters and last values shown on /diagnostics."""
+
+    received: int = 0
+    processed: int = 0
+    replaced: int = 0
+    dropped: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)
+    #: Input messages the synchronizer dropped without a partner (never became a frame).
+    unsynchronized: int = 0
+    last_loss: float = float('nan')
+    last_iterations: int = 0
+    last_points: int = 0
+    last_processing_s: float = float('nan')
+    last_latency_s: float = float('nan')
+    last_stamp: str = ''
+    #: Seconds from the synchronized set's arrival to the end of its publishing.
+    last_frame_s: float = float('nan')
+    #: Frames whose optimization the time budget stopped early, and recent iteration counts.
+    stopped_at_budget: int = 0
+    recent_iterations: list[int] = field(default_factory=list)
+    #: Monotonic times of the last completed frames (for the output rate).
+    completed_at: list[float] = field(default_factory=list)
+
+    @property
+    def output_rate_hz(self) -> float:
+        """Return completed frames per second over the recent window (NaN before two)."""
+        times = self.completed_at
+        if len(times) < 2 or times[-1] <= times[0]:
+            return float('nan')
+        return (len(times) - 1) / (times[-1] - times[0])
+
+    @property
+    def num_dropped(self) -> int:
+        """Return all frames dropped for any reason, replaced ones included."""
+        return sum(self.dropped.values()) + self.replaced
+
+    def record_completed(self) -> None:
+        """Note a completed frame for the output rate."""
+        self.completed_at = (self.completed_at + [time.monotonic()])[-20:]
+
+
+def stamp_text(stamp: Any) -> str:
+    """Return a header stamp as 'sec.nanosec' (the frame names evaluator_node uses)."""
+    return f'{stamp.sec}.{stamp.nanosec:09d}'
+
+
+def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
+                      demo_prior: bool = False) -> DiagnosticStatus:
+    """
+    Build the node's DiagnosticStatus; ``state`` is its message when nothing is wrong.
+
+    ``context`` adds descriptive values (model, device, synchronization backend);
+    ``demo_prior`` warns that the model is the demonstration prior.
+    """
+    values = {
+        'frames received': stats.received, 'frames processed': stats.processed,
+        'frames dropped': stats.num_dropped,
+        'dropped (superseded by a newer frame)': stats.replaced,
+        **{f'dropped ({reason})': n for reason, n in sorted(stats.dropped.items())},
+        'unsynchronized messages': stats.unsynchronized,
+        **{f'status {status}': n for status, n in sorted(stats.statuses.items())},
+        'frame rate (Hz)': f'{stats.output_rate_hz:.2f}',
+        KEY_PROCESSING_S: f'{stats.last_processing_s:.3f}',
+        'latency (s)': f'{stats.last_latency_s:.3f}',
+        'last loss': f'{stats.last_loss:.4g}',
+        KEY_ITERATIONS: stats.last_iterations,
+        'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
+        'frames stopped at the time budget': stats.stopped_at_budget,
+        'iterations per frame (mean of last 20)': (
+            f'{sum(stats.recent_iterations) / len(stats.recent_iterations):.1f}'
+            if stats.recent_iterations else 'nan'),
+        'last LiDAR pixels': stats.last_points,
+        KEY_FRAME_STAMP: stats.last_stamp,
+        **context,
+    }
+    errors = sum(n for reason, n in stats.dropped.items() if reason not in _BENIGN_DROPS)
+    level, message = DiagnosticStatus.OK, state
+    if demo_prior:
+        level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
+    if errors:
+        level, message = DiagnosticStatus.WARN, f'{errors} frames dropped for errors'
+    if stats.unsynchronized and stats.received == 0:
+        level = DiagnosticStatus.WARN
+        message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'
+    elif stats.received == 0 and state == 'completing depth':
+        message = 'waiting for synchronized image, camera_info and points'
+    return DiagnosticStatus(
+        level=level, name=f'{name}: depth completion', message=message,
+        hardware_id=str(context.get('model', '')),
+        values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])

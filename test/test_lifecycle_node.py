@@ -1,0 +1,121 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The managed completion node over real rclpy: transitions via the lifecycle services."""
+
+from __future__ import annotations
+
+from conftest import spin_until
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+pytest.importorskip('lifecycle_msgs', reason='lifecycle_msgs is not installed')
+
+from lifecycle_msgs.msg import State, Transition  # noqa: E402, I100
+from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
+from lrda_ros.ros.lifecycle_node import CompletionLifecycleNode  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from lrda_ros.demo import world  # noqa: E402, I100
+from test_node import Harness, node_parameters  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def frames():
+    """Return one synthetic indoor frame with a 16-beam LiDAR (as test_node's)."""
+    return world.make_sequence(world.SequenceConfig(
+        'indoor', num_frames=1, width=112, height=84, seed=3,
+        lidar=world.LidarConfig.indoor(beams=16)))
+
+
+@pytest.fixture
+def managed(ros_context, namespace, tiny_model_dir, frames):
+    node = CompletionLifecycleNode(context=ros_context, namespace=namespace,
+                                   parameter_overrides=node_parameters(tiny_model_dir, frames[0]))
+    harness = Harness(ros_context, namespace)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(harness.node)
+    yield node, harness, executor
+    executor.shutdown()
+    node.destroy_node()
+    harness.node.destroy_node()
+
+
+def call(executor, client, request):
+    assert client.wait_for_service(timeout_sec=10)
+    future = client.call_async(request)
+    assert spin_until(executor, future.done, 60)
+    return future.result()
+
+
+def test_depth_only_while_active_and_the_model_only_while_configured(managed, frames, namespace):
+    node, harness, executor = managed
+    change = harness.node.create_client(ChangeState, f'{namespace}/completion_node/change_state')
+    get = harness.node.create_client(GetState, f'{namespace}/completion_node/get_state')
+
+    def transition(transition_id):
+        assert call(executor, change, ChangeState.Request(
+            transition=Transition(id=transition_id))).success
+
+    def state():
+        return call(executor, get, GetState.Request()).current_state.id
+
+    def publish_and_wait(stamp_ns, expect_depth):
+        before = len(harness.received['depth'])
+        harness.publish(frames[0], stamp_ns)
+        arrived = spin_until(executor, lambda: len(harness.received['depth']) > before,
+                             30 if expect_depth else 3)
+        assert arrived == expect_depth
+
+    assert state() == State.PRIMARY_STATE_UNCONFIGURED and node.pipeline is None
+    transition(Transition.TRANSITION_CONFIGURE)
+    assert state() == State.PRIMARY_STATE_INACTIVE and node.pipeline is not None
+    assert spin_until(executor, lambda: node.pub_depth.get_subscription_count() > 0, 10)
+    publish_and_wait(1_000_000_000, expect_depth=False)  # inactive: not even subscribed
+    assert harness.pub_image.get_subscription_count() == 0
+
+    transition(Transition.TRANSITION_ACTIVATE)
+    assert spin_until(executor, lambda: harness.pub_points.get_subscription_count() > 0, 10)
+    publish_and_wait(2_000_000_000, expect_depth=True)
+    assert spin_until(executor, lambda: node.stats.processed >= 1, 10)  # counted after publish
+    processed = node.stats.processed
+
+    transition(Transition.TRANSITION_DEACTIVATE)
+    assert spin_until(executor, lambda: harness.pub_image.get_subscription_count() == 0, 10)
+    model = node.pipeline
+    publish_and_wait(3_000_000_000, expect_depth=False)
+    assert node.stats.processed == processed and node.pipeline is model  # kept loaded
+
+    transition(Transition.TRANSITION_ACTIVATE)  # instant: no model load
+    assert spin_until(executor, lambda: harness.pub_points.get_subscription_count() > 0, 10)
+    publish_and_wait(4_000_000_000, expect_depth=True)
+
+    transition(Transition.TRANSITION_DEACTIVATE)
+    transition(Transition.TRANSITION_CLEANUP)
+    assert state() == State.PRIMARY_STATE_UNCONFIGURED
+    assert node.pipeline is None and node._worker is None
+
+
+def test_a_failed_configure_returns_failure_and_stays_unconfigured(ros_context, namespace,
+                                                                   frames, tmp_path):
+    node = CompletionLifecycleNode(context=ros_context, namespace=namespace,
+                                   parameter_overrides=node_parameters(
+                                       tmp_path / 'missing', frames[0]))
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
+        assert node.pipeline is None and node._worker is None
+        assert node._state_message().startswith('unconfigured')
+    finally:
+        node.destroy_node()

@@ -1,0 +1,212 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The node's executable as users start it: start-up errors and signals.
+
+Every start-up failure is one FATAL line naming what to change, exit code 1, no traceback;
+SIGINT and SIGTERM end the process with exit code 0, no traceback, even mid-frame.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+ROOT = Path(__file__).resolve().parents[1]
+NODE = [sys.executable, '-m', 'lrda_ros.ros.node', '--ros-args']
+
+
+def run_to_exit(arguments: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """Run the node executable with ``arguments`` until it exits by itself."""
+    return subprocess.run(NODE + arguments, capture_output=True, text=True, timeout=timeout,
+                          cwd=ROOT, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+
+
+def assert_one_fatal_line(completed: subprocess.CompletedProcess, *fragments: str) -> None:
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 1, output
+    fatal = [line for line in output.splitlines() if '[FATAL]' in line]
+    assert len(fatal) == 1, output
+    for fragment in fragments:
+        assert fragment in fatal[0], output
+    assert 'Traceback' not in output and 'Error:' not in output.replace(fatal[0], ''), output
+
+
+def params_file(tmp_path: Path, body: str) -> str:
+    path = tmp_path / 'params.yaml'
+    path.write_text('/**:\n  ros__parameters:\n' + body)
+    return str(path)
+
+
+@pytest.mark.parametrize('device, says', [
+    ('tpu', "unknown device 'tpu'"),
+    ('cuda:7', "device 'cuda:7'"),
+    ('cuda', 'CUDA is not available'),
+])
+def test_an_unusable_device_is_one_line_naming_the_parameter(device, says):
+    import torch
+
+    if device == 'cuda' and torch.cuda.is_available():
+        pytest.skip('this machine has CUDA')
+    assert_one_fatal_line(run_to_exit(['-p', 'model:=demo', '-p', f'device:={device}']),
+                          "parameter 'device'", says)
+
+
+def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):
+    completed = run_to_exit(['-p', f'model:={tmp_path / "depth_anything_v2_vits.pth"}'])
+    assert_one_fatal_line(completed, "parameter 'model'", 'does not exist')
+    assert '_slot' not in completed.stderr
+
+
+@pytest.mark.parametrize('body, fragments', [
+    ('    iterations: 40.0\n', ("'iterations'", 'expects an integer', 'write 40')),
+    ('    learning_rate: 1\n', ("'learning_rate'", 'expects a double', 'write 1.0')),
+    ('    processing_size: 13\n', ("'processing_size'", '1 .. 13 are invalid')),
+    ('    iterations: 5000\n', ("'iterations'", '<= 1000')),
+    ('    iterations: [1, 2\n', ('not valid YAML', 'line 4')),
+])
+def test_a_params_file_with_a_wrong_value_is_one_line_naming_it(tmp_path, body, fragments):
+    assert_one_fatal_line(run_to_exit(['--params-file', params_file(tmp_path, body)]),
+                          *fragments)
+
+
+def test_a_missing_params_file_is_one_line(tmp_path):
+    assert_one_fatal_line(run_to_exit(['--params-file', str(tmp_path / 'nope.yaml')]),
+                          'nope.yaml', 'does not exist')
+
+
+@pytest.fixture
+def large_data_transport(monkeypatch):
+    """Use Fast DDS's large-data transports in this process too (the node defaults to them)."""
+    monkeypatch.setenv('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
+
+
+class NodeProcess:
+    """The node executable running in the background, its output collected."""
+
+    def __init__(self, arguments: list[str]) -> None:
+        self.process = subprocess.Popen(
+            NODE + arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=ROOT, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
+                                        daemon=True)
+        self._reader.start()
+
+    @property
+    def output(self) -> str:
+        return ''.join(self.lines)
+
+    def wait_for(self, text: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.output and time.monotonic() < deadline:
+            assert self.process.poll() is None, self.output
+            time.sleep(0.1)
+        assert text in self.output, self.output
+
+    def stop(self, signum: int, timeout: float = 60) -> tuple[int, float]:
+        """Send ``signum``; return the exit code and the seconds it took to exit."""
+        start = time.monotonic()
+        self.process.send_signal(signum)
+        try:
+            code = self.process.wait(timeout=timeout)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+        self._reader.join(timeout=5)
+        return code, time.monotonic() - start
+
+
+def test_misspelt_names_warn_and_integer_matrices_are_accepted(tmp_path):
+    body = ('    model: demo\n    device: cpu\n    iteratons: 4\n    procesing_size: 28\n'
+            '    lidar_to_camera:\n'
+            '      matrix: [0, -1, 0, 0, 0, 0, -1, 0, 1, 0, 0, 0, 0, 0, 0, 1]\n')
+    node = NodeProcess(['--params-file', params_file(tmp_path, body)])
+    node.wait_for("model 'demo'")
+    code, _ = node.stop(signal.SIGINT)
+    assert code == 0, node.output
+    assert "'iteratons' is not a parameter" in node.output
+    assert "did you mean 'iterations'?" in node.output
+    assert "did you mean 'processing_size'?" in node.output
+    assert 'Traceback' not in node.output and 'FATAL' not in node.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_frame_exits_zero_at_once(large_data_transport, namespace, ros_context,
+                                               signum):
+    # A frame of 1000 cold iterations at 448x336 takes minutes on a CPU: the signal must stop
+    # it between steps, join the worker and exit 0 (not abort inside torch).
+    from builtin_interfaces.msg import Time
+    from lrda_ros.demo import world
+    from lrda_ros.ros.conversions import (
+        camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
+    from rclpy.executors import SingleThreadedExecutor
+    from sensor_msgs.msg import CameraInfo, Image, PointCloud2
+    from std_msgs.msg import Header
+
+    from conftest import spin_until
+
+    frame = world.make_sequence(world.SequenceConfig(
+        'indoor', num_frames=1, width=448, height=336, seed=2,
+        lidar=world.LidarConfig.indoor(beams=16)))[0]
+    matrix = '[' + ','.join(repr(float(v)) for v in frame.T_cam_lidar.ravel()) + ']'
+    node = NodeProcess(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu',
+                        '-p', 'iterations:=1000', '-p', 'processing_size:=0',
+                        '-p', f'lidar_to_camera.matrix:={matrix}',
+                        '-p', 'projection.min_range:=0.1'])
+    harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(harness)
+    sparse, depth = [], []
+    harness.create_subscription(Image, 'sparse_depth', sparse.append, 10)
+    harness.create_subscription(Image, 'depth', depth.append, 10)
+    publishers = [harness.create_publisher(t, n, 10) for t, n in (
+        (Image, 'image'), (CameraInfo, 'camera_info'), (PointCloud2, 'points'))]
+    try:
+        node.wait_for("model 'demo'")
+        assert spin_until(executor, lambda: all(p.get_subscription_count() for p in publishers)
+                          and harness.count_publishers(f'{namespace}/depth') > 0, 60)
+        # The inputs are best effort (SensorDataQoS): send again until a set gets through.
+        # sparse_depth is published just before the optimization starts.
+        for stamp in range(5, 35):
+            header = Header(frame_id='camera', stamp=Time(sec=stamp))
+            publishers[0].publish(rgb_to_image_msg(frame.rgb, header))
+            publishers[1].publish(camera_model_to_camera_info(frame.camera, header))
+            publishers[2].publish(xyz_to_pointcloud2(
+                frame.points_lidar[:, :3], Header(frame_id='lidar', stamp=header.stamp)))
+            if spin_until(executor, lambda: sparse, 2.0):
+                break
+        assert sparse, node.output
+        spin_until(executor, lambda: False, 2.0)  # well inside the optimization now
+        code, seconds = node.stop(signum)
+    finally:
+        executor.shutdown()
+        harness.destroy_node()
+        if node.process.poll() is None:
+            node.process.kill()
+    assert code == 0, node.output
+    assert not depth  # the frame was abandoned, not finished
+    assert seconds < 30, f'took {seconds:.1f} s to exit'
+    assert 'Traceback' not in node.output and 'terminate called' not in node.output
