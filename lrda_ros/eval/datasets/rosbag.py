@@ -40,7 +40,7 @@ from ...geometry import (
 from ...pipeline import check_camera_matches_image, FrameMismatchError, holdout_split
 from ...ros.compressed import any_depth_to_array, any_image_to_rgb
 from ...ros.conversions import camera_info_to_camera_model, pointcloud2_to_xyz, transform_to_rigid
-from ...ros.sync import ApproximateTimeSync
+from ...ros.sync import ApproximateTimeSync, stamp_ns as header_stamp_ns
 
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
@@ -173,10 +173,8 @@ class RosbagSource:
         for connection, _, raw in self._reader.messages(connections=connections):
             static = connection.topic == '/tf_static'
             for stamped in self._reader.deserialize(raw, connection.msgtype).transforms:
-                stamp = stamped.header.stamp
                 tree.add(stamped.header.frame_id, stamped.child_frame_id,
-                         transform_to_rigid(stamped),
-                         None if static else stamp.sec * 1_000_000_000 + stamp.nanosec)
+                         transform_to_rigid(stamped), None if static else header_stamp_ns(stamped))
         return tree
 
     def transform_topics(self) -> list[str]:
