@@ -26,11 +26,12 @@ for ``use_sim_time``. Both need only the rclpy PyPI wheels; transforms also need
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 import uuid
 
 import rclpy
@@ -258,6 +259,17 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
             return published
 
 
+@contextmanager
+def _private_context(prefix: str) -> Iterator[tuple[rclpy.Context, str]]:
+    """Yield an initialized rclpy context of its own and a unique namespace; shut it down."""
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        yield context, f'/{prefix}_{uuid.uuid4().hex[:8]}'
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
 def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, Any],
                             on_frame: Callable[[ReplayedFrame], None] | None = None
                             ) -> tuple[list[ReplayedFrame], list[tuple[float, int]]]:
@@ -269,36 +281,31 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
     """
     from .node import CompletionNode
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    namespace = '/lrda_replay_' + uuid.uuid4().hex[:8]
-    try:
-        with RosbagSource(bag, topics) as source:
-            node = CompletionNode(context=context, namespace=namespace, parameter_overrides=[
-                Parameter(name, value=value) for name, value in parameters.items()])
-            player = rclpy.create_node('lrda_replay_player', namespace=namespace,
-                                       context=context)
-            replay = LockstepReplay(player, source, outputs=('depth',))
-            executor = SingleThreadedExecutor(context=context)
-            executor.add_node(node)
-            executor.add_node(player)
-            if not replay.wait_for_subscribers(executor):
-                raise RuntimeError('the completion node did not subscribe to the replayed topics')
-            stats: list[tuple[float, int]] = []
+    with _private_context('lrda_replay') as (context, namespace), \
+            RosbagSource(bag, topics) as source:
+        node = CompletionNode(context=context, namespace=namespace, parameter_overrides=[
+            Parameter(name, value=value) for name, value in parameters.items()])
+        player = rclpy.create_node('lrda_replay_player', namespace=namespace,
+                                   context=context)
+        replay = LockstepReplay(player, source, outputs=('depth',))
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        executor.add_node(player)
+        if not replay.wait_for_subscribers(executor):
+            raise RuntimeError('the completion node did not subscribe to the replayed topics')
+        stats: list[tuple[float, int]] = []
 
-            def record(frame: ReplayedFrame) -> None:
-                # The node's own processing time and iterations for the frame just completed.
-                stats.append((node.stats.last_processing_s, node.stats.last_iterations))
-                if on_frame is not None:
-                    on_frame(frame)
+        def record(frame: ReplayedFrame) -> None:
+            # The node's own processing time and iterations for the frame just completed.
+            stats.append((node.stats.last_processing_s, node.stats.last_iterations))
+            if on_frame is not None:
+                on_frame(frame)
 
-            frames = replay.play(executor, on_frame=record)
-            executor.shutdown()
-            node.destroy_node()
-            player.destroy_node()
-            return frames, stats
-    finally:
-        rclpy.try_shutdown(context=context)
+        frames = replay.play(executor, on_frame=record)
+        executor.shutdown()
+        node.destroy_node()
+        player.destroy_node()
+        return frames, stats
 
 
 def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
@@ -313,48 +320,43 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
     """
     from .node import CompletionNode
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    namespace = '/lrda_rate_' + uuid.uuid4().hex[:8]
-    try:
-        with RosbagSource(bag, topics) as source:
-            remaps = [f'{name}:={namespace}{topic}' for name, topic in (
-                ('image', source.topics.image), ('camera_info', source.topics.camera_info),
-                ('points', source.topics.points))]
-            node = CompletionNode(
-                context=context, namespace=namespace,
-                cli_args=['--ros-args'] + [arg for rule in remaps for arg in ('-r', rule)],
-                parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
-            listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
-                                         context=context)
-            listener.create_subscription(Image, 'depth', lambda _: None, 10)
-            player = rclpy.create_node('lrda_rate_player', context=context)
-            executor = SingleThreadedExecutor(context=context)
-            for member in (node, listener):
-                executor.add_node(member)
-            start = time.monotonic()
-            thread = threading.Thread(target=play_timed, args=(player, source, rate, True),
-                                      kwargs={'prefix': namespace, 'stop_at': start + seconds,
-                                              'wait_for_subscribers_s': 10.0}, daemon=True)
-            thread.start()
-            published, processed = [], 0
-            while thread.is_alive() or time.monotonic() < start + seconds:
-                executor.spin_once(timeout_sec=0.01)
-                if node.stats.processed > processed:
-                    processed = node.stats.processed
-                    published.append({'t': time.monotonic() - start,
-                                      'frame_s': node.stats.last_frame_s,
-                                      'iterations': node.stats.last_iterations})
-            stats = node.stats
-            result = {'published': published, 'received': stats.received,
-                      'processed': stats.processed, 'superseded': stats.replaced,
-                      'stopped_at_budget': stats.stopped_at_budget}
-            executor.shutdown()
-            for member in (node, listener, player):
-                member.destroy_node()
-            return result
-    finally:
-        rclpy.try_shutdown(context=context)
+    with _private_context('lrda_rate') as (context, namespace), \
+            RosbagSource(bag, topics) as source:
+        remaps = [f'{name}:={namespace}{topic}' for name, topic in (
+            ('image', source.topics.image), ('camera_info', source.topics.camera_info),
+            ('points', source.topics.points))]
+        node = CompletionNode(
+            context=context, namespace=namespace,
+            cli_args=['--ros-args'] + [arg for rule in remaps for arg in ('-r', rule)],
+            parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
+        listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
+                                     context=context)
+        listener.create_subscription(Image, 'depth', lambda _: None, 10)
+        player = rclpy.create_node('lrda_rate_player', context=context)
+        executor = SingleThreadedExecutor(context=context)
+        for member in (node, listener):
+            executor.add_node(member)
+        start = time.monotonic()
+        thread = threading.Thread(target=play_timed, args=(player, source, rate, True),
+                                  kwargs={'prefix': namespace, 'stop_at': start + seconds,
+                                          'wait_for_subscribers_s': 10.0}, daemon=True)
+        thread.start()
+        published, processed = [], 0
+        while thread.is_alive() or time.monotonic() < start + seconds:
+            executor.spin_once(timeout_sec=0.01)
+            if node.stats.processed > processed:
+                processed = node.stats.processed
+                published.append({'t': time.monotonic() - start,
+                                  'frame_s': node.stats.last_frame_s,
+                                  'iterations': node.stats.last_iterations})
+        stats = node.stats
+        result = {'published': published, 'received': stats.received,
+                  'processed': stats.processed, 'superseded': stats.replaced,
+                  'stopped_at_budget': stats.stopped_at_budget}
+        executor.shutdown()
+        for member in (node, listener, player):
+            member.destroy_node()
+        return result
 
 
 def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,
