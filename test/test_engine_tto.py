@@ -247,6 +247,43 @@ def test_divergence_keeps_the_best_iterate(problem):
         assert not completer.complete(image, sample_sparse(truth, 300)).warm_started
 
 
+def test_a_collapsed_step_is_undone_at_half_the_step_size(problem):
+    """
+    A step that pushes the loss to about a constant prediction's is undone, not kept.
+
+    At this learning rate Adam drives the head's final ReLU off at nearly every sample and
+    the loss sticks at the constant prediction's (the targets' variance, computed here with
+    numpy); with backtracking the optimization returns to its best weights and goes on.
+    """
+    base, _, image, truth = problem
+    sparse = sample_sparse(truth, 300)
+    disparity = 1.0 / sparse[sparse > 0].astype(np.float64)
+    constant_loss = ((disparity - disparity.mean()) ** 2).sum()
+
+    def run(fraction: float, **overrides):
+        completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(
+            iterations=30, learning_rate=0.3, backtrack_fraction=fraction, **overrides))
+        return completer, completer.complete(image, sparse)
+
+    _, stuck = run(1.0)
+    completer, undone = run(0.5, warm_start=True)
+    assert stuck.backtracks == 0
+    assert min(stuck.losses[2:]) > 0.95 * constant_loss
+    assert undone.backtracks >= 1
+    assert undone.final_loss < 0.5 * stuck.final_loss
+    losses = undone.losses
+    collapsed = [i for i in range(1, len(losses) - 1)
+                 if losses[i] > min(losses[:i]) + 0.5 * (constant_loss - min(losses[:i]))]
+    assert len(collapsed) == undone.backtracks
+    for i in collapsed:  # the next step starts again from the best weights
+        assert losses[i + 1] == pytest.approx(min(losses[:i]), rel=1e-4)
+    # the halved step size does not carry over to the next (warm) frame
+    following = completer.complete(image, sparse)
+    assert following.warm_started
+    assert completer._optimizer.param_groups[0]['lr'] == pytest.approx(
+        0.3 / 2 ** following.backtracks)
+
+
 def test_metric_models_align_in_metres():
     network = tiny_network(seed=4, depth_estimation_type='metric', max_depth=20)
     model = DepthModel(network)

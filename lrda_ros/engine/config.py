@@ -98,6 +98,13 @@ class TTOConfig:
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
     #: divergence: optimization stops and the best weights seen are kept.
     divergence_factor: float = 10.0
+    #: A step that gives back more than this fraction of what the best iterate gained over a
+    #: constant prediction (whose loss is the target's variance) sends the optimization back
+    #: to the best weights with half the learning rate (for the rest of the frame). Such a step
+    #: has collapsed the prediction (e.g. the head's final ReLU off at nearly every LiDAR
+    #: pixel, where the gradient all but vanishes); undoing it keeps the remaining steps
+    #: useful. 1 = off (an aligned prediction never does worse than a constant one).
+    backtrack_fraction: float = 0.5
     #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps
     #: (exact; see engine/sparse_head.py).
     sparse_head: bool = True
@@ -135,6 +142,7 @@ class TTOConfig:
             (self.patience >= 1, 'patience must be >= 1'),
             (self.tail_strips >= 1, 'tail_strips must be >= 1'),
             (self.divergence_factor > 1, 'divergence_factor must be > 1'),
+            (0 < self.backtrack_fraction <= 1, 'backtrack_fraction must be in (0, 1]'),
         ]
         for ok, message in checks:
             if not ok:

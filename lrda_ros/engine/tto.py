@@ -103,6 +103,8 @@ class CompletionResult:
     losses: list[float] = field(default_factory=list)
     #: Loss of the returned prediction.
     final_loss: float = math.nan
+    #: Steps that collapsed the prediction and were undone (TTOConfig.backtrack_fraction).
+    backtracks: int = 0
     #: The frame's deadline (time budget) stopped the steps before ``iterations`` ran out.
     stopped_at_deadline: bool = False
     encode_seconds: float = 0.0
@@ -116,6 +118,8 @@ class _Trace:
     diverged: bool
     best_loss: float
     best_state: list[torch.Tensor] | None
+    #: Collapsed steps undone (back to the best weights at half the step size).
+    backtracks: int = 0
 
 
 class DepthCompleter:
@@ -212,16 +216,19 @@ class DepthCompleter:
             return trace
         if not warm or self._optimizer is None:
             self._optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
-        optimizer = self._optimizer
+        for group in self._optimizer.param_groups:  # an earlier frame's backtrack lowered it
+            group['lr'] = config.learning_rate
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])) if config.sparse_head else None
+        # Any prediction, once aligned, does at least as well as this constant one.
+        constant_loss = float(((target - target.mean()) ** 2).sum())
         for _ in range(iterations):
             if not deadline.another_step_fits():
                 break
             # Checked between steps: a step is the longest uninterruptible unit of work.
             if should_stop is not None and should_stop():
                 raise CompletionCancelledError('stopped between optimization steps')
-            optimizer.zero_grad(set_to_none=True)
+            self._optimizer.zero_grad(set_to_none=True)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
                 points = self._points_prediction(features, samples, plan)
@@ -231,13 +238,33 @@ class DepthCompleter:
             if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
                 trace.diverged = True
                 break
+            if trace.best_state is not None and value > trace.best_loss + (
+                    config.backtrack_fraction * (constant_loss - trace.best_loss)):
+                self._backtrack(trace)
+                continue
             if value < trace.best_loss:
                 trace.best_loss, trace.best_state = value, self.adaptation.capture()
             if self._converged(trace.losses):
                 break
             loss.backward()
-            optimizer.step()
+            self._optimizer.step()
         return trace
+
+    def _backtrack(self, trace: _Trace) -> None:
+        """
+        Go back to the best weights and halve the step size.
+
+        Adam's moments are kept: fresh ones would make the next step move every weight by
+        the full step size again. The loss ignores the prediction's scale (it is refitted),
+        so Adam can grow the output until the head's final ReLU is off at nearly every LiDAR
+        pixel: the loss jumps to about a constant prediction's and the gradient all but
+        vanishes, so the remaining steps would be wasted. Without this, inputs that differ
+        only by JPEG noise can end one stuck and one converged.
+        """
+        trace.backtracks += 1
+        self.adaptation.restore(trace.best_state)
+        for group in self._optimizer.param_groups:
+            group['lr'] /= 2
 
     def _converged(self, losses: list[float]) -> bool:
         tol, patience = self.config.convergence_tol, self.config.patience
@@ -344,6 +371,6 @@ class DepthCompleter:
         return CompletionResult(
             depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
-            losses=trace.losses, final_loss=float(loss),
+            losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
             stopped_at_deadline=frame_deadline.reached, encode_seconds=encoded_at - start,
             optimize_seconds=end - encoded_at, total_seconds=end - start)
