@@ -102,7 +102,7 @@ def test_a_precision_kernel_the_device_lacks_is_rejected_at_start_up(monkeypatch
     def low_precision_product(matrix, dense):
         return torch.sparse.mm(matrix.to(dense.dtype), dense)
 
-    monkeypatch.setattr(sparse_head, 'sparse_product', low_precision_product)
+    monkeypatch.setattr(sparse_head, 'bilinear_gather', low_precision_product)
     with pytest.raises(UnsupportedPrecisionError, match="dtype 'bfloat16'.*addmm"):
         DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
     DepthCompleter(DepthModel(tiny_network()),

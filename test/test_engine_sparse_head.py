@@ -21,7 +21,8 @@ import copy
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
-from lrda_ros.engine.sparse_head import effective_conv, SparseHeadPlan
+from lrda_ros.engine.sparse_head import (
+    bilinear_gather, bilinear_matrix, effective_conv, SparseHeadPlan)
 import numpy as np
 import pytest
 import torch
@@ -70,6 +71,21 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
                                    atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
         checked += 1
     assert checked > 10
+
+
+def test_the_window_gather_is_the_bilinear_upsampling():
+    # The gather of a bilinear matrix against F.interpolate itself, at positions with
+    # partial and zero-padded rows.
+    features = torch.randn(1, 5, 7, 9, dtype=torch.bfloat16)
+    size = (20, 27)
+    reference = F.interpolate(features.float(), size=size, mode='bilinear', align_corners=True)
+    positions = torch.tensor([0, 13, 26, 27 * 7 + 5, 27 * 19 + 26, 300])
+    valid = torch.tensor([True, True, True, False, True, True])
+    rows = features[0].permute(1, 2, 0).reshape(-1, 5)  # bfloat16 in, float32 out
+    sampled = bilinear_gather(bilinear_matrix(positions, size, (7, 9), valid), rows)
+    expected = reference[0].permute(1, 2, 0).reshape(-1, 5)[positions] * valid[:, None]
+    assert sampled.dtype == torch.float32
+    torch.testing.assert_close(sampled, expected, rtol=1e-5, atol=1e-6)
 
 
 def test_effective_conv_folds_lora_into_the_weight():

@@ -115,14 +115,32 @@ def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
         return torch.sparse.mm(matrix, dense.to(torch.float32))
 
 
+def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """
+    Return ``matrix @ dense`` in float32 for a bilinear matrix (four entries per row).
+
+    A weighted gather (``embedding_bag``): ``torch.sparse.mm`` zero-fills its output and
+    copies it once more, which here costs twice the product itself. Not differentiable.
+    """
+    columns = matrix.col_indices().view(-1, 4)
+    weights = matrix.values().view(-1, 4)
+    return F.embedding_bag(columns, dense.to(torch.float32), per_sample_weights=weights,
+                           mode='sum')
+
+
 class _SparseProduct(torch.autograd.Function):
-    """``matrix @ dense`` whose backward uses a transpose built once, not every step."""
+    """
+    ``matrix @ dense`` for a bilinear matrix, in float32.
+
+    The forward is a gather (:func:`bilinear_gather`); the backward, a scatter, is a product
+    with the transpose, built once, not every step.
+    """
 
     @staticmethod
     def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
                 dense: torch.Tensor) -> torch.Tensor:
         ctx.transposed, ctx.dtype = transposed, dense.dtype
-        return sparse_product(matrix, dense)
+        return bilinear_gather(matrix, dense)
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):

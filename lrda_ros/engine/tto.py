@@ -42,6 +42,10 @@ from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
 
 
+#: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
+_MATERIAL_GAIN = 0.01
+
+
 class InsufficientSparseDepthError(ValueError):
     """Too few valid sparse depths to anchor the metric scale."""
 
@@ -120,6 +124,17 @@ class _Trace:
     best_state: list[torch.Tensor] | None
     #: Collapsed steps undone (back to the best weights at half the step size).
     backtracks: int = 0
+
+
+def _collapsed(loss: float, best_loss: float, constant_loss: float, fraction: float) -> bool:
+    """
+    Return whether a step gave back ``fraction`` of the best iterate's gain over a constant.
+
+    Only a material gain (1 % of the constant prediction's loss) can be lost: when the best
+    iterate explains next to nothing, a rise toward the constant is rounding noise.
+    """
+    gain = constant_loss - best_loss
+    return gain > _MATERIAL_GAIN * constant_loss and loss > best_loss + fraction * gain
 
 
 class DepthCompleter:
@@ -238,8 +253,8 @@ class DepthCompleter:
             if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
                 trace.diverged = True
                 break
-            if trace.best_state is not None and value > trace.best_loss + (
-                    config.backtrack_fraction * (constant_loss - trace.best_loss)):
+            if trace.best_state is not None and _collapsed(value, trace.best_loss, constant_loss,
+                                                           config.backtrack_fraction):
                 self._backtrack(trace)
                 continue
             if value < trace.best_loss:
