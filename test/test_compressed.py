@@ -147,3 +147,45 @@ def test_dispatch_between_image_and_compressed_image():
                           data=rgb.tobytes())
     np.testing.assert_array_equal(any_image_to_rgb(raw), rgb)
     np.testing.assert_array_equal(any_image_to_rgb(image_transport_png(rgb)), rgb)
+
+
+def test_on_real_frames_jpeg_moves_the_depth_no_more_than_equal_pixel_noise(shared_data):
+    """
+    After TTO, a JPEG's depth differs from the raw image's as much as any such perturbation.
+
+    40 Adam steps amplify small input changes (the demo prior explains little of a KITTI
+    scene), so raw and JPEG depth are not equal; the control is Gaussian noise of the JPEG's
+    RMS error on the raw image. Node defaults: processing size 518, cold frames.
+    """
+    from pathlib import Path
+
+    from lrda_ros.engine import DepthCompleter, load_depth_model, TTOConfig
+    from lrda_ros.eval.run import EvalOptions, open_source
+
+    bag = shared_data / 'bags' / 'kitti_2011_09_26_3frames_db3'
+    frames = list(open_source(EvalOptions(kind='rosbag', root=bag, output=Path('unused'))))
+    rng = np.random.default_rng(0)
+
+    def depth(rgb: np.ndarray, sparse: np.ndarray) -> np.ndarray:
+        config = TTOConfig(device='cpu', dtype='float32', processing_size=518)
+        return DepthCompleter(load_depth_model('demo', 'cpu'), config).complete(rgb,
+                                                                                 sparse).depth
+
+    def median_change(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.median(np.abs(a - b) / a))
+
+    jpeg_changes, noise_changes, errors = [], [], {'raw': [], 'jpeg': []}
+    for frame in frames:
+        jpeg = compressed_image_to_rgb(image_transport_jpeg(frame.rgb))
+        rms = np.sqrt(np.mean((jpeg.astype(np.float64) - frame.rgb) ** 2))
+        noisy = np.clip(frame.rgb + rng.normal(0, rms, frame.rgb.shape), 0, 255)
+        raw_depth, jpeg_depth, noisy_depth = (
+            depth(rgb, frame.sparse_depth) for rgb in (frame.rgb, jpeg,
+                                                       noisy.round().astype(np.uint8)))
+        jpeg_changes.append(median_change(raw_depth, jpeg_depth))
+        noise_changes.append(median_change(raw_depth, noisy_depth))
+        truth = frame.gt_depth > 0
+        for name, value in (('raw', raw_depth), ('jpeg', jpeg_depth)):
+            errors[name].append(np.abs(value[truth] - frame.gt_depth[truth]).mean())
+    assert np.mean(jpeg_changes) < 2 * np.mean(noise_changes), (jpeg_changes, noise_changes)
+    assert np.mean(errors['jpeg']) < 1.25 * np.mean(errors['raw']), errors
