@@ -165,7 +165,11 @@ def _add_bench(commands) -> None:
     parser.add_argument('--dtype', default=defaults.dtype,
                         choices=('auto', 'float32', 'bfloat16', 'float16'),
                         help="compute precision; 'auto': bfloat16 where native (as the node)")
-    parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction)
+    parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction,
+                        help='share of pixels with a LiDAR return (KITTI: 0.04)')
+    parser.add_argument('--lidar-top', type=float, default=defaults.lidar_top,
+                        help='share of the rows above the LiDAR, which have no returns '
+                        '(KITTI: 0.33; 0: returns over the whole image)')
     parser.add_argument('--dense-head', action='store_true',
                         help='evaluate the full-resolution head during TTO steps')
     parser.add_argument('--no-ablations', action='store_true',
@@ -182,6 +186,7 @@ def _run_bench(args) -> int:
                            methods=args.methods, iterations=args.iterations,
                            warm_iterations=args.warm_iterations, device=args.device,
                            dtype=args.dtype, lidar_fraction=args.lidar_fraction,
+                           lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
                            ablations=not args.no_ablations, output=args.output),
               accuracy=args.accuracy)

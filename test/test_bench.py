@@ -18,20 +18,34 @@ from __future__ import annotations
 
 from lrda_ros.engine import Scope, TTOConfig
 from lrda_ros.eval.bench import (
-    bench_frames, measure_configuration, RESOLUTIONS, speed_plot, speed_table)
+    bench_frames, BenchOptions, LidarPattern, measure_configuration, RESOLUTIONS, speed_plot,
+    speed_table)
 import numpy as np
 import pytest
 
 
 def test_bench_frames_pan_and_carry_lidar_at_the_requested_density():
-    frames = bench_frames(48, 64, 3, 0.05, seed=0)
+    frames = bench_frames(48, 64, 3, LidarPattern(0.05, top=0.0), seed=0)
     assert len(frames) == 3
     for rgb, sparse in frames:
         assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8
         assert 0.02 < np.count_nonzero(sparse) / sparse.size < 0.08
+        assert np.count_nonzero(sparse[:12]) > 0
     assert not np.array_equal(frames[0][0], frames[1][0])  # the camera pans
     np.testing.assert_array_equal(frames[0][1] > 0, frames[1][1] > 0)  # the LiDAR pattern stays
     assert RESOLUTIONS['vga'] == (480, 640) and RESOLUTIONS['fhd'] == (1080, 1920)
+
+
+def test_the_default_pattern_leaves_the_rows_above_the_lidar_empty_as_kitti_does():
+    # KITTI's HDL-64 in the colour camera: no return above row ~122 of 375, ~4 % overall.
+    rgb, sparse = bench_frames(375, 1242, 1, BenchOptions().lidar, seed=0)[0]
+    rows = np.nonzero((sparse > 0).any(axis=1))[0]
+    assert 120 <= rows.min() <= 126 and rows.max() == 374
+    assert 0.035 < np.count_nonzero(sparse) / sparse.size < 0.045
+    with pytest.raises(ValueError, match='--lidar-top'):
+        BenchOptions(lidar_top=1.0)
+    with pytest.raises(ValueError, match='--lidar-fraction'):
+        BenchOptions(lidar_fraction=0.8, lidar_top=0.3)
 
 
 @pytest.mark.slow
@@ -39,7 +53,8 @@ def test_bench_frames_pan_and_carry_lidar_at_the_requested_density():
                                          (Scope.PROMPT, False)])
 def test_one_configuration_is_measured(scope, warm):
     config = TTOConfig(iterations=3, warm_iterations=2, device='cpu', scope=scope)
-    sample = measure_configuration('vits', '224', config, warm, 0.04, seed=0, frame_index=1)
+    sample = measure_configuration('vits', '224', config, warm, LidarPattern(), seed=0,
+                                   frame_index=1)
     assert sample['seconds'] > 0 and sample['peak_mb'] >= 0
     assert sample['iterations'] == (2 if warm else 3)
     assert np.isfinite(sample['final_loss'])

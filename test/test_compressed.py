@@ -168,8 +168,8 @@ def test_on_real_frames_jpeg_moves_the_depth_no_more_than_equal_pixel_noise(shar
 
     def depth(rgb: np.ndarray, sparse: np.ndarray) -> np.ndarray:
         config = TTOConfig(device='cpu', dtype='float32', processing_size=518)
-        return DepthCompleter(load_depth_model('demo', 'cpu'), config).complete(rgb,
-                                                                                 sparse).depth
+        completer = DepthCompleter(load_depth_model('demo', 'cpu'), config)
+        return completer.complete(rgb, sparse).depth
 
     def median_change(a: np.ndarray, b: np.ndarray) -> float:
         return float(np.median(np.abs(a - b) / a))

@@ -22,7 +22,8 @@ from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
 from lrda_ros.engine.sparse_head import (
-    bilinear_gather, bilinear_matrix, effective_conv, SparseHeadPlan)
+    bilinear_gather, bilinear_matrix, CROP_ROWS_BELOW, effective_conv, SparseHeadPlan)
+from lrda_ros.engine.strips import conv1_size, tail_inputs
 import numpy as np
 import pytest
 import torch
@@ -40,19 +41,29 @@ def _adapted(metric: bool, processing_size: int | None):
     return model, completer.adaptation.parameters
 
 
-@pytest.mark.parametrize('metric,processing_size,strips', [
-    (False, None, 1), (False, 40, 1), (False, 120, 1), (True, None, 1), (True, 40, 1),
-    (True, 120, 1), (False, None, 3), (True, 120, 4), (False, 40, 50)])
-def test_values_and_gradients_match_dense_decoding(metric, processing_size, strips):
+@pytest.mark.parametrize('metric,processing_size,strips,lidar_rows', [
+    (False, None, 1, None), (False, 40, 1, None), (False, 120, 1, None), (True, None, 1, None),
+    (True, 40, 1, None), (True, 120, 1, None), (False, None, 3, None), (True, 120, 4, None),
+    (False, 40, 50, None),
+    # LiDAR on a band of rows (KITTI: the lower two thirds): the tail runs on that band only.
+    (False, None, 1, (25, 61)), (True, 120, 1, (10, 40)), (False, 40, 1, (30, 61))])
+def test_values_and_gradients_match_dense_decoding(metric, processing_size, strips, lidar_rows):
     model, parameters = _adapted(metric, processing_size)
     image = smooth_image(0, 61, 83)
     pixel_values = model.preprocess(image, processing_size)
     encoded = model.encode(pixel_values, image.shape[:2])
     generator = torch.Generator().manual_seed(1)
-    rows = torch.randint(0, 61, (300,), generator=generator)
+    first, stop = lidar_rows or (0, 61)
+    rows = torch.randint(first, stop, (300,), generator=generator)
     cols = torch.randint(0, 83, (300,), generator=generator)
-    rows[:4], cols[:4] = torch.tensor([0, 60, 30, 60]), torch.tensor([0, 82, 0, 0])  # borders
+    # borders
+    rows[:4] = torch.tensor([first, stop - 1, (first + stop) // 2, stop - 1])
+    cols[:4] = torch.tensor([0, 82, 0, 0])
     plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+    if lidar_rows is not None:  # the band path runs (on fewer rows than the whole tail)
+        grid = conv1_size(model, encoded)
+        assert grid == tail_inputs(model, encoded).conv1_size
+        assert plan._grid_rows(grid)[1] - plan._grid_rows(grid)[0] <= CROP_ROWS_BELOW * grid[0]
 
     dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
     sparse = plan.evaluate(model, encoded, strips)

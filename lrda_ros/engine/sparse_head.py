@@ -37,7 +37,11 @@ from torch.utils.checkpoint import checkpoint
 
 from .model import bilinear_source, DepthModel, EncodedImage
 from .precision import full_precision
-from .strips import conv1_rows, row_bands, source_rows, tail_inputs, TailInputs
+from .strips import conv1_rows, conv1_size, row_bands, source_rows, tail_inputs, TailInputs
+
+
+#: Below this share of conv1's rows, a step computes the decoder's tail on those rows only.
+CROP_ROWS_BELOW = 0.9
 
 
 def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -182,12 +186,18 @@ class SparseHeadPlan:
         return cls(positions.reshape(-1, 9), inside.reshape(-1, 9),
                    corner_index.view(-1, 4), weights, (proc_h, proc_w))
 
-    def _sample_windows(self, features: torch.Tensor) -> torch.Tensor:
-        """Return conv1's (1, C, h, w) output upsampled to the processing size at the windows."""
-        key = (tuple(features.shape[-2:]), features.device)
+    def _sample_windows(self, features: torch.Tensor, grid: tuple[int, int] | None = None,
+                        grid_rows: tuple[int, int] | None = None) -> torch.Tensor:
+        """
+        Return conv1's (1, C, h, w) output upsampled to the processing size at the windows.
+
+        ``features`` may hold only rows ``grid_rows`` of conv1's ``grid``-sized output.
+        """
+        grid = grid or tuple(features.shape[-2:])
+        key = (grid, grid_rows, features.device)
         if key not in self._sampling:  # (9M, h*w) and its transpose, float32 (sparse_product)
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
-                                     key[0], self.window_inside.reshape(-1))
+                                     grid, self.window_inside.reshape(-1), grid_rows)
             matrix = matrix.to(features.device, torch.float32)
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore', UserWarning)
@@ -224,15 +234,19 @@ class SparseHeadPlan:
         bounds = starts.tolist()
         return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
-    def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
-        """Predictions at one band of needed pixels, computing only the tail rows they need."""
+    def _grid_rows(self, grid: tuple[int, int], band: slice = slice(None)) -> tuple[int, int]:
+        """Return the rows [first, stop) of conv1's ``grid`` that a band of windows reads."""
         proc_h, proc_w = self.processing_size
-        grid = inputs.conv1_size
         positions, inside = self.window_positions[band], self.window_inside[band]
         window_rows = positions[inside] // proc_w
-        grid_rows = source_rows(int(window_rows.min()), int(window_rows.max()) + 1, grid[0],
-                                proc_h)
+        return source_rows(int(window_rows.min()), int(window_rows.max()) + 1, grid[0], proc_h)
+
+    def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
+        """Predictions at one band of needed pixels, computing only the tail rows they need."""
+        grid = inputs.conv1_size
+        grid_rows = self._grid_rows(grid, band)
         features = conv1_rows(model, inputs, grid_rows)
+        positions, inside = self.window_positions[band], self.window_inside[band]
         matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
                                  inside.reshape(-1), grid_rows)
         patches = sparse_product(matrix, _pixel_rows(features))
@@ -254,6 +268,14 @@ class SparseHeadPlan:
                                  use_reentrant=False, preserve_rng_state=False)
                       for band in self._bands(strips)]
             return self._at_lidar_pixels(torch.cat(values))
+        grid = conv1_size(model, encoded)
+        grid_rows = self._grid_rows(grid)
+        if grid_rows[1] - grid_rows[0] <= CROP_ROWS_BELOW * grid[0]:
+            # The LiDAR covers a band of the image (e.g. KITTI's lower two thirds): the tail
+            # runs on the rows that band reads only.
+            features = conv1_rows(model, tail_inputs(model, encoded), grid_rows)
+            patches = self._sample_windows(features, grid, grid_rows)
+            return self._at_lidar_pixels(self._head_values(head, patches))
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
         # resolution, conv2 and conv3, the costly full-resolution part, are evaluated only on

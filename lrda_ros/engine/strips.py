@@ -102,6 +102,12 @@ class TailInputs:
         return 2 * self.fine_size[0], 2 * self.fine_size[1]
 
 
+def conv1_size(model: DepthModel, encoded: EncodedImage) -> tuple[int, int]:
+    """Return the head's conv1 resolution: the finest level's, doubled by the last fusion."""
+    factor = int(model.network.config.reassemble_factors[0])
+    return 2 * factor * encoded.patch_grid[0], 2 * factor * encoded.patch_grid[1]
+
+
 def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
     """Run the decoder up to its high-resolution tail."""
     network = model.network

@@ -68,6 +68,26 @@ SPEED_METHODS = {'lrda': SpeedMethod(Scope.DECODER_LORA),
                  'prompt': SpeedMethod(Scope.PROMPT)}
 
 
+@dataclass(frozen=True)
+class LidarPattern:
+    """Where the bench frames have LiDAR depth."""
+
+    #: Share of all pixels with a return (KITTI's projected HDL-64: about 4 %).
+    fraction: float = 0.04
+    #: Share of the image's rows above the LiDAR's top beam, which have none (KITTI's HDL-64
+    #: in its colour camera: rows 122 to 129 of 375 are the first, so about a third; 0: the
+    #: returns spread over the whole image).
+    top: float = 0.33
+
+    def mask(self, height: int, width: int, rng: np.random.Generator) -> np.ndarray:
+        """Return a random (height, width) mask of returns, none in the rows above the LiDAR."""
+        first = int(round(self.top * height))
+        mask = np.zeros((height, width), bool)
+        mask[first:] = rng.random((height - first, width)) < self.fraction * height / max(
+            height - first, 1)
+        return mask
+
+
 @dataclass
 class BenchOptions:
     """What ``lrda bench`` measures."""
@@ -81,7 +101,9 @@ class BenchOptions:
     #: 'auto' (as the node): bfloat16 where the hardware computes it natively.
     dtype: str = 'auto'
     #: Share of pixels with a LiDAR return (KITTI's projected HDL-64: about 4 %).
-    lidar_fraction: float = 0.04
+    lidar_fraction: float = LidarPattern.fraction
+    #: Share of the rows above the LiDAR's top beam (LidarPattern.top).
+    lidar_top: float = LidarPattern.top
     #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
     frames: int = 3
     sparse_head: bool = True
@@ -102,8 +124,16 @@ class BenchOptions:
         for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
             if value < 1:
                 raise ValueError(f'{option} must be at least 1, got {value}')
-        if not 0 < self.lidar_fraction <= 1:
-            raise ValueError(f'--lidar-fraction must be in (0, 1], got {self.lidar_fraction}')
+        if not 0 <= self.lidar_top < 1:
+            raise ValueError(f'--lidar-top must be in [0, 1), got {self.lidar_top}')
+        if not 0 < self.lidar_fraction <= 1 - self.lidar_top:
+            raise ValueError(f'--lidar-fraction must be in (0, 1 - --lidar-top], got '
+                             f'{self.lidar_fraction}')
+
+    @property
+    def lidar(self) -> LidarPattern:
+        """Return the LiDAR pattern of the bench frames."""
+        return LidarPattern(self.lidar_fraction, self.lidar_top)
 
 
 def random_network(variant: str, seed: int):
@@ -120,7 +150,7 @@ def random_network(variant: str, seed: int):
     return network
 
 
-def bench_frames(height: int, width: int, count: int, lidar_fraction: float,
+def bench_frames(height: int, width: int, count: int, lidar: LidarPattern,
                  seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
     """Return ``count`` related frames: a panning crop of a smooth image, with sparse depth."""
     rng = np.random.default_rng(seed)
@@ -132,7 +162,7 @@ def bench_frames(height: int, width: int, count: int, lidar_fraction: float,
     rows = np.linspace(0, 1, height)[:, None]
     depth = (4.0 + 30.0 * rows ** 2 + 2.0 * np.sin(np.linspace(0, 6, wide))[None]).astype(
         np.float32)
-    mask = rng.random((height, width)) < lidar_fraction
+    mask = lidar.mask(height, width, rng)
     frames = []
     for k in range(count):
         window = slice(k * shift, k * shift + width)
@@ -190,7 +220,7 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
 
 
 def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm: bool,
-                          lidar_fraction: float, seed: int, frame_index: int) -> dict:
+                          lidar: LidarPattern, seed: int, frame_index: int) -> dict:
     """
     Time one frame of one configuration in this (fresh) process.
 
@@ -198,7 +228,7 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
     start, the cold first frame of the sequence), then times frame ``frame_index``.
     """
     height, width = RESOLUTIONS[resolution]
-    frames = bench_frames(height, width, frame_index + 1, lidar_fraction, seed)
+    frames = bench_frames(height, width, frame_index + 1, lidar, seed)
     model = DepthModel(random_network(variant, seed), resolve_device(config.device))
     completer = DepthCompleter(model, replace(config, warm_start=warm,
                                               iterations=config.iterations if warm else 2))
@@ -256,7 +286,7 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
         for resolution in options.resolutions:
             height, width = RESOLUTIONS[resolution]
             structure = _in_fresh_process(_steps_in_this_process, variant, height, width,
-                                          options.lidar_fraction, options.seed, True,
+                                          options.lidar, options.seed, True,
                                           options.dtype)
             progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
                      f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
@@ -271,7 +301,7 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
                 for name, method_config, warm in plan:
                     try:
                         sample = _in_fresh_process(measure_configuration, variant, resolution,
-                                                   method_config, warm, options.lidar_fraction,
+                                                   method_config, warm, options.lidar,
                                                    options.seed, index)
                     except Exception as error:  # e.g. CUDA out of memory in the child
                         sample = {'seconds': float('nan'), 'peak_mb': float('nan'),
@@ -293,15 +323,15 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
     return rows
 
 
-def _steps_in_this_process(variant: str, height: int, width: int, lidar_fraction: float,
+def _steps_in_this_process(variant: str, height: int, width: int, lidar: LidarPattern,
                            seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
-    frame = bench_frames(height, width, 1, lidar_fraction, seed)[0]
+    frame = bench_frames(height, width, 1, lidar, seed)[0]
     return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
                           tune_cpu_allocator=tuned, dtype=dtype)
 
 
-def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, seed: int,
+def allocator_ablation(variant: str, resolution: str, lidar: LidarPattern, seed: int,
                        rounds: int = 2) -> dict[str, dict[str, float]]:
     """
     Compare decoder steps with glibc's default allocator behaviour and the tuned one.
@@ -314,7 +344,7 @@ def allocator_ablation(variant: str, resolution: str, lidar_fraction: float, see
     for _ in range(rounds):
         for tuned in (False, True):
             results[tuned].append(_in_fresh_process(_steps_in_this_process, variant, height,
-                                                    width, lidar_fraction, seed, tuned))
+                                                    width, lidar, seed, tuned))
     return {('tuned' if tuned else 'default'): {
         key: float(np.median([r[key] for r in runs])) for key in runs[0]}
         for tuned, runs in results.items()}
@@ -409,7 +439,7 @@ def run_bench(options: BenchOptions, accuracy: bool = False) -> dict:
     text = speed_table(rows)
     if device.type == 'cpu' and options.ablations:
         variant, resolution = options.backbones[0], options.resolutions[-1]
-        ablation = allocator_ablation(variant, resolution, options.lidar_fraction, options.seed)
+        ablation = allocator_ablation(variant, resolution, options.lidar, options.seed)
         report['allocator'] = {'backbone': variant, 'resolution': resolution, **ablation}
         text += (f'\nCPU allocator ({variant}, {resolution}), fresh processes, median ms: '
                  + '; '.join(f'{name}: encoder {v["encoder_s"] * 1e3:.0f}, decoder step dense '
