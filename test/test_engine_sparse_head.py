@@ -92,11 +92,21 @@ def test_the_window_gather_is_the_bilinear_upsampling():
     reference = F.interpolate(features.float(), size=size, mode='bilinear', align_corners=True)
     positions = torch.tensor([0, 13, 26, 27 * 7 + 5, 27 * 19 + 26, 300])
     valid = torch.tensor([True, True, True, False, True, True])
-    rows = features[0].permute(1, 2, 0).reshape(-1, 5)  # bfloat16 in, float32 out
-    sampled = bilinear_gather(bilinear_matrix(positions, size, (7, 9), valid), rows)
+    rows = features[0].permute(1, 2, 0).reshape(-1, 5)
+    matrix = bilinear_matrix(positions, size, (7, 9), valid)
     expected = reference[0].permute(1, 2, 0).reshape(-1, 5)[positions] * valid[:, None]
+    sampled = bilinear_gather(matrix, rows.float())
     assert sampled.dtype == torch.float32
     torch.testing.assert_close(sampled, expected, rtol=1e-5, atol=1e-6)
+    # bfloat16 features are sampled in bfloat16 (as F.interpolate does them), half stays float32
+    sampled = bilinear_gather(matrix, rows)
+    assert sampled.dtype == torch.bfloat16
+    torch.testing.assert_close(sampled.float(), expected, rtol=1e-2, atol=1e-2)
+    assert bilinear_gather(matrix, rows.half()).dtype == torch.float32
+    # the transpose (the backward) against the dense transpose
+    grad = torch.randn(len(positions), 5)
+    torch.testing.assert_close(bilinear_gather(matrix.t().to_sparse_csr(), grad),
+                               matrix.to_dense().t() @ grad, rtol=1e-5, atol=1e-6)
 
 
 def test_effective_conv_folds_lora_into_the_weight():

@@ -61,6 +61,39 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
     return weight, base.bias
 
 
+def _window_rows(weight: torch.Tensor) -> torch.Tensor:
+    """A conv weight (out, in, ky, kx) as rows ordered like the patches: window, channel."""
+    return weight.permute(0, 2, 3, 1).reshape(weight.shape[0], -1)
+
+
+def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
+    """
+    Return the head's conv2 over (M, 9C) bfloat16 windows, as float32 (M, C_out).
+
+    One bfloat16 product (float32 accumulation) applies the frozen weight and every LoRA
+    adapter's down projection side by side; the adapters stay separate from the weight, as in
+    peft, so a small adapter is not lost next to the weight in 8 bits of mantissa, and their
+    up projections, the sum and the bias are float32. Against float32 this halves the memory
+    traffic of the (M, 9C) windows and their gradient, which bound the step's head.
+    """
+    base = getattr(conv, 'base_layer', conv)
+    rows = [_window_rows(base.weight)]
+    ups = []
+    if base is not conv and not getattr(conv, 'disable_adapters', False):
+        for adapter in conv.active_adapters:
+            if adapter in conv.lora_A:
+                rows.append(_window_rows(conv.lora_A[adapter].weight))
+                ups.append(conv.lora_B[adapter].weight.flatten(1) * conv.scaling[adapter])
+    products = F.linear(patches, torch.cat(rows).to(torch.bfloat16)).float()
+    out_channels = base.weight.shape[0]
+    output = products[:, :out_channels]
+    if base.bias is not None:
+        output = output + base.bias
+    if ups:
+        output = output + F.linear(products[:, out_channels:], torch.cat(ups, dim=1))
+    return output
+
+
 def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[int, int],
                      input_size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
     """
@@ -119,25 +152,30 @@ def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
         return torch.sparse.mm(matrix, dense.to(torch.float32))
 
 
+def _gather_dtype(dense: torch.Tensor) -> torch.dtype:
+    """bfloat16 features are sampled in bfloat16 (see SparseHeadPlan), all others in float32."""
+    return torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
+
+
 def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
-    Return ``matrix @ dense`` in float32 for a bilinear matrix (four entries per row).
+    Return ``matrix @ dense`` for a CSR ``matrix``: bfloat16 for bfloat16 ``dense``, else float32.
 
-    A weighted gather (``embedding_bag``): ``torch.sparse.mm`` zero-fills its output and
-    copies it once more, which here costs twice the product itself. Not differentiable.
+    A weighted gather (``embedding_bag``, accumulating in float32): ``torch.sparse.mm``
+    zero-fills its output and copies it once more, which here costs twice the product itself.
+    Not differentiable.
     """
-    columns = matrix.col_indices().view(-1, 4)
-    weights = matrix.values().view(-1, 4)
-    return F.embedding_bag(columns, dense.to(torch.float32), per_sample_weights=weights,
-                           mode='sum')
+    dtype = _gather_dtype(dense)
+    crow = matrix.crow_indices()
+    return F.embedding_bag(matrix.col_indices(), dense.to(dtype), offsets=crow[:-1],
+                           per_sample_weights=matrix.values().to(dtype), mode='sum')
 
 
 class _SparseProduct(torch.autograd.Function):
     """
-    ``matrix @ dense`` for a bilinear matrix, in float32.
+    ``matrix @ dense`` for a bilinear matrix (:func:`bilinear_gather`).
 
-    The forward is a gather (:func:`bilinear_gather`); the backward, a scatter, is a product
-    with the transpose, built once, not every step.
+    The backward, a scatter, is a gather with the transpose, built once, not every step.
     """
 
     @staticmethod
@@ -148,7 +186,7 @@ class _SparseProduct(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: torch.Tensor):
-        return None, None, sparse_product(ctx.transposed, grad.contiguous()).to(ctx.dtype)
+        return None, None, bilinear_gather(ctx.transposed, grad.contiguous()).to(ctx.dtype)
 
 
 @dataclass
@@ -212,11 +250,12 @@ class SparseHeadPlan:
         In float32 under any autocast, as the dense head (model.head_output).
         """
         with full_precision(patches.device):
-            weight2, bias2 = effective_conv(head.conv2)
-            # conv2's weight (out, in, ky, kx) as rows ordered like the patches: window,
-            # channel.
-            weight2 = weight2.permute(0, 2, 3, 1).reshape(weight2.shape[0], -1)
-            hidden = head.activation1(F.linear(patches.float(), weight2, bias2))
+            if patches.dtype == torch.bfloat16:
+                hidden = head.activation1(_conv2_bfloat16(head.conv2, patches))
+            else:
+                weight2, bias2 = effective_conv(head.conv2)
+                hidden = head.activation1(F.linear(patches.float(), _window_rows(weight2),
+                                                   bias2))
             weight3, bias3 = effective_conv(head.conv3)
             values = F.linear(hidden, weight3.reshape(weight3.shape[0], -1), bias3)[:, 0]
             return head.activation2(values) * head.max_depth
