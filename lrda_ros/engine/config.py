@@ -96,7 +96,8 @@ class TTOConfig:
     #: ``deadline`` argument to ``complete`` takes precedence.
     time_budget: float = 0.0
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
-    #: divergence: optimization stops and the best weights seen are kept.
+    #: divergence: optimization stops and the best weights seen are kept. (A rise that
+    #: collapses the prediction, ``backtrack_fraction``, is undone instead.)
     divergence_factor: float = 10.0
     #: A step that gives back more than this fraction of what the best iterate gained over a
     #: constant prediction (whose loss is the target's variance) sends the optimization back

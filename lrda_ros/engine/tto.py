@@ -250,13 +250,16 @@ class DepthCompleter:
             loss, _ = alignment_loss(points, target)
             value = float(loss.detach())
             trace.losses.append(value)
+            # A collapse is undone and the steps go on; a rise that is no collapse (or a
+            # non-finite loss) beyond divergence_factor ends them.
+            if (math.isfinite(value) and trace.best_state is not None
+                    and _collapsed(value, trace.best_loss, constant_loss,
+                                   config.backtrack_fraction)):
+                self._backtrack(trace)
+                continue
             if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
                 trace.diverged = True
                 break
-            if trace.best_state is not None and _collapsed(value, trace.best_loss, constant_loss,
-                                                           config.backtrack_fraction):
-                self._backtrack(trace)
-                continue
             if value < trace.best_loss:
                 trace.best_loss, trace.best_state = value, self.adaptation.capture()
             if self._converged(trace.losses):
