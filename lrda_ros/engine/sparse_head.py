@@ -62,7 +62,7 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
 
 
 def _window_rows(weight: torch.Tensor) -> torch.Tensor:
-    """A conv weight (out, in, ky, kx) as rows ordered like the patches: window, channel."""
+    """Return a conv weight (out, in, ky, kx) as rows ordered like the patches: window, channel."""
     return weight.permute(0, 2, 3, 1).reshape(weight.shape[0], -1)
 
 
@@ -153,7 +153,7 @@ def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
 
 
 def _gather_dtype(dense: torch.Tensor) -> torch.dtype:
-    """bfloat16 features are sampled in bfloat16 (see SparseHeadPlan), all others in float32."""
+    """Return the sampling dtype: bfloat16 for bfloat16 features, else float32."""
     return torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
 
 
