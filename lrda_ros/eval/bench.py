@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 import json
+import math
 from pathlib import Path
 import platform
 import time
@@ -291,10 +292,14 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
             progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
                      f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
                      f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
+            # Every frame runs its configured steps: on random weights the loss means nothing,
+            # so neither a divergence stop nor an undone collapse (a step without backward)
+            # may change the work timed.
             config = TTOConfig(iterations=options.iterations,
                                warm_iterations=options.warm_iterations, device=str(device),
                                dtype=options.dtype, processing_size=None,
-                               sparse_head=options.sparse_head, seed=options.seed)
+                               sparse_head=options.sparse_head, seed=options.seed,
+                               divergence_factor=math.inf, backtrack_fraction=1.0)
             plan = _plan(options, config)
             samples: dict[str, list[dict]] = {name: [] for name, _, _ in plan}
             for index in range(1, options.frames + 1):
