@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .checks import (
-    _as_points, _as_xy, _readonly, InvalidCameraError, InvalidConfigError,
+    _as_points, _readonly, InvalidCameraError, InvalidConfigError,
     UnsupportedDistortionError)
 
 _PLUMB_BOB = 'plumb_bob'
@@ -253,7 +253,7 @@ def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
     k5, k6) and ``equidistant`` (fisheye k1..k4). Fewer coefficients are zero-padded;
     ``''`` / ``'none'`` or all-zero coefficients leave the points unchanged.
     """
-    points = _as_xy(xy)
+    points = _as_points(xy, 'normalized coordinates', columns=2)
     coefficients = _distortion_coefficients(model, D)
     if coefficients is None:
         return points.copy()
@@ -277,7 +277,7 @@ def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
     the angle for ``equidistant``. Converges to ~1e-9 for moderate distortion; points
     beyond the fold-back radius of a strong distortion have no unique inverse.
     """
-    distorted = _as_xy(xy_distorted)
+    distorted = _as_points(xy_distorted, 'normalized coordinates', columns=2)
     if iterations < 1:
         raise InvalidConfigError(f'iterations must be >= 1, got {iterations}')
     coefficients = _distortion_coefficients(model, D)

@@ -39,21 +39,12 @@ class InvalidPointsError(ValueError):
     """A point array or depth map has the wrong shape or type."""
 
 
-def _as_points(points: np.ndarray, name: str = 'points') -> np.ndarray:
-    """Return ``points`` as a float64 ``(N, 3)`` array or raise ``InvalidPointsError``."""
+def _as_points(points: np.ndarray, name: str = 'points', columns: int = 3) -> np.ndarray:
+    """Return ``points`` as a float64 ``(N, columns)`` array or raise ``InvalidPointsError``."""
     array = np.asarray(points, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 3:
+    if array.ndim != 2 or array.shape[1] != columns:
         raise InvalidPointsError(
-            f'{name} must have shape (N, 3), got {np.shape(points)}')
-    return array
-
-
-def _as_xy(xy: np.ndarray) -> np.ndarray:
-    """Return normalized image coordinates as float64 ``(N, 2)`` or raise."""
-    array = np.asarray(xy, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise InvalidPointsError(
-            f'normalized coordinates must have shape (N, 2), got {np.shape(xy)}')
+            f'{name} must have shape (N, {columns}), got {np.shape(points)}')
     return array
 
 
