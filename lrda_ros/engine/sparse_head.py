@@ -152,11 +152,6 @@ def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
         return torch.sparse.mm(matrix, dense.to(torch.float32))
 
 
-def _gather_dtype(dense: torch.Tensor) -> torch.dtype:
-    """Return the sampling dtype: bfloat16 for bfloat16 features, else float32."""
-    return torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
-
-
 def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
     Return ``matrix @ dense`` for a CSR ``matrix``: bfloat16 for bfloat16 ``dense``, else float32.
@@ -165,7 +160,7 @@ def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     zero-fills its output and copies it once more, which here costs twice the product itself.
     Not differentiable.
     """
-    dtype = _gather_dtype(dense)
+    dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
     crow = matrix.crow_indices()
     return F.embedding_bag(matrix.col_indices(), dense.to(dtype), offsets=crow[:-1],
                            per_sample_weights=matrix.values().to(dtype), mode='sum')
@@ -205,6 +200,8 @@ class SparseHeadPlan:
     processing_size: tuple[int, int]
     #: The window-sampling matrices, per conv1 output size and device (built on first use).
     _sampling: dict = field(default_factory=dict, repr=False)
+    #: The conv1 rows each band of windows reads, per conv1 size (frame constants).
+    _rows_read: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
@@ -275,10 +272,14 @@ class SparseHeadPlan:
 
     def _grid_rows(self, grid: tuple[int, int], band: slice = slice(None)) -> tuple[int, int]:
         """Return the rows [first, stop) of conv1's ``grid`` that a band of windows reads."""
-        proc_h, proc_w = self.processing_size
-        positions, inside = self.window_positions[band], self.window_inside[band]
-        window_rows = positions[inside] // proc_w
-        return source_rows(int(window_rows.min()), int(window_rows.max()) + 1, grid[0], proc_h)
+        key = (grid, band.start, band.stop)
+        if key not in self._rows_read:  # every step asks; a mask and a host sync each time
+            proc_h, proc_w = self.processing_size
+            positions, inside = self.window_positions[band], self.window_inside[band]
+            window_rows = positions[inside] // proc_w
+            self._rows_read[key] = source_rows(int(window_rows.min()),
+                                               int(window_rows.max()) + 1, grid[0], proc_h)
+        return self._rows_read[key]
 
     def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
         """Predictions at one band of needed pixels, computing only the tail rows they need."""
