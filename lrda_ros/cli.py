@@ -80,6 +80,12 @@ def _add_eval(commands) -> None:
                         help='longer side of the network input (0: image size)')
     parser.add_argument('--max-frames', type=int)
     parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
+    parser.add_argument('--save-depth', action='store_true',
+                        help='write each method\'s depth as depth/<method>/<frame>.npy '
+                             '(float32 metres, NaN = no depth)')
+    parser.add_argument('--dtype', default='float32',
+                        help='engine precision: float32, bfloat16, float16 or auto (the '
+                             'node\'s dtype parameter)')
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
@@ -230,7 +236,7 @@ def _run_hold_rate(args) -> int:
 
     import numpy as np
 
-    from .eval.datasets.rosbag import BagTopics, RosbagSource
+    from .messages.rosbag import BagTopics, RosbagSource
     from .ros.replay import hold_rate
 
     with RosbagSource(args.bag, BagTopics()) as source:
@@ -255,7 +261,7 @@ def _run_hold_rate(args) -> int:
 
 
 def _run_play(args) -> int:
-    from .eval.datasets.rosbag import BagTopics
+    from .messages.rosbag import BagTopics
     from .ros.replay import play_bag
 
     if args.rate <= 0:
@@ -279,9 +285,9 @@ def _run_demo(args) -> int:
 
 
 def _run_eval(args) -> int:
-    from .eval.datasets.rosbag import BagTopics
     from .eval.report import summary_markdown
     from .eval.run import EvalOptions, run_evaluation
+    from .messages.rosbag import BagTopics
 
     if args.dataset and args.root is None:
         raise ValueError(f'--dataset {args.dataset} needs --root (the dataset folder)')
@@ -298,7 +304,8 @@ def _run_eval(args) -> int:
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
                          args.depth_topic),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
-        extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified)
+        extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
+        dtype=args.dtype, save_depth=args.save_depth)
     _, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '

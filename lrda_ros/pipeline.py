@@ -13,10 +13,13 @@
 # limitations under the License.
 
 """
-One frame through the system, without ROS: project the LiDAR, complete, mask the output.
+One frame through the system, without ROS: project the LiDAR, hold out, complete, mask.
 
-The node and the rosbag evaluation both run frames through :class:`CompletionPipeline`, so a
-replayed bag is evaluated exactly as the node would process it.
+This is the only code that turns an image, a camera, a LiDAR cloud and the transform between
+them into published depth. The node, the lifecycle node, ``lrda eval`` on bags and the demo
+run every frame through :class:`CompletionPipeline`, so a replayed bag is evaluated exactly as
+the node processes it: the same sparse map, the same checks, the same hold-out rule, the same
+minimum-points rule (the engine's count) and the same far-limit mask.
 """
 
 from __future__ import annotations
@@ -27,8 +30,13 @@ from typing import Callable
 import numpy as np
 
 from .engine import CompletionResult, DepthCompleter
+from .errors import InputError
 from .geometry import (
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, SparseProjection)
+
+
+class FrameMismatchError(InputError):
+    """Image and camera calibration disagree."""
 
 
 def holdout_split(sparse_depth: np.ndarray, fraction: float,
@@ -49,15 +57,42 @@ def holdout_split(sparse_depth: np.ndarray, fraction: float,
     return kept, heldout
 
 
-class FrameMismatchError(ValueError):
-    """Image and camera calibration disagree."""
+def holdout_rng(seed: int, stamp_ns: int) -> np.random.Generator:
+    """Return the hold-out generator of a frame: the same pixels for the same stamp and seed."""
+    return np.random.default_rng([int(seed), int(stamp_ns)])
 
 
 def check_camera_matches_image(camera: CameraModel, width: int, height: int) -> None:
     """Raise FrameMismatchError, naming camera_info, when its size is not the image's."""
     if (camera.width, camera.height) != (width, height):
         raise FrameMismatchError(f'camera_info is {camera.width}x{camera.height} but the image '
-                                 f'is {width}x{height}')
+                                 f'is {width}x{height}', field='camera_info')
+
+
+def mask_far_limit(depth: np.ndarray, max_depth: float) -> np.ndarray:
+    """Return ``depth`` with NaN where the engine clamped it at its far limit (REP 118)."""
+    masked = depth.copy()
+    # A clamped pixel is "no depth", not a measurement.
+    masked[~(masked < max_depth * (1.0 - 1e-4))] = np.nan
+    return masked
+
+
+@dataclass(frozen=True)
+class HoldoutRule:
+    """
+    LiDAR pixels withheld from the input as ground truth (live and bag evaluation).
+
+    ``fraction`` 0 withholds nothing. Frame pixels are drawn with :func:`holdout_rng`
+    (``seed`` and the frame's stamp), so the node and ``lrda eval`` withhold the same ones.
+    """
+
+    fraction: float = 0.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Reject a fraction outside [0, 1)."""
+        if not 0 <= self.fraction < 1:
+            raise ValueError(f'hold-out fraction must be in [0, 1), got {self.fraction}')
 
 
 @dataclass
@@ -68,6 +103,20 @@ class FrameInputs:
     camera: CameraModel
     points_lidar: np.ndarray
     T_cam_lidar: RigidTransform
+    #: The camera image's header stamp (seeds the hold-out).
+    stamp_ns: int = 0
+
+
+@dataclass
+class PreparedFrame:
+    """A frame with its LiDAR projected and split: what the engine is given."""
+
+    inputs: FrameInputs
+    projection: SparseProjection
+    #: (H, W) float32 metres the engine sees, 0 where no point landed (or held out).
+    sparse_depth: np.ndarray
+    #: (H, W) float32 metres withheld for evaluation (0 elsewhere), or None without hold-out.
+    heldout_depth: np.ndarray | None
 
 
 @dataclass
@@ -76,45 +125,70 @@ class FrameOutputs:
 
     #: (H, W) float32 metres, NaN where invalid (at the engine's far limit), as REP 118 asks.
     depth: np.ndarray
-    #: (H, W) float32 metres of the LiDAR input, 0 where no point landed (or held out).
-    sparse_depth: np.ndarray
-    projection: SparseProjection
+    prepared: PreparedFrame
     completion: CompletionResult
+
+    @property
+    def sparse_depth(self) -> np.ndarray:
+        """Return the LiDAR input the engine saw."""
+        return self.prepared.sparse_depth
+
+
+def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
+                  holdout: HoldoutRule = HoldoutRule()) -> PreparedFrame:
+    """Check a frame, project its LiDAR and withhold the hold-out pixels (the engine's input)."""
+    height, width = inputs.rgb.shape[:2]
+    check_camera_matches_image(inputs.camera, width, height)
+    projected = lidar_to_sparse_depth(inputs.points_lidar, inputs.T_cam_lidar, inputs.camera,
+                                      projection)
+    sparse, heldout = projected.depth, None
+    if holdout.fraction > 0:
+        sparse, heldout = holdout_split(sparse, holdout.fraction,
+                                        holdout_rng(holdout.seed, inputs.stamp_ns))
+    return PreparedFrame(inputs, projected, sparse, heldout)
+
+
+def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np.ndarray,
+                    deadline: float | None = None,
+                    should_stop: Callable[[], bool] | None = None
+                    ) -> tuple[np.ndarray, CompletionResult]:
+    """
+    Run the engine on an image and its sparse map; return (published depth, engine result).
+
+    The published depth is the engine's with NaN at its far limit. Every completion (node,
+    bag and dataset evaluation) ends here. Engine errors (too few LiDAR points under the
+    'error' policy, non-finite network output) propagate to the caller.
+    """
+    result = completer.complete(rgb, sparse_depth, deadline, should_stop)
+    return mask_far_limit(result.depth, completer.config.max_depth), result
 
 
 class CompletionPipeline:
-    """Project the cloud into the image, complete the depth, and mark unusable pixels."""
+    """Project the cloud into the image, hold out, complete the depth, mark unusable pixels."""
 
-    def __init__(self, completer: DepthCompleter, projection: ProjectionConfig) -> None:
+    def __init__(self, completer: DepthCompleter, projection: ProjectionConfig,
+                 holdout: HoldoutRule = HoldoutRule()) -> None:
         self.completer = completer
         self.projection = projection
+        self.holdout = holdout
 
-    def project(self, inputs: FrameInputs) -> SparseProjection:
-        """Return the sparse depth map of the LiDAR points in this image."""
-        height, width = inputs.rgb.shape[:2]
-        check_camera_matches_image(inputs.camera, width, height)
-        return lidar_to_sparse_depth(inputs.points_lidar, inputs.T_cam_lidar, inputs.camera,
-                                     self.projection)
+    def prepare(self, inputs: FrameInputs) -> PreparedFrame:
+        """Check the frame, project its LiDAR and withhold the hold-out pixels."""
+        return prepare_frame(inputs, self.projection, self.holdout)
 
-    def process(self, inputs: FrameInputs) -> FrameOutputs:
-        """Run one frame; engine errors (e.g. too few LiDAR points) propagate to the caller."""
-        return self.complete(inputs, self.project(inputs))
-
-    def complete(self, inputs: FrameInputs, projection: SparseProjection,
-                 sparse_depth: np.ndarray | None = None,
-                 deadline: float | None = None,
+    def complete(self, prepared: PreparedFrame, deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None) -> FrameOutputs:
         """
-        Complete a frame whose LiDAR is already projected.
+        Complete a prepared frame (see :func:`complete_sparse`).
 
-        ``sparse_depth`` replaces ``projection.depth`` as the input (e.g. after a hold-out);
         ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode);
         ``should_stop`` goes to :meth:`DepthCompleter.complete`.
         """
-        if sparse_depth is None:
-            sparse_depth = projection.depth
-        result = self.completer.complete(inputs.rgb, sparse_depth, deadline, should_stop)
-        depth = result.depth.copy()
-        # The engine clamps at its far limit; a clamped pixel is "no depth", not a measurement.
-        depth[~(depth < self.completer.config.max_depth * (1.0 - 1e-4))] = np.nan
-        return FrameOutputs(depth, sparse_depth, projection, result)
+        depth, result = complete_sparse(self.completer, prepared.inputs.rgb,
+                                        prepared.sparse_depth, deadline, should_stop)
+        return FrameOutputs(depth, prepared, result)
+
+    def process(self, inputs: FrameInputs, deadline: float | None = None,
+                should_stop: Callable[[], bool] | None = None) -> FrameOutputs:
+        """Prepare and complete one frame."""
+        return self.complete(self.prepare(inputs), deadline, should_stop)

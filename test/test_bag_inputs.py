@@ -32,13 +32,14 @@ pytest.importorskip('rclpy', reason='rclpy is not installed (the bags are writte
 cv2 = pytest.importorskip('cv2', reason='opencv-python-headless is not installed '
                                         '(pip install -r requirements-dev.txt)')
 
-from lrda_ros.cli import main as lrda_main  # noqa: E402, I100
-from lrda_ros.demo import world  # noqa: E402
-from lrda_ros.eval.datasets.rosbag import BagError, BagTopics, RosbagDataset  # noqa: E402
+from lrda_ros import world  # noqa: E402, I100
+from lrda_ros.cli import main as lrda_main  # noqa: E402
+from lrda_ros.eval.datasets.rosbag import RosbagDataset  # noqa: E402
 from lrda_ros.geometry import (  # noqa: E402
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, TransformTree)
+from lrda_ros.messages.rosbag import BagError, BagTopics  # noqa: E402
 from lrda_ros.ros.bag_writer import stamped_header, write_bag  # noqa: E402
-from lrda_ros.ros.conversions import (  # noqa: E402
+from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
 from sensor_msgs.msg import CompressedImage  # noqa: E402
 from test_compressed import compressed_depth_32fc1  # noqa: E402

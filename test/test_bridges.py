@@ -21,10 +21,9 @@ the fallback test runs everywhere.
 
 from __future__ import annotations
 
+from lrda_ros.messages.conversions import image_to_rgb, MalformedMessageError, pointcloud2_to_xyz
 from lrda_ros.ros.bridges import BACKEND_NATIVE, BACKEND_NUMPY, MessageReader
-from lrda_ros.ros.conversions import (
-    image_to_rgb, MalformedMessageError, pointcloud2_to_xyz, rgb_to_image_msg,
-    xyz_to_pointcloud2)
+from lrda_ros.ros.builders import rgb_to_image_msg, xyz_to_pointcloud2
 import numpy as np
 import pytest
 

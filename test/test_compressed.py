@@ -32,9 +32,9 @@ cv2 = pytest.importorskip('cv2', reason='opencv-python-headless is not installed
                                         '(pip install -r requirements-dev.txt)')
 
 from conftest import smooth_image  # noqa: E402, I100
-from lrda_ros.ros.compressed import (  # noqa: E402
+from lrda_ros.messages.compressed import (  # noqa: E402
     any_depth_to_array, any_image_to_rgb, compressed_depth_to_array, compressed_image_to_rgb)
-from lrda_ros.ros.conversions import (  # noqa: E402
+from lrda_ros.messages.conversions import (  # noqa: E402
     MalformedMessageError, UnsupportedEncodingError)
 
 

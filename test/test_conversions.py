@@ -24,10 +24,11 @@ from types import SimpleNamespace
 from geometry_msgs.msg import TransformStamped
 from lrda_ros.geometry import (
     CameraModel, InvalidCameraError, lidar_to_sparse_depth, ProjectionConfig)
-from lrda_ros.ros.conversions import (
-    camera_info_to_camera_model, camera_model_to_camera_info, depth_image_to_array,
-    depth_to_image_msg, image_to_rgb, MalformedMessageError, pointcloud2_to_xyz, rgb_to_image_msg,
-    transform_to_rigid, UnsupportedEncodingError, xyz_to_pointcloud2)
+from lrda_ros.messages.conversions import (
+    camera_info_to_camera_model, depth_image_to_array, image_to_rgb, MalformedMessageError,
+    pointcloud2_to_xyz, transform_to_rigid, UnsupportedEncodingError)
+from lrda_ros.ros.builders import (
+    camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
 import numpy as np
 import pytest
 from rclpy.serialization import deserialize_message, serialize_message

@@ -33,7 +33,7 @@ cv2 = pytest.importorskip('cv2', reason='opencv-python-headless is not installed
 from lrda_ros.geometry import (  # noqa: E402, I100
     backproject_depth, camera_for_image, InvalidCameraError, lidar_to_sparse_depth,
     project_points, ProjectionConfig, RigidTransform)
-from lrda_ros.ros.conversions import camera_info_to_camera_model  # noqa: E402
+from lrda_ros.messages.conversions import camera_info_to_camera_model  # noqa: E402
 
 WIDTH, HEIGHT = 1280, 720
 K = np.array([[600.0, 0.0, 652.3], [0.0, 610.0, 355.8], [0.0, 0.0, 1.0]])

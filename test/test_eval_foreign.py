@@ -24,9 +24,10 @@ import sys
 import cv2
 from lrda_ros.eval.datasets import Frame, open_dataset
 from lrda_ros.eval.datasets.kitti_object import kitti_object_geometry, read_kitti_calib
-from lrda_ros.eval.datasets.rosbag import BagError, RosbagDataset
+from lrda_ros.eval.datasets.rosbag import RosbagDataset
 from lrda_ros.eval.run import EvalOptions, open_source, run_evaluation
 from lrda_ros.geometry import CameraModel, RigidTransform
+from lrda_ros.messages.rosbag import BagError
 import numpy as np
 from PIL import Image
 import pytest
@@ -46,7 +47,7 @@ def _wall_points() -> np.ndarray:
 def _write_bag(path: Path, lidar_offset_s: float = 0.0, info_size=(64, 48),
                frames: int = 3) -> Path:
     from lrda_ros.ros.bag_writer import stamped_header, write_bag
-    from lrda_ros.ros.conversions import (
+    from lrda_ros.ros.builders import (
         camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 
     camera = CameraModel(K_TEST, *info_size)

@@ -20,9 +20,10 @@ import csv
 import json
 
 from lrda_ros.cli import main as lrda_main
-from lrda_ros.eval.datasets.rosbag import cdr_header_stamp, RosbagDataset, RosbagSource
+from lrda_ros.eval.datasets.rosbag import RosbagDataset
 from lrda_ros.eval.methods import METHODS
 from lrda_ros.eval.run import EvalOptions, run_evaluation
+from lrda_ros.messages.rosbag import cdr_header_stamp, RosbagSource
 from lrda_ros.pipeline import holdout_split
 import numpy as np
 import pytest

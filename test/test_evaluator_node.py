@@ -26,7 +26,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
-from lrda_ros.ros.conversions import depth_to_image_msg, rgb_to_image_msg  # noqa: E402
+from lrda_ros.ros.builders import depth_to_image_msg, rgb_to_image_msg  # noqa: E402
 from lrda_ros.ros.evaluator_node import EvaluatorNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

@@ -38,8 +38,8 @@ from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 import launch_testing.actions  # noqa: E402
 import launch_testing.asserts  # noqa: E402
-from lrda_ros.demo import world  # noqa: E402
-from lrda_ros.ros.conversions import (  # noqa: E402
+from lrda_ros import world  # noqa: E402
+from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 import rclpy  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402

@@ -93,11 +93,62 @@ def test_only_the_ros_shell_imports_ros(name):
     assert not ros, f'{name} imports {ros}: only lrda_ros.ros may'
 
 
+#: Layers, lowest first: a module may import its own layer's modules and lower layers only.
+#: The demo (the ``make demo`` job) is used only by what runs it.
+LAYERS = (
+    ('lrda_ros', 'lrda_ros.errors'),
+    ('lrda_ros.engine', 'lrda_ros.geometry', 'lrda_ros.colormap'),
+    ('lrda_ros.messages', 'lrda_ros.world'),
+    ('lrda_ros.pipeline',),
+    ('lrda_ros.eval',),
+    ('lrda_ros.ros',),
+    ('lrda_ros.demo',),
+    ('lrda_ros.cli',),
+)
+
+
+def _layer(module: str) -> tuple[int, str]:
+    """Return the (rank, unit) of a module: its subpackage, or the top-level module itself."""
+    best = None
+    for rank, units in enumerate(LAYERS):
+        for unit in units:
+            if (module == unit or module.startswith(unit + '.')) and (
+                    best is None or len(unit) > len(best[1])):
+                best = (rank, unit)
+    assert best is not None, f'{module} is in no layer: add it to LAYERS'
+    return best
+
+
+def test_every_module_is_in_a_layer():
+    for name in MODULES:
+        _layer(name)
+
+
+@pytest.mark.parametrize('name', sorted(MODULES))
+def test_imports_go_down_the_layers(name):
+    rank, unit = _layer(name)
+    upward = sorted(m for m in GRAPH[name] if _layer(m)[0] > rank)
+    assert not upward, f'{name} (layer {unit}) imports upward: {upward}'
+
+
 @pytest.mark.parametrize('name', sorted(n for n in MODULES if n.startswith('lrda_ros.engine')))
 def test_engine_depends_on_nothing_else_of_the_package(name):
     outside = sorted(m for m in GRAPH[name]
-                     if not m.startswith('lrda_ros.engine') and m != 'lrda_ros')
+                     if not m.startswith('lrda_ros.engine') and m not in LAYERS[0])
     assert not outside, f'{name} imports {outside}'
+
+
+def test_engine_and_geometry_are_independent():
+    for name, targets in GRAPH.items():
+        for low, other in (('lrda_ros.engine', 'lrda_ros.geometry'),
+                           ('lrda_ros.geometry', 'lrda_ros.engine')):
+            if name.startswith(low):
+                assert not [m for m in targets if m.startswith(other)], (name, targets)
+
+
+def test_the_layer_check_catches_an_upward_edge():
+    assert _layer('lrda_ros.messages.rosbag')[0] < _layer('lrda_ros.eval.datasets.rosbag')[0]
+    assert _layer('lrda_ros.ros.node')[0] > _layer('lrda_ros.pipeline')[0]
 
 
 @pytest.mark.parametrize('name', sorted(n for n in MODULES if n.startswith('lrda_ros.geometry')))

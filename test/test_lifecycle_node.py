@@ -27,7 +27,7 @@ from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from lrda_ros.ros.lifecycle_node import CompletionLifecycleNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
-from lrda_ros.demo import world  # noqa: E402, I100
+from lrda_ros import world  # noqa: E402, I100
 from test_node import Harness, node_parameters  # noqa: E402
 
 

@@ -28,10 +28,11 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from lrda_ros.demo import world  # noqa: E402
+from lrda_ros import world  # noqa: E402
 from lrda_ros.geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform  # noqa: E402
-from lrda_ros.ros.conversions import (  # noqa: E402
-    camera_model_to_camera_info, depth_image_to_array, rgb_to_image_msg, xyz_to_pointcloud2)
+from lrda_ros.messages.conversions import depth_image_to_array  # noqa: E402
+from lrda_ros.ros.builders import (  # noqa: E402
+    camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

@@ -31,9 +31,9 @@ cv2 = pytest.importorskip('cv2', reason='opencv-python-headless is not installed
                                         '(pip install -r requirements-dev.txt)')
 
 from lrda_ros.geometry import RigidTransform  # noqa: E402, I100
+from lrda_ros.messages.conversions import depth_image_to_array  # noqa: E402
 from lrda_ros.ros.bag_writer import stamped_header  # noqa: E402
-from lrda_ros.ros.conversions import (  # noqa: E402
-    depth_image_to_array, rgb_to_image_msg, xyz_to_pointcloud2)
+from lrda_ros.ros.builders import rgb_to_image_msg, xyz_to_pointcloud2  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

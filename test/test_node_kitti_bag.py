@@ -22,10 +22,10 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.eval.datasets.rosbag import RosbagSource  # noqa: E402, I100
-from lrda_ros.geometry import lidar_to_sparse_depth  # noqa: E402
-from lrda_ros.ros.conversions import (  # noqa: E402
+from lrda_ros.geometry import lidar_to_sparse_depth  # noqa: E402, I100
+from lrda_ros.messages.conversions import (  # noqa: E402
     camera_info_to_camera_model, depth_image_to_array, pointcloud2_to_xyz)
+from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.parameters import NodeSettings  # noqa: E402
 from lrda_ros.ros.replay import LockstepReplay  # noqa: E402

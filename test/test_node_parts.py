@@ -31,7 +31,7 @@ def test_defaults_validate_and_map_to_the_engine():
     settings = NodeSettings.from_values({})
     assert settings.tto.iterations == 40 and settings.tto.learning_rate == 0.01
     assert settings.tto.lora_rank == 8 and settings.tto.processing_size is None
-    assert settings.extrinsic is None and not settings.skip_few_points
+    assert settings.extrinsic is None and settings.tto.few_points.value == 'align'
     assert settings.tto.tail_strips == 1
     assert NodeSettings.from_values({'tail_strips': 8}).tto.tail_strips == 8
 

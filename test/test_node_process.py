@@ -36,7 +36,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.eval.datasets.rosbag import RosbagSource  # noqa: E402, I100
+from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402, I100
 from lrda_ros.ros.replay import play_timed  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402

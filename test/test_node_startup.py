@@ -159,8 +159,8 @@ def test_a_signal_mid_frame_exits_zero_at_once(large_data_transport, namespace, 
     # A frame of 1000 cold iterations at 448x336 takes minutes on a CPU: the signal must stop
     # it between steps, join the worker and exit 0 (not abort inside torch).
     from builtin_interfaces.msg import Time
-    from lrda_ros.demo import world
-    from lrda_ros.ros.conversions import (
+    from lrda_ros import world
+    from lrda_ros.ros.builders import (
         camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
     from rclpy.executors import SingleThreadedExecutor
     from sensor_msgs.msg import CameraInfo, Image, PointCloud2

@@ -32,9 +32,10 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('cv2', reason='opencv-python-headless is not installed '
                                   '(pip install -r requirements-dev.txt)')
 
-from lrda_ros.eval.datasets.rosbag import RosbagSource  # noqa: E402, I100
 from lrda_ros.geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform  # noqa
-from lrda_ros.ros.conversions import depth_image_to_array  # noqa: E402
+from lrda_ros.messages.conversions import depth_image_to_array  # noqa: E402
+from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402, I100
+from lrda_ros.messages.stamps import stamp_to_ns  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.replay import play_timed  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -49,15 +50,11 @@ HAVE_TF2 = all(importlib.util.find_spec(name) for name in ('tf2_msgs', 'tf2_ros'
 
 @pytest.fixture(scope='module')
 def frames():
-    from lrda_ros.demo import world
+    from lrda_ros import world
 
     config = world.SequenceConfig('indoor', num_frames=3, width=112, height=84, seed=3,
                                   lidar=world.LidarConfig.indoor(beams=16))
     return world.make_sequence(config)
-
-
-def _stamp_ns(time_msg) -> int:
-    return time_msg.sec * 1_000_000_000 + time_msg.nanosec
 
 
 def test_play_replays_compressed_images_and_the_bag_clock(tmp_path, frames, ros_context,
@@ -88,7 +85,7 @@ def test_play_replays_compressed_images_and_the_bag_clock(tmp_path, frames, ros_
         # 3 images, 3 camera_infos, 3 clouds (+ the /tf message with tf2_msgs).
         assert counts == [10 if HAVE_TF2 else 9]
         assert received['image'][0].format == 'rgb8; jpeg compressed bgr8'
-        clock = [_stamp_ns(message.clock) for message in received['clock']]
+        clock = [stamp_to_ns(message.clock) for message in received['clock']]
         # Ticks while waiting and one before each message: bag time, never backwards, ending
         # at the last message's log time (the last cloud, 0.2 s + 1 us after the start).
         assert len(clock) >= 9
@@ -169,7 +166,7 @@ def test_replayed_tf_static_gives_the_node_its_transform(tmp_path, frames, ros_c
         received = _play_into(node, bag, ros_context, namespace, ('sparse_depth', 'depth'))
         assert node.stats.dropped.get('no_transform', 0) == 0, node.stats
         message = received['sparse_depth'][0]
-        frame = frames[(_stamp_ns(message.header.stamp) - START_NS) // 100_000_000]
+        frame = frames[(stamp_to_ns(message.header.stamp) - START_NS) // 100_000_000]
         expected = lidar_to_sparse_depth(
             frame.points_lidar[:, :3], RigidTransform.from_matrix(frame.T_cam_lidar),
             frame.camera, ProjectionConfig(min_range=0.1)).depth

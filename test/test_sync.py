@@ -20,9 +20,9 @@ import time
 import types
 import uuid
 
-from lrda_ros.ros.sync import (
-    ApproximateTimeSync, create_synchronized_subscriptions, InvalidSyncConfigError,
-    message_filters_available, stamp_ns)
+from lrda_ros.messages.stamps import header_stamp_ns as stamp_ns
+from lrda_ros.messages.sync import ApproximateTimeSync, InvalidSyncConfigError
+from lrda_ros.ros.subscriptions import create_synchronized_subscriptions, message_filters_available
 import numpy as np
 import pytest
 from std_msgs.msg import Header

@@ -33,17 +33,17 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from . import world
+from .. import world
 from ..colormap import colorize_depth, depth_display_range
 from ..engine.loading import load_depth_model
 from ..eval.datasets import Frame
-from ..eval.datasets.rosbag import BagTopics, RosbagSource
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
 from ..geometry import ProjectionConfig, RigidTransform
+from ..messages.rosbag import BagTopics, RosbagSource
 from ..ros.bag_writer import stamped_header, write_bag
-from ..ros.conversions import (
+from ..ros.builders import (
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
 from ..ros.parameters import NodeSettings
 from ..ros.replay import complete_bag_in_process

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import world
+from .. import world
 from ..engine.alignment import fit_scale_shift
 from ..engine.loading import demo_prior_dir
 from ..engine.model import IMAGENET_MEAN, IMAGENET_STD

@@ -34,13 +34,14 @@ from .model import DepthModel, EncodedImage, resolve_device
 from .precision import UnsupportedPrecisionError
 from .tto import (
     CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter,
-    InsufficientSparseDepthError)
+    InsufficientSparseDepthError, NonFiniteDepthError)
 
 __all__ = [
     'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
     'CompletionStatus',
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
-    'LoraAdapters', 'ModelLoadError', 'PredictionSpace', 'resolve_device', 'ScaleShift', 'Scope',
+    'LoraAdapters', 'ModelLoadError', 'NonFiniteDepthError', 'PredictionSpace', 'resolve_device',
+    'ScaleShift', 'Scope',
     'TTOConfig', 'UnsupportedPrecisionError',
 ]

@@ -30,6 +30,8 @@ import re
 
 import torch
 
+from ..errors import ModelError
+
 #: Official variants: backbone size, the blocks the DPT head reads, and the head widths.
 VARIANTS = {
     'vits': {'hidden_size': 384, 'heads': 6, 'layers': 12, 'intermediate': (2, 5, 8, 11),
@@ -49,7 +51,7 @@ METRIC_MAX_DEPTH = {'hypersim': 20.0, 'vkitti': 80.0}
 _REFINENET_TO_FUSION = {4: 0, 3: 1, 2: 2, 1: 3}
 
 
-class CheckpointError(ValueError):
+class CheckpointError(ModelError, ValueError):
     """An official checkpoint that cannot be converted."""
 
 

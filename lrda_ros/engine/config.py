@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import Enum
 
+from ..errors import ConfigError
+
 
 #: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
 PRECISIONS = ('float32', 'bfloat16', 'float16')
@@ -127,27 +129,29 @@ class TTOConfig:
         self.few_points = FewPointsPolicy(self.few_points)
         self.target_modules = tuple(self.target_modules)
         checks = [
-            (self.iterations >= 0, 'iterations must be >= 0'),
-            (self.warm_iterations >= 0, 'warm_iterations must be >= 0'),
-            (self.learning_rate > 0, 'learning_rate must be > 0'),
-            (self.lora_rank >= 1, 'lora_rank must be >= 1'),
-            (self.lora_alpha > 0, 'lora_alpha must be > 0'),
-            (0 <= self.lora_dropout < 1, 'lora_dropout must be in [0, 1)'),
-            (self.dtype in DTYPES, f'dtype must be one of {list(DTYPES)}'),
-            (self.processing_size is None or self.processing_size >= 14,
+            (self.iterations >= 0, 'iterations', 'iterations must be >= 0'),
+            (self.warm_iterations >= 0, 'warm_iterations', 'warm_iterations must be >= 0'),
+            (self.learning_rate > 0, 'learning_rate', 'learning_rate must be > 0'),
+            (self.lora_rank >= 1, 'lora_rank', 'lora_rank must be >= 1'),
+            (self.lora_alpha > 0, 'lora_alpha', 'lora_alpha must be > 0'),
+            (0 <= self.lora_dropout < 1, 'lora_dropout', 'lora_dropout must be in [0, 1)'),
+            (self.dtype in DTYPES, 'dtype', f'dtype must be one of {list(DTYPES)}'),
+            (self.processing_size is None or self.processing_size >= 14, 'processing_size',
              'processing_size must be None or >= 14'),
-            (0 < self.min_depth < self.max_depth, 'need 0 < min_depth < max_depth'),
-            (self.min_points >= 1, 'min_points must be >= 1'),
-            (self.convergence_tol >= 0, 'convergence_tol must be >= 0'),
-            (self.time_budget >= 0, 'time_budget must be >= 0 (0 = off)'),
-            (self.patience >= 1, 'patience must be >= 1'),
-            (self.tail_strips >= 1, 'tail_strips must be >= 1'),
-            (self.divergence_factor > 1, 'divergence_factor must be > 1'),
-            (0 < self.backtrack_fraction <= 1, 'backtrack_fraction must be in (0, 1]'),
+            (0 < self.min_depth, 'min_depth', 'min_depth must be > 0'),
+            (self.min_depth < self.max_depth, 'max_depth', 'max_depth must exceed min_depth'),
+            (self.min_points >= 1, 'min_points', 'min_points must be >= 1'),
+            (self.convergence_tol >= 0, 'convergence_tol', 'convergence_tol must be >= 0'),
+            (self.time_budget >= 0, 'time_budget', 'time_budget must be >= 0 (0 = off)'),
+            (self.patience >= 1, 'patience', 'patience must be >= 1'),
+            (self.tail_strips >= 1, 'tail_strips', 'tail_strips must be >= 1'),
+            (self.divergence_factor > 1, 'divergence_factor', 'divergence_factor must be > 1'),
+            (0 < self.backtrack_fraction <= 1, 'backtrack_fraction',
+             'backtrack_fraction must be in (0, 1]'),
         ]
-        for ok, message in checks:
+        for ok, field_name, message in checks:
             if not ok:
-                raise ValueError(f'TTOConfig: {message}')
+                raise ConfigError(f'TTOConfig: {message}', field=field_name)
 
     def to_dict(self) -> dict:
         """Return a plain dict (enums as strings) for logs and reports."""

@@ -43,6 +43,7 @@ from .checkpoint import (
     build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
     read_official_state_dict)
 from .model import DepthModel, resolve_device
+from ..errors import ModelError
 
 DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
 AUTO = 'auto'
@@ -57,7 +58,7 @@ _HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json +
                 f'already cached (default {DEFAULT_MODEL!r}).')
 
 
-class ModelLoadError(RuntimeError):
+class ModelLoadError(ModelError):
     """The depth model could not be loaded; the message says what to pass instead."""
 
 

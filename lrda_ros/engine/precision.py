@@ -27,9 +27,10 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 
 from .config import DTYPES, PRECISIONS
+from ..errors import ConfigError
 
 
-class UnsupportedPrecisionError(ValueError):
+class UnsupportedPrecisionError(ConfigError):
     """The configured ``dtype`` cannot run on the configured device; the message says why."""
 
 

@@ -40,18 +40,23 @@ from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, 
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
+from ..errors import InputError, LrdaError
 
 
 #: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
 _MATERIAL_GAIN = 0.01
 
 
-class InsufficientSparseDepthError(ValueError):
+class InsufficientSparseDepthError(InputError):
     """Too few valid sparse depths to anchor the metric scale."""
 
 
-class CompletionCancelledError(RuntimeError):
+class CompletionCancelledError(LrdaError, RuntimeError):
     """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
+
+
+class NonFiniteDepthError(InputError, FloatingPointError):
+    """The network produced non-finite values for a frame (e.g. a corrupt image)."""
 
 
 class CompletionStatus(str, Enum):
@@ -321,8 +326,8 @@ class DepthCompleter:
             dense = self._dense_prediction(pixel_values, encoded)
             loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         if not bool(torch.isfinite(dense).all()):
-            raise FloatingPointError('the depth model produced non-finite values for this '
-                                     'image even without adaptation')
+            raise NonFiniteDepthError('the depth model produced non-finite values for this '
+                                      'image even without adaptation')
         return dense, loss, fit
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,

@@ -361,7 +361,7 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
     from .datasets.synthetic import synthetic_frames
     from .harness import evaluate
     from .methods import build_method, MethodSpec, TTOMethod
-    from ..demo import world
+    from .. import world
     from ..engine.loading import load_depth_model
 
     model = load_depth_model(model_spec, options.device)

@@ -32,8 +32,9 @@ from .datasets import Frame
 from .methods import Method
 from .metrics import aggregate, compute_metrics, DepthMetrics
 from .profiling import Measure
+from ..errors import InputError
 
-METRIC_NAMES = ('mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1')
+METRIC_NAMES = ('mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1', 'coverage')
 
 
 @dataclass
@@ -115,7 +116,7 @@ def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = '
             try:
                 with Measure(device) as measured:
                     output = method.complete(frame.rgb, frame.sparse_depth)
-            except (ValueError, FloatingPointError) as error:
+            except InputError as error:  # a frame this method cannot complete
                 result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
                                                   0, 'failed', math.nan, None, str(error)))
                 method.reset()

@@ -30,6 +30,7 @@ import numpy as np
 
 from .classical import ip_basic_complete
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from ..pipeline import complete_sparse
 
 
 @dataclass(frozen=True)
@@ -93,10 +94,9 @@ class TTOMethod:
                                         replace(config, **overrides))
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
-        """Run the engine on one frame."""
-        result = self.completer.complete(rgb, sparse_depth)
-        return MethodOutput(result.depth, result.iterations, result.status.value,
-                            result.final_loss)
+        """Run the engine on one frame, as the node does (NaN at the far limit)."""
+        depth, result = complete_sparse(self.completer, rgb, sparse_depth)
+        return MethodOutput(depth, result.iterations, result.status.value, result.final_loss)
 
     def reset(self) -> None:
         """Cold-start the next frame."""

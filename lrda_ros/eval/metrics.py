@@ -24,12 +24,15 @@ pixels pooled).
 Units: ``mae`` and ``rmse`` in metres; ``imae`` and ``irmse`` on inverse depth in 1/km (inverse
 depth in 1/m times 1000, the KITTI DC leaderboard unit); ``absrel`` and ``delta*`` unitless.
 
-Predictions at valid ground-truth pixels that are non-finite or not positive would turn the
-inverse-depth metrics into NaN or infinity. They are counted in ``num_invalid_pred`` and then
-replaced: NaN, -inf and values <= 0 become ``min_depth``, +inf becomes the upper clamp. Every
-prediction is then clamped to ``[min_depth, max_depth]`` (``max_depth`` defaults to
-:data:`PRED_CAP_M` when not given), as in the Eigen et al. evaluation code. A method that
-predicts nothing somewhere is therefore penalised, never silently excused.
+NaN in a prediction means "no depth here" (REP 118: the node publishes NaN beyond its far
+limit). Those pixels are left out of the errors and counted in ``num_no_depth``; ``coverage`` is
+the fraction of valid ground-truth pixels that got a depth, reported beside the errors so a
+method cannot look better by abstaining unnoticed. Other unusable predictions (infinite, or not
+positive) would turn the inverse-depth metrics into NaN or infinity: they are counted in
+``num_invalid_pred`` and replaced (-inf and values <= 0 become ``min_depth``, +inf the upper
+clamp), so they are penalised. Every prediction is then clamped to ``[min_depth, max_depth]``
+(``max_depth`` defaults to :data:`PRED_CAP_M` when not given), as in the Eigen et al.
+evaluation code. A frame with no depth at any valid pixel has NaN errors and coverage 0.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import numpy as np
 #: Upper clamp for predictions (metres) when ``compute_metrics`` gets no ``max_depth``.
 PRED_CAP_M = 1.0e4
 
-_INT_FIELDS = ('num_valid', 'num_invalid_pred')
+_INT_FIELDS = ('num_valid', 'num_invalid_pred', 'num_no_depth')
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,10 @@ class DepthMetrics:
     delta3: float
     num_valid: int
     num_invalid_pred: int = 0
+    #: Valid ground-truth pixels whose prediction is NaN (no depth), left out of the errors.
+    num_no_depth: int = 0
+    #: Fraction of valid ground-truth pixels with a predicted depth.
+    coverage: float = 1.0
 
     def to_dict(self) -> dict[str, float | int]:
         """Return the metrics as a plain ``{name: value}`` dict (JSON-serialisable)."""
@@ -109,6 +116,14 @@ def compute_metrics(pred: np.ndarray, gt: np.ndarray, min_depth: float = 1e-3,
                          + (', <= max_depth' if max_depth is not None else '') + ')')
     g = gt[valid].astype(np.float64)
     p = pred[valid].astype(np.float64)
+    has_depth = ~np.isnan(p)
+    num_no_depth = int(num_valid - has_depth.sum())
+    coverage = float(has_depth.mean())
+    if not has_depth.any():
+        nan = float('nan')
+        return DepthMetrics(nan, nan, nan, nan, nan, nan, nan, nan, num_valid, 0, num_no_depth,
+                            coverage)
+    g, p = g[has_depth], p[has_depth]
     cap = PRED_CAP_M if max_depth is None else float(max_depth)
     with np.errstate(invalid='ignore'):
         bad = ~np.isfinite(p) | (p <= 0)
@@ -128,6 +143,8 @@ def compute_metrics(pred: np.ndarray, gt: np.ndarray, min_depth: float = 1e-3,
         delta3=float(np.mean(ratio < 1.25 ** 3)),
         num_valid=num_valid,
         num_invalid_pred=int(bad.sum()),
+        num_no_depth=num_no_depth,
+        coverage=coverage,
     )
 
 
@@ -135,9 +152,10 @@ def aggregate(metrics: Sequence[DepthMetrics]) -> DepthMetrics:
     """
     Average per-frame metrics over frames (the benchmark convention).
 
-    Every error and ratio field is the unweighted mean of the per-frame values (so each frame
-    counts once whatever its number of valid pixels, as in the KITTI DC devkit); the counts
-    ``num_valid`` and ``num_invalid_pred`` are summed.
+    Every error and ratio field is the unweighted mean of the per-frame values, so each frame
+    counts once whatever its number of valid pixels, as in the KITTI DC devkit. Frames without
+    any predicted depth (NaN errors) are left out of the errors; ``coverage`` includes them.
+    The counts ``num_valid``, ``num_invalid_pred`` and ``num_no_depth`` are summed.
 
     :raises ValueError: when ``metrics`` is empty.
     """
@@ -150,5 +168,7 @@ def aggregate(metrics: Sequence[DepthMetrics]) -> DepthMetrics:
         if f.name in _INT_FIELDS:
             values[f.name] = int(sum(column))
         else:
-            values[f.name] = float(np.mean(column))
+            finite = [value for value in column if not np.isnan(value)]
+            # A frame without any depth has no errors to average; its coverage (0) counts.
+            values[f.name] = float(np.mean(finite)) if finite else float('nan')
     return DepthMetrics(**values)

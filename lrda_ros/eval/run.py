@@ -16,7 +16,8 @@
 ``lrda eval``: evaluate methods on a benchmark folder or a rosbag2 and write the report.
 
 Output folder: ``frames.csv`` (per frame and method), ``summary.md`` / ``summary.json``,
-``speed_accuracy.png`` and ``frames/<name>.png`` for the first ``figures`` frames.
+``speed_accuracy.png``, ``frames/<name>.png`` for the first ``figures`` frames and, with
+``save_depth``, ``depth/<method>/<name>.npy`` (float32 metres, NaN = no depth, as published).
 """
 
 from __future__ import annotations
@@ -27,14 +28,16 @@ from pathlib import Path
 import sys
 from typing import Iterator
 
+import numpy as np
+
 from .datasets import Frame, FrameDataset, open_dataset, SamplingProtocol
-from .datasets.rosbag import BagTopics
 from .harness import EvalResult, evaluate
 from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..geometry import ProjectionConfig, RigidTransform
+from ..messages.rosbag import BagTopics
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
 #: Fraction of LiDAR pixels held out as ground truth where a source has none (bags, KITTI object).
@@ -81,6 +84,10 @@ class EvalOptions:
     #: Bags: the image is rectified (P, no distortion) rather than raw (K and D).
     image_is_rectified: bool = False
     progress: bool = True
+    #: The engine's precision ('float32', 'bfloat16', 'float16' or 'auto', as the node's dtype).
+    dtype: str = 'float32'
+    #: Write every method's depth of every frame as depth/<method>/<frame>.npy.
+    save_depth: bool = False
     #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
     #: unlimited), written as budget_curve.{md,png}.
     budgets: tuple[float, ...] = ()
@@ -159,13 +166,17 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        learning_rate=options.learning_rate,
                        processing_size=options.processing_size, device=options.device,
-                       seed=options.seed, min_points=8)
+                       dtype=options.dtype, seed=options.seed, min_points=8)
     methods = [build_method(name, model, config) for name in options.methods]
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
     drawn = []
 
     def draw(frame, predictions):
+        if options.save_depth:
+            for method, depth in predictions.items():
+                (output / 'depth' / method).mkdir(parents=True, exist_ok=True)
+                np.save(output / 'depth' / method / f'{frame.name}.npy', depth)
         if len(drawn) < options.figures:
             frame_figure(frame, predictions, output / 'frames' / f'{frame.name}.png')
             drawn.append(frame.name)

@@ -18,24 +18,26 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ConfigError, InputError
 
-class InvalidCameraError(ValueError):
+
+class InvalidCameraError(InputError):
     """Camera intrinsics or image size are unusable."""
 
 
-class UnsupportedDistortionError(ValueError):
+class UnsupportedDistortionError(InvalidCameraError):
     """Distortion model is unknown, or its coefficients do not fit the model."""
 
 
-class InvalidTransformError(ValueError):
+class InvalidTransformError(InputError):
     """A rigid transform is malformed (not a rotation, wrong shape, non-finite)."""
 
 
-class InvalidConfigError(ValueError):
+class InvalidConfigError(ConfigError):
     """A projection setting is out of its accepted range."""
 
 
-class InvalidPointsError(ValueError):
+class InvalidPointsError(InputError):
     """A point array or depth map has the wrong shape or type."""
 
 

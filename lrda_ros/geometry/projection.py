@@ -51,19 +51,22 @@ class ProjectionConfig:
     def __post_init__(self) -> None:
         if not (np.isfinite(self.min_range) and self.min_range >= 0):
             raise InvalidConfigError(
-                f'min_range must be a finite number >= 0 m, got {self.min_range}')
+                f'min_range must be a finite number >= 0 m, got {self.min_range}',
+                field='min_range')
         if not (np.isfinite(self.max_range) and self.max_range > self.min_range):
             raise InvalidConfigError(
                 f'max_range must be finite and > min_range ({self.min_range} m), '
-                f'got {self.max_range}')
+                f'got {self.max_range}', field='max_range')
         window = self.occlusion_window
         if (isinstance(window, bool) or not isinstance(window, (int, np.integer))
                 or window < 3 or window % 2 == 0):
             raise InvalidConfigError(
-                f'occlusion_window must be an odd integer >= 3 (pixels), got {window!r}')
+                f'occlusion_window must be an odd integer >= 3 (pixels), got {window!r}',
+                field='occlusion_window')
         if not (np.isfinite(self.occlusion_margin) and self.occlusion_margin >= 0):
             raise InvalidConfigError(
-                f'occlusion_margin must be a finite number >= 0, got {self.occlusion_margin}')
+                f'occlusion_margin must be a finite number >= 0, got {self.occlusion_margin}',
+                field='occlusion_margin')
 
 
 @dataclass(frozen=True, eq=False)

@@ -37,7 +37,7 @@ import numpy as np
 from PIL import Image as PilImage
 
 from .conversions import (
-    _byte_view, depth_image_to_array, image_to_rgb, MalformedMessageError,
+    byte_view, depth_image_to_array, image_to_rgb, MalformedMessageError,
     UnsupportedEncodingError)
 
 _SIGNATURES = {b'\xff\xd8\xff': 'JPEG', b'\x89PNG\r\n\x1a\n': 'PNG'}
@@ -67,7 +67,7 @@ def _decode(data: bytes, what: str) -> PilImage.Image:
 
 def compressed_image_to_rgb(msg: Any) -> np.ndarray:
     """Decode a JPEG or PNG ``CompressedImage`` (8-bit colour or mono) to ``(H, W, 3)`` RGB."""
-    image = _decode(_byte_view(msg.data).tobytes(), f'CompressedImage ({msg.format!r})')
+    image = _decode(byte_view(msg.data).tobytes(), f'CompressedImage ({msg.format!r})')
     if image.mode in _SIXTEEN_BIT_MODES or image.mode == 'F':
         raise UnsupportedEncodingError(
             f'CompressedImage ({msg.format!r}) holds a {image.mode} image: 16-bit or float '
@@ -87,7 +87,7 @@ def compressed_depth_to_array(msg: Any) -> np.ndarray:
     Takes ``compressedDepth`` (16UC1 millimetres or 32FC1 quantized inverse depth, PNG) and a
     plain 16-bit PNG from the ``compressed`` transport (``16UC1`` / ``mono16``, millimetres).
     """
-    data = _byte_view(msg.data).tobytes()
+    data = byte_view(msg.data).tobytes()
     encoding = _source_encoding(msg)
     what = f'CompressedImage ({msg.format!r})'
     if 'compressedDepth' in str(msg.format):

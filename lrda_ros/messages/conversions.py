@@ -13,14 +13,13 @@
 # limitations under the License.
 
 """
-Numpy conversions to and from ROS 2 sensor messages, without cv_bridge or sensor_msgs_py.
+Read ROS 2 sensor messages into numpy arrays, without ROS, cv_bridge or sensor_msgs_py.
 
 Readers are duck-typed: they take rclpy message objects and the dataclasses that
 ``rosbags`` deserializes alike, touching only the message fields by name. ``data`` may be
 ``bytes``, ``array.array('B')``, a list of ints or a numpy uint8 array. Readers return new
-C-contiguous arrays that do not alias the message.
-
-Builders import ``sensor_msgs`` lazily, so this module imports without ROS installed.
+C-contiguous arrays that do not alias the message. Building messages (which needs the
+message classes) is :mod:`lrda_ros.ros.builders`.
 """
 
 from __future__ import annotations
@@ -30,19 +29,24 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import InputError
 from ..geometry import camera_for_image, CameraModel, InvalidCameraError, RigidTransform
 
 
-class UnsupportedEncodingError(ValueError):
+class MessageError(InputError):
+    """A message that cannot be read; ``field`` names the message field at fault."""
+
+
+class UnsupportedEncodingError(MessageError):
     """An image encoding this module cannot convert."""
 
 
-class MalformedMessageError(ValueError):
+class MalformedMessageError(MessageError):
     """A message whose fields contradict each other (sizes, steps, missing fields)."""
 
 
 # encoding -> channel indices that give R, G, B, and the number of 8-bit channels.
-_RGB_ENCODINGS = {
+RGB_ENCODINGS = {
     'rgb8': ((0, 1, 2), 3),
     'bgr8': ((2, 1, 0), 3),
     'rgba8': ((0, 1, 2), 4),
@@ -60,7 +64,7 @@ _DEPTH_ENCODINGS = {
 _POINT_FIELD_TYPES = {
     1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 8: 'f8',
 }
-_FLOAT32_DATATYPE = 7
+FLOAT32_DATATYPE = 7
 # x, y, z are metres as FLOAT32 or FLOAT64 (sensor_msgs/PointCloud2 conventions, what PCL and
 # rviz2 read): integer coordinates carry a driver-specific scale and would be garbage here.
 _COORDINATE_DATATYPES = {7: 'FLOAT32', 8: 'FLOAT64'}
@@ -70,7 +74,7 @@ _PLAUSIBLE_METRES = (1e-3, 1e5)
 _BYTE_ORDER_SAMPLE = 4096
 
 
-def _byte_view(data: Any) -> np.ndarray:
+def byte_view(data: Any) -> np.ndarray:
     """View message ``data`` as a flat uint8 array, copying only lists and tuples."""
     if isinstance(data, np.ndarray):
         if data.dtype != np.uint8:
@@ -89,7 +93,7 @@ def _byte_view(data: Any) -> np.ndarray:
         ) from error
 
 
-def _to_byte_array(values: np.ndarray) -> array.array:
+def to_byte_array(values: np.ndarray) -> array.array:
     """
     Copy a numpy array's bytes into ``array.array('B')`` for a message ``data`` field.
 
@@ -102,10 +106,10 @@ def _to_byte_array(values: np.ndarray) -> array.array:
     return buffer
 
 
-def _pixel_rows(msg: Any, bytes_per_pixel: int, channels: int, dtype: str) -> np.ndarray:
+def pixel_rows(msg: Any, bytes_per_pixel: int, channels: int, dtype: str) -> np.ndarray:
     """Return an ``(H, W, channels)`` strided view of an image message's pixels."""
     height, width, step = int(msg.height), int(msg.width), int(msg.step)
-    data = _byte_view(msg.data)
+    data = byte_view(msg.data)
     if step < width * bytes_per_pixel:
         raise MalformedMessageError(
             f'step {step} is shorter than width {width} x {bytes_per_pixel} bytes per pixel '
@@ -127,14 +131,14 @@ def image_to_rgb(msg: Any) -> np.ndarray:
     (replicated to three channels). Rows may be padded (``step > width * channels``).
     """
     encoding = msg.encoding
-    if encoding not in _RGB_ENCODINGS:
+    if encoding not in RGB_ENCODINGS:
         hint = ' (a 16-bit image is depth: use depth_image_to_array)' if encoding in (
             'mono16', '16UC1') else ''
         raise UnsupportedEncodingError(
             f'cannot convert image encoding {encoding!r} to RGB{hint}; supported: '
-            f'{sorted(_RGB_ENCODINGS)}')
-    channel_order, channels = _RGB_ENCODINGS[encoding]
-    pixels = _pixel_rows(msg, channels, channels, 'u1')
+            f'{sorted(RGB_ENCODINGS)}')
+    channel_order, channels = RGB_ENCODINGS[encoding]
+    pixels = pixel_rows(msg, channels, channels, 'u1')
     return np.ascontiguousarray(pixels[..., list(channel_order)])
 
 
@@ -153,7 +157,7 @@ def depth_image_to_array(msg: Any) -> np.ndarray:
             f'{sorted(_DEPTH_ENCODINGS)}')
     kind, to_metres = _DEPTH_ENCODINGS[encoding]
     dtype = ('>' if msg.is_bigendian else '<') + kind
-    raw = _pixel_rows(msg, np.dtype(dtype).itemsize, 1, dtype)[..., 0]
+    raw = pixel_rows(msg, np.dtype(dtype).itemsize, 1, dtype)[..., 0]
     depth = raw.astype(np.float32)
     if to_metres != 1.0:
         depth *= np.float32(to_metres)
@@ -245,7 +249,7 @@ def pointcloud2_view(msg: Any) -> np.ndarray:
     if row_step < width * point_step:
         raise MalformedMessageError(
             f'row_step {row_step} is shorter than width {width} x point_step {point_step}')
-    data = _byte_view(msg.data)
+    data = byte_view(msg.data)
     if data.size < height * row_step:
         raise MalformedMessageError(
             f'data has {data.size} bytes, fewer than height {height} x row_step {row_step}'
@@ -304,136 +308,3 @@ def _check_byte_order(msg: Any, cloud: np.ndarray, data: np.ndarray) -> None:
             f'PointCloud2 is_bigendian={bool(msg.is_bigendian)} but its x, y, z read as '
             f'{declared_order}-endian are implausible ({declared:.0%} within 1 mm .. 100 km) '
             f'and as {actual_order}-endian plausible ({swapped:.0%}): fix is_bigendian')
-
-
-def _checked_image(values: np.ndarray, ndim: int, what: str) -> np.ndarray:
-    array_in = np.asarray(values)
-    if array_in.ndim != ndim or (ndim == 3 and array_in.shape[2] != 3):
-        expected = '(H, W)' if ndim == 2 else '(H, W, 3)'
-        raise ValueError(f'{what} must have shape {expected}, got {array_in.shape}')
-    return array_in
-
-
-def depth_to_image_msg(depth: np.ndarray, header: Any) -> Any:
-    """
-    Build a little-endian ``32FC1`` ``sensor_msgs/Image`` from an ``(H, W)`` depth map.
-
-    Values are written as given: per REP 118 the caller puts NaN on pixels without depth
-    (not 0.0, which is this package's internal sparse convention).
-    """
-    from sensor_msgs.msg import Image
-
-    depth_map = _checked_image(depth, 2, 'depth')
-    if not np.issubdtype(depth_map.dtype, np.floating):
-        raise ValueError(f'depth must be a float array in metres, got dtype {depth_map.dtype}')
-    msg = Image()
-    msg.header = header
-    msg.height, msg.width = depth_map.shape
-    msg.encoding = '32FC1'
-    msg.is_bigendian = 0
-    msg.step = 4 * depth_map.shape[1]
-    msg.data = _to_byte_array(depth_map.astype('<f4', copy=False))
-    return msg
-
-
-def rgb_to_image_msg(rgb: np.ndarray, header: Any, encoding: str = 'rgb8') -> Any:
-    """Build an ``rgb8`` or ``bgr8`` ``sensor_msgs/Image`` from an ``(H, W, 3)`` uint8 array."""
-    from sensor_msgs.msg import Image
-
-    pixels = _checked_image(rgb, 3, 'rgb')
-    if pixels.dtype != np.uint8:
-        raise ValueError(f'rgb must be uint8, got dtype {pixels.dtype}')
-    if encoding not in ('rgb8', 'bgr8'):
-        raise UnsupportedEncodingError(
-            f"cannot build an image with encoding {encoding!r}; supported: ['bgr8', 'rgb8']")
-    if encoding == 'bgr8':
-        pixels = pixels[..., ::-1]
-    msg = Image()
-    msg.header = header
-    msg.height, msg.width = pixels.shape[:2]
-    msg.encoding = encoding
-    msg.is_bigendian = 0
-    msg.step = 3 * pixels.shape[1]
-    msg.data = _to_byte_array(pixels)
-    return msg
-
-
-def camera_model_to_camera_info(camera: CameraModel, header: Any) -> Any:
-    """Build a ``sensor_msgs/CameraInfo`` (``R`` = identity, ``P`` = ``[K | 0]``)."""
-    from sensor_msgs.msg import CameraInfo
-
-    msg = CameraInfo()
-    msg.header = header
-    msg.width = camera.width
-    msg.height = camera.height
-    msg.distortion_model = camera.distortion_model
-    msg.d = [float(value) for value in camera.D]
-    msg.k = camera.K.reshape(-1)
-    msg.r = np.eye(3).reshape(-1)
-    msg.p = np.hstack([camera.K, np.zeros((3, 1))]).reshape(-1)
-    return msg
-
-
-def _pack_rgb(rgb: np.ndarray) -> np.ndarray:
-    """
-    Pack uint8 colours as uint32 ``0x00RRGGBB``.
-
-    The field is declared FLOAT32, so readers reinterpret these bytes as a float
-    (rviz2 / PCL convention). The bits stay integer here: float denormal flushing
-    could otherwise zero them.
-    """
-    colours = rgb.astype(np.uint32)
-    return (colours[:, 0] << 16) | (colours[:, 1] << 8) | colours[:, 2]
-
-
-def xyz_to_pointcloud2(points: np.ndarray, header: Any, rgb: np.ndarray | None = None,
-                       extra_fields: dict[str, np.ndarray] | None = None) -> Any:
-    """
-    Build an unorganized (height 1) little-endian ``sensor_msgs/PointCloud2``.
-
-    Fields are float32 ``x, y, z``, then ``rgb`` when colours are given (uint8 ``(N, 3)``
-    packed as rviz2 and PCL expect), then each ``extra_fields`` entry as float32 (e.g.
-    ``intensity``). ``is_dense`` is False when any coordinate is non-finite.
-    """
-    from sensor_msgs.msg import PointCloud2, PointField
-
-    xyz = np.asarray(points)
-    if xyz.ndim != 2 or xyz.shape[1] != 3:
-        raise ValueError(f'points must have shape (N, 3), got {xyz.shape}')
-    count = xyz.shape[0]
-    columns = {'x': xyz[:, 0], 'y': xyz[:, 1], 'z': xyz[:, 2]}
-    if rgb is not None:
-        colours = np.asarray(rgb)
-        if colours.shape != (count, 3) or colours.dtype != np.uint8:
-            raise ValueError(
-                f'rgb must be a uint8 array of shape ({count}, 3), got {colours.dtype} '
-                f'{colours.shape}')
-        columns['rgb'] = _pack_rgb(colours)
-    for name, values in (extra_fields or {}).items():
-        column = np.asarray(values)
-        if not isinstance(name, str) or not name or name in columns:
-            raise ValueError(
-                f'extra field name {name!r} must be a non-empty string other than '
-                f'{sorted(columns)}')
-        if column.shape != (count,):
-            raise ValueError(f'extra field {name!r} must have shape ({count},), '
-                             f'got {column.shape}')
-        columns[name] = column
-
-    names = list(columns)
-    cloud = np.empty(count, dtype=np.dtype(
-        [(name, '<u4' if name == 'rgb' else '<f4') for name in names]))
-    for name, values in columns.items():
-        cloud[name] = values
-    msg = PointCloud2()
-    msg.header = header
-    msg.height = 1
-    msg.width = count
-    msg.fields = [PointField(name=name, offset=4 * index, datatype=_FLOAT32_DATATYPE, count=1)
-                  for index, name in enumerate(names)]
-    msg.is_bigendian = False
-    msg.point_step = 4 * len(names)
-    msg.row_step = msg.point_step * count
-    msg.is_dense = bool(np.all(np.isfinite(xyz)))
-    msg.data = _to_byte_array(cloud)
-    return msg

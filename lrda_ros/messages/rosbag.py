@@ -13,14 +13,11 @@
 # limitations under the License.
 
 """
-Evaluate on rosbag2 recordings (.db3, .mcap) without ROS, synchronized as the node does.
+Read rosbag2 recordings (.db3, .mcap) without ROS: topics, transforms, synchronized sets.
 
-Frames come from Image (or CompressedImage) + CameraInfo + PointCloud2 topics, matched by the
-node's approximate time synchronizer and projected with the node's projection. The LiDAR->camera
-transform comes from /tf_static and /tf (or an explicit extrinsic). Ground truth is a depth topic
-when the bag has one (Image 16UC1/32FC1 or a compressedDepth CompressedImage), else the LiDAR
-hold-out protocol: a seeded fraction of the projected LiDAR pixels is withheld from the input
-and scored.
+``RosbagSource`` opens a bag with ``rosbags``, picks the camera, camera_info, LiDAR (and
+optional depth) topics, collects /tf_static and /tf into a transform tree, and yields the
+message sets the node's approximate time synchronizer would match.
 """
 
 from __future__ import annotations
@@ -33,14 +30,11 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .frame import Frame, FrameDataset
-from ...geometry import (
-    CameraModel, InvalidCameraError, lidar_to_sparse_depth, ProjectionConfig, RigidTransform,
-    TransformTree)
-from ...pipeline import check_camera_matches_image, FrameMismatchError, holdout_split
-from ...ros.compressed import any_depth_to_array, any_image_to_rgb
-from ...ros.conversions import camera_info_to_camera_model, pointcloud2_to_xyz, transform_to_rigid
-from ...ros.sync import ApproximateTimeSync, stamp_ns as header_stamp_ns
+from .conversions import transform_to_rigid
+from .stamps import header_stamp_ns, sec_nanosec_to_ns, stamp_from_ns
+from .sync import ApproximateTimeSync
+from ..errors import InputError
+from ..geometry import TransformTree
 
 IMAGE = 'sensor_msgs/msg/Image'
 COMPRESSED_IMAGE = 'sensor_msgs/msg/CompressedImage'
@@ -54,7 +48,7 @@ EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matri
                   '(RosbagDataset(extrinsic=...) in Python)')
 
 
-class BagError(ValueError):
+class BagError(InputError):
     """A bag that cannot be evaluated as asked (topics, transforms)."""
 
 
@@ -72,8 +66,7 @@ def cdr_header_stamp(raw: bytes) -> int:
     """Return header.stamp in ns of a CDR-serialized message whose first field is a Header."""
     # 4-byte encapsulation (its second byte: 1 = little endian), then int32 sec, uint32 nanosec.
     endian = '<' if raw[1] == 1 else '>'
-    sec, nanosec = struct.unpack_from(endian + 'iI', raw, 4)
-    return sec * 1_000_000_000 + nanosec
+    return sec_nanosec_to_ns(*struct.unpack_from(endian + 'iI', raw, 4))
 
 
 def _nearest_offsets(stamps: np.ndarray, others: np.ndarray) -> np.ndarray:
@@ -93,8 +86,9 @@ def cdr_header_frame_id(raw: bytes) -> str:
 
 
 def _stamped(stamp_ns: int) -> SimpleNamespace:
-    stamp = SimpleNamespace(sec=stamp_ns // 1_000_000_000, nanosec=stamp_ns % 1_000_000_000)
-    return SimpleNamespace(header=SimpleNamespace(stamp=stamp), stamp_ns=stamp_ns)
+    """Return a header-only stand-in message (synchronizing by stamps reads nothing else)."""
+    return SimpleNamespace(header=SimpleNamespace(stamp=stamp_from_ns(stamp_ns)),
+                           stamp_ns=stamp_ns)
 
 
 class RosbagSource:
@@ -264,95 +258,3 @@ class RosbagSource:
                     break
                 yield tuple(pending.pop(k) for k in keys)
                 next_index += 1
-
-
-class RosbagDataset(FrameDataset):
-    """
-    Frames of a rosbag2 (``kind='rosbag'``), projected and scored as the node would be.
-
-    ``extrinsic`` (T_camera_lidar) overrides the bag's /tf_static and /tf; without it a bag
-    that cannot link the cloud's frame to the image's fails here, naming the frames.
-    ``rectified`` (the node's ``image_is_rectified``): project with P and no distortion rather
-    than K and D. Without a depth topic the LiDAR hold-out protocol supplies ground truth
-    (``holdout_fraction`` of the LiDAR pixels, seeded per frame). Frames are read in one
-    streaming pass; indexing re-reads the bag.
-    """
-
-    def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
-                 extrinsic: RigidTransform | None = None,
-                 projection: ProjectionConfig = ProjectionConfig(),
-                 holdout_fraction: float = 0.2, seed: int = 0, queue_size: int = 10,
-                 slop_s: float = 0.05, rectified: bool = False) -> None:
-        super().__init__(None)
-        self.source = RosbagSource(root, topics)
-        self.extrinsic = extrinsic
-        self.projection = projection
-        self.holdout_fraction = holdout_fraction
-        self.seed = seed
-        self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
-        self._stamps = self.source.synchronized_stamps(queue_size, slop_s)
-        if not self._stamps:
-            raise BagError(f'{self.source.path}: no synchronized frames: '
-                           f'{self.source.no_match_reason(queue_size, slop_s)}')
-        self._tree: TransformTree | None = None
-        if extrinsic is None and self._stamps:
-            camera_frame, lidar_frame = self.source.first_frame_ids()
-            self._T_cam_lidar(camera_frame, lidar_frame, self._stamps[0][2])
-
-    def __len__(self) -> int:
-        """Return the number of synchronized frames."""
-        return len(self._stamps)
-
-    def _T_cam_lidar(self, camera_frame: str, lidar_frame: str,
-                     stamp_ns: int) -> RigidTransform:
-        if self.extrinsic is not None:
-            return self.extrinsic
-        if self._tree is None:
-            self._tree = self.source.transform_tree()
-        try:
-            return self._tree.lookup(camera_frame, lidar_frame, stamp_ns)
-        except KeyError as error:
-            raise BagError(f'{self.source.path}: no LiDAR->camera transform in /tf_static or '
-                           f'/tf: {error.args[0]}; {EXTRINSIC_HINT}') from None
-
-    def _camera(self, info: Any, stamp_ns: int) -> CameraModel:
-        try:
-            return camera_info_to_camera_model(info, rectified=self.rectified)
-        except InvalidCameraError as error:
-            raise BagError(f'{self.source.path}: {self.source.topics.camera_info} at {stamp_ns} '
-                           f'ns: field {error}') from None
-
-    def _frame(self, index: int, messages: tuple[Any, ...]) -> Frame:
-        image, info, cloud = messages[:3]
-        stamp = self._stamps[index][0]
-        camera = self._camera(info, stamp)
-        rgb = any_image_to_rgb(image)
-        try:
-            check_camera_matches_image(camera, rgb.shape[1], rgb.shape[0])
-        except FrameMismatchError as error:
-            raise BagError(f'{self.source.path}: frame {index} ({self.source.topics.camera_info}'
-                           f' on {self.source.topics.image}): {error}') from None
-        T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
-                                        self._stamps[index][2])
-        sparse = lidar_to_sparse_depth(pointcloud2_to_xyz(cloud), T_cam_lidar, camera,
-                                       self.projection).depth
-        if self.source.topics.depth:
-            sparse_input, gt = sparse, any_depth_to_array(messages[3])
-        else:
-            rng = np.random.default_rng([self.seed, index])
-            sparse_input, gt = holdout_split(sparse, self.holdout_fraction, rng)
-        return Frame(name=f'{index:05d}_{stamp}', rgb=rgb,
-                     sparse_depth=sparse_input, gt_depth=gt, K=camera.K,
-                     sequence=self.source.path.name, stamp_ns=stamp)
-
-    def __iter__(self) -> Iterator[Frame]:
-        """Stream the frames in time order."""
-        sets = self.source.synchronized(self.queue_size, self.slop_s, order=self._stamps)
-        for index, messages in enumerate(sets):
-            yield self._frame(index, messages)
-
-    def _load(self, index: int) -> Frame:
-        for position, frame in enumerate(self):
-            if position == index:
-                return frame
-        raise IndexError(index)

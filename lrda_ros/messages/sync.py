@@ -16,43 +16,32 @@
 Approximate time synchronization of several message streams.
 
 ``ApproximateTimeSync`` reproduces the matching rule of the Python
-``message_filters.ApproximateTimeSynchronizer`` (ros2/message_filters) for machines
-without message_filters; ``create_synchronized_subscriptions`` uses message_filters when
-it is installed and this class otherwise, behind one interface.
+``message_filters.ApproximateTimeSynchronizer`` (ros2/message_filters) without ROS: rosbag
+evaluation matches recorded messages with it, and the node uses it where message_filters is
+not installed (:mod:`lrda_ros.ros.subscriptions`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 import itertools
 import threading
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
-_NS_PER_S = 1_000_000_000
-
-BACKEND_MESSAGE_FILTERS = 'message_filters'
-BACKEND_BUILTIN = 'builtin'
+from .stamps import header_stamp_ns, NS_PER_S
+from ..errors import ConfigError
 
 
-class InvalidSyncConfigError(ValueError):
+class InvalidSyncConfigError(ConfigError):
     """A synchronizer setting is out of its accepted range."""
-
-
-def stamp_ns(msg: Any) -> int | None:
-    """Return ``msg.header.stamp`` in integer nanoseconds, or None if it has no stamp."""
-    stamp = getattr(getattr(msg, 'header', None), 'stamp', None)
-    if stamp is None:
-        return None
-    return int(stamp.sec) * _NS_PER_S + int(stamp.nanosec)
 
 
 def _is_integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _validate_settings(num_inputs: int, queue_size: int, slop_s: float,
-                       callback: Callable[..., None]) -> None:
+def validate_sync_settings(num_inputs: int, queue_size: int, slop_s: float,
+                           callback: Callable[..., None]) -> None:
     """Raise ``InvalidSyncConfigError`` for settings no synchronizer can use."""
     if not _is_integer(num_inputs) or num_inputs < 2:
         raise InvalidSyncConfigError(f'need at least 2 inputs to synchronize, got {num_inputs!r}')
@@ -85,10 +74,10 @@ class ApproximateTimeSync:
     def __init__(self, num_inputs: int, queue_size: int, slop_s: float,
                  callback: Callable[..., None], allow_headerless: bool = False,
                  now_ns: Callable[[], int] = time.time_ns) -> None:
-        _validate_settings(num_inputs, queue_size, slop_s, callback)
+        validate_sync_settings(num_inputs, queue_size, slop_s, callback)
         self._queues: list[dict[int, Any]] = [{} for _ in range(num_inputs)]
         self._queue_size = queue_size
-        self._slop_ns = round(slop_s * _NS_PER_S)
+        self._slop_ns = round(slop_s * NS_PER_S)
         self._callback = callback
         self._allow_headerless = allow_headerless
         self._now_ns = now_ns
@@ -122,7 +111,7 @@ class ApproximateTimeSync:
         """Add ``msg`` to input ``index``; call the callback if it completes a set."""
         if not 0 <= index < len(self._queues):
             raise IndexError(f'input index {index} out of range 0..{len(self._queues) - 1}')
-        stamp = stamp_ns(msg)
+        stamp = header_stamp_ns(msg)
         with self._lock:
             if stamp is None:
                 if not self._allow_headerless:
@@ -163,142 +152,3 @@ class ApproximateTimeSync:
             if max(stamps) - min(stamps) < self._slop_ns:
                 return [q.pop(s) for q, s in zip(self._queues, stamps)]
         return None
-
-
-def message_filters_available() -> bool:
-    """Return True if the ``message_filters`` Python package can be imported."""
-    try:
-        import message_filters  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-class _SyncMonitor:
-    """Messages received and latest stamp per input, and sets emitted, for either backend."""
-
-    def __init__(self, num_inputs: int) -> None:
-        self._lock = threading.Lock()
-        self.received = [0] * num_inputs
-        self.latest_ns: list[int | None] = [None] * num_inputs
-        self.emitted = 0
-
-    def on_message(self, index: int, msg: Any) -> None:
-        stamp = stamp_ns(msg)
-        with self._lock:
-            self.received[index] += 1
-            if stamp is not None:
-                self.latest_ns[index] = stamp
-
-    def counting(self, callback: Callable[..., None]) -> Callable[..., None]:
-        """Wrap ``callback`` so each synchronized set it receives is counted."""
-        def emit(*msgs: Any) -> None:
-            with self._lock:
-                self.emitted += 1
-            callback(*msgs)
-        return emit
-
-
-@dataclass
-class SynchronizedSubscriptions:
-    """
-    Handle on synchronized subscriptions; keep it alive as long as messages should flow.
-
-    ``backend`` is ``'message_filters'`` or ``'builtin'``. Both report how many sets were
-    emitted, how many messages were dropped unmatched (``num_evicted``) and how far apart the
-    inputs' latest stamps are (``stamp_offsets``), so a constant offset larger than the slop
-    shows up instead of frames silently never arriving.
-    """
-
-    backend: str
-    subscriptions: list[Any] = field(repr=False)
-    synchronizer: Any = field(repr=False)
-    topics: list[str] = field(default_factory=list)
-    monitor: _SyncMonitor | None = field(default=None, repr=False)
-
-    @property
-    def num_evicted(self) -> int | None:
-        """
-        Count input messages dropped without being part of a set (None if unknown).
-
-        message_filters does not count them; they are the messages received, less those in
-        emitted sets, less those still queued.
-        """
-        if isinstance(self.synchronizer, ApproximateTimeSync):
-            return self.synchronizer.num_evicted
-        queues = getattr(self.synchronizer, 'queues', None)
-        lock = getattr(self.synchronizer, 'lock', None)
-        if self.monitor is None or queues is None or lock is None:
-            return None
-        with lock:
-            queued = sum(len(queue) for queue in queues)
-        monitor = self.monitor
-        return max(0, sum(monitor.received) - len(monitor.received) * monitor.emitted - queued)
-
-    @property
-    def num_emitted(self) -> int | None:
-        """Count the synchronized sets passed to the callback."""
-        if isinstance(self.synchronizer, ApproximateTimeSync):
-            return self.synchronizer.num_emitted
-        return None if self.monitor is None else self.monitor.emitted
-
-    def stamp_offsets(self) -> dict[str, float]:
-        """Return each later input's latest stamp minus the first input's, in seconds."""
-        if self.monitor is None or self.monitor.latest_ns[0] is None:
-            return {}
-        first = self.monitor.latest_ns[0]
-        return {topic: (stamp - first) / _NS_PER_S
-                for topic, stamp in zip(self.topics[1:], self.monitor.latest_ns[1:])
-                if stamp is not None}
-
-    def destroy(self, node: Any) -> None:
-        """Destroy the underlying subscriptions (no more messages are synchronized)."""
-        for subscription in self.subscriptions:
-            # message_filters.Subscriber wraps the rclpy subscription in ``sub``.
-            node.destroy_subscription(getattr(subscription, 'sub', subscription))
-        self.subscriptions = []
-
-
-def create_synchronized_subscriptions(
-        node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
-        slop_s: float, callback: Callable[..., None],
-        prefer_message_filters: bool = True,
-        **subscription_options: Any) -> SynchronizedSubscriptions:
-    """
-    Subscribe ``node`` to ``topics`` (``(msg_type, topic)`` pairs) and synchronize them.
-
-    ``callback`` receives one message per topic, in ``topics`` order. Uses
-    ``message_filters.ApproximateTimeSynchronizer`` when it is importable and
-    ``prefer_message_filters`` is set, else ``ApproximateTimeSync``. ``subscription_options``
-    (e.g. ``qos_overriding_options``) go to every underlying subscription.
-    """
-    _validate_settings(len(topics), queue_size, slop_s, callback)
-    monitor = _SyncMonitor(len(topics))
-    names = [topic for _, topic in topics]
-    if prefer_message_filters and message_filters_available():
-        import message_filters
-
-        subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
-                                                  **subscription_options)
-                       for msg_type, topic in topics]
-        synchronizer = message_filters.ApproximateTimeSynchronizer(
-            subscribers, queue_size, slop_s)
-        synchronizer.registerCallback(monitor.counting(callback))
-        for index, subscriber in enumerate(subscribers):
-            # Registered after the synchronizer's own input: counts what it has already seen.
-            subscriber.registerCallback(lambda msg, index=index: monitor.on_message(index, msg))
-        return SynchronizedSubscriptions(BACKEND_MESSAGE_FILTERS, subscribers, synchronizer,
-                                         names, monitor)
-
-    synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback)
-
-    def add(index: int, msg: Any) -> None:
-        monitor.on_message(index, msg)
-        synchronizer.add(index, msg)
-
-    subscriptions = [
-        node.create_subscription(msg_type, topic, lambda msg, index=index: add(index, msg), qos,
-                                 **subscription_options)
-        for index, (msg_type, topic) in enumerate(topics)]
-    return SynchronizedSubscriptions(BACKEND_BUILTIN, subscriptions, synchronizer, names,
-                                     monitor)

@@ -25,6 +25,7 @@ from rclpy.serialization import serialize_message
 from std_msgs.msg import Header
 
 from ..geometry import RigidTransform
+from ..messages.stamps import ns_to_sec_nanosec
 
 #: A static transform to record: (parent frame, child frame, T_parent_child).
 StaticTransform = tuple[str, str, RigidTransform]
@@ -32,7 +33,8 @@ StaticTransform = tuple[str, str, RigidTransform]
 
 def stamped_header(frame_id: str, stamp_ns: int) -> Header:
     """Return a std_msgs/Header for ``frame_id`` at ``stamp_ns`` nanoseconds."""
-    return Header(frame_id=frame_id, stamp=Time(sec=stamp_ns // 10**9, nanosec=stamp_ns % 10**9))
+    sec, nanosec = ns_to_sec_nanosec(stamp_ns)
+    return Header(frame_id=frame_id, stamp=Time(sec=sec, nanosec=nanosec))
 
 
 def message_type_name(message: Any) -> str:
@@ -44,8 +46,8 @@ def message_type_name(message: Any) -> str:
 def _tf_message(typestore, transforms: Sequence[StaticTransform], stamp_ns: int):
     # tf2_msgs has no PyPI wheel: TFMessage is built from the rosbags type store instead.
     types = typestore.types
-    time_msg = types['builtin_interfaces/msg/Time'](sec=stamp_ns // 10**9,
-                                                    nanosec=stamp_ns % 10**9)
+    sec, nanosec = ns_to_sec_nanosec(stamp_ns)
+    time_msg = types['builtin_interfaces/msg/Time'](sec=sec, nanosec=nanosec)
 
     def stamped(parent: str, child: str, T_parent_child: RigidTransform):
         return types['geometry_msgs/msg/TransformStamped'](

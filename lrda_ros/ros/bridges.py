@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from .conversions import (
-    _pixel_rows, _RGB_ENCODINGS, image_to_rgb as numpy_image_to_rgb, MalformedMessageError,
-    pointcloud2_to_xyz as numpy_pointcloud2_to_xyz, pointcloud2_view)
+from ..messages.conversions import (
+    image_to_rgb as numpy_image_to_rgb, MalformedMessageError, pixel_rows, pointcloud2_to_xyz
+    as numpy_pointcloud2_to_xyz, pointcloud2_view, RGB_ENCODINGS)
 
 BACKEND_NATIVE = 'native'
 BACKEND_NUMPY = 'numpy'
@@ -81,11 +81,11 @@ class MessageReader:
         """Return an ``(H, W, 3)`` uint8 RGB array (as ``conversions.image_to_rgb``)."""
         # cv_bridge's big-endian path needs numpy < 2 (ndarray.newbyteorder), and it reads
         # rows whose step is not a whole number of pixels misaligned: numpy does those.
-        channels = _RGB_ENCODINGS.get(msg.encoding, (None, 0))[1]
+        channels = RGB_ENCODINGS.get(msg.encoding, (None, 0))[1]
         if self._cv_bridge is None or not channels or msg.is_bigendian \
                 or int(msg.step) % channels:
             return numpy_image_to_rgb(msg)
-        _pixel_rows(msg, channels, channels, 'u1')  # same validation as the numpy path
+        pixel_rows(msg, channels, channels, 'u1')  # same validation as the numpy path
         bridge, bridge_error = self._cv_bridge
         try:
             return np.ascontiguousarray(bridge.imgmsg_to_cv2(msg, desired_encoding='rgb8'))

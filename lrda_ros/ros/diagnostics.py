@@ -74,11 +74,6 @@ class NodeStatistics:
         self.completed_at = (self.completed_at + [time.monotonic()])[-20:]
 
 
-def stamp_text(stamp: Any) -> str:
-    """Return a header stamp as 'sec.nanosec' (the frame names evaluator_node uses)."""
-    return f'{stamp.sec}.{stamp.nanosec:09d}'
-
-
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
                       demo_prior: bool = False) -> DiagnosticStatus:
     """

@@ -41,14 +41,15 @@ from rclpy.qos import QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import Image
 
-from .conversions import depth_image_to_array, image_to_rgb
-from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S, stamp_text
+from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S
 from .startup import run_node
-from .sync import create_synchronized_subscriptions
+from .subscriptions import create_synchronized_subscriptions
 from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import frame_figure, speed_accuracy_plot, write_csv, write_summary
+from ..messages.conversions import depth_image_to_array, image_to_rgb
+from ..messages.stamps import stamp_text, stamp_to_ns
 
 
 class EvaluatorNode(Node):
@@ -109,7 +110,7 @@ class EvaluatorNode(Node):
                         record.iterations, record.seconds = stats
 
     def _on_image(self, message: Image) -> None:
-        stamp = message.header.stamp.sec * 1_000_000_000 + message.header.stamp.nanosec
+        stamp = stamp_to_ns(message.header.stamp)
         with self._lock:
             self._images[stamp] = message
             while len(self._images) > 50:
@@ -137,7 +138,7 @@ class EvaluatorNode(Node):
         interval = float('nan') if self._last_arrival is None else now - self._last_arrival
         self._last_arrival = now
         stamp = depth_msg.header.stamp
-        name = f'{stamp.sec}.{stamp.nanosec:09d}'
+        name = stamp_text(stamp)
         try:
             prediction = np.frombuffer(bytes(depth_msg.data), np.float32).reshape(
                 depth_msg.height, depth_msg.width)
@@ -147,7 +148,7 @@ class EvaluatorNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'frame {name} not scored: {error}')
             return
-        stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+        stamp_ns = stamp_to_ns(stamp)
         with self._lock:
             iterations, seconds = self._frame_stats.get(stamp_text(stamp), (0, interval))
             record = FrameRecord(name, self.method, seconds, float('nan'), iterations, 'ok',

@@ -35,6 +35,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+import traceback
 from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -48,27 +49,27 @@ from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
-from .compressed import compressed_image_to_rgb
-from .conversions import (
-    camera_info_to_camera_model, depth_to_image_msg, rgb_to_image_msg, transform_to_rigid,
-    xyz_to_pointcloud2)
+from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
 from .declaration import declare_parameters, parameter_values, warn_unknown_parameters
-from .diagnostics import completion_status, NodeStatistics, stamp_text
+from .diagnostics import completion_status, NodeStatistics
 from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
-from .sync import create_synchronized_subscriptions, SynchronizedSubscriptions
+from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
 from ..colormap import colorize_depth
 from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, InsufficientSparseDepthError,
-    UnsupportedPrecisionError)
+    NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
+from ..errors import InputError
 from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
-from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, holdout_split
+from ..messages.compressed import compressed_image_to_rgb
+from ..messages.conversions import camera_info_to_camera_model, transform_to_rigid
+from ..messages.stamps import stamp_error, stamp_text, stamp_to_ns
+from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0
-_NS_PER_S = 1_000_000_000
 #: attribute -> (type, topic) of every output but /diagnostics.
 _OUTPUTS = {
     'pub_depth': (Image, 'depth'), 'pub_info': (CameraInfo, 'depth/camera_info'),
@@ -77,13 +78,14 @@ _OUTPUTS = {
 }
 
 
-def stamp_error(stamp: Any) -> str | None:
-    """Return why a header stamp is unusable (builtin_interfaces/Time rules), or None."""
-    if stamp.sec < 0:
-        return f'negative stamp {stamp.sec}.{stamp.nanosec:09d}'
-    if stamp.nanosec >= _NS_PER_S:
-        return f'stamp nanosec {stamp.nanosec} is not below 1e9'
-    return None
+def _holdout_rule(settings: NodeSettings) -> HoldoutRule:
+    """Return the live-evaluation hold-out of the node's settings (lrda eval's rule)."""
+    return HoldoutRule(settings.holdout_fraction, settings.tto.seed)
+
+
+def _depth_image(sparse: np.ndarray, header: Any) -> Image:
+    """Return a sparse map (0 = none) as a 32FC1 image with NaN = none (REP 118)."""
+    return depth_to_image_msg(np.where(sparse > 0, sparse, np.nan), header)
 
 
 class CompletionCore:
@@ -98,6 +100,8 @@ class CompletionCore:
     pipeline: CompletionPipeline | None = None
     subscriptions_handle: SynchronizedSubscriptions | None = None
     _worker: threading.Thread | None = None
+    #: Set when the worker met a defect: the process ends with exit code 1.
+    failed: bool = False
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -134,7 +138,8 @@ class CompletionCore:
             raise InvalidParameterError('dtype', str(error)) from error
         with self._settings_lock:
             self.model_choice = choice
-            self.pipeline = CompletionPipeline(completer, settings.projection)
+            self.pipeline = CompletionPipeline(completer, settings.projection,
+                                               _holdout_rule(settings))
         self._tf_buffer = self._make_tf_buffer()
         overrides = QoSOverridingOptions.with_default_policies()
         for attribute, (msg_type, topic) in _OUTPUTS.items():
@@ -217,6 +222,7 @@ class CompletionCore:
                 # read-only parameters).
                 self.pipeline.completer.config = settings.tto
                 self.pipeline.projection = settings.projection
+                self.pipeline.holdout = _holdout_rule(settings)
         return SetParametersResult(successful=True)
 
     # --- input ----------------------------------------------------------------------------
@@ -281,6 +287,7 @@ class CompletionCore:
 
     def _inputs(self, image: Image, info: CameraInfo,
                 cloud: PointCloud2) -> FrameInputs | None:
+        """Read the messages into arrays; an unusable one is a counted drop (None)."""
         for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
             problem = stamp_error(message.header.stamp)
             if problem:
@@ -295,14 +302,14 @@ class CompletionCore:
             rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
             points = self._reader.pointcloud2_to_xyz(cloud)
-        except ValueError as error:
+        except InputError as error:
             self._drop('malformed', str(error))
             return None
         transform = self._extrinsic(cloud.header.frame_id, image.header.frame_id,
                                     cloud.header.stamp)
         if transform is None:
             return None
-        return FrameInputs(rgb, camera, points, transform)
+        return FrameInputs(rgb, camera, points, transform, stamp_to_ns(image.header.stamp))
 
     # --- processing -------------------------------------------------------------------------
 
@@ -319,8 +326,12 @@ class CompletionCore:
                 self._process(*frame)
             except CompletionCancelledError:
                 continue  # stopping or deactivated: the frame is abandoned on purpose
-            except Exception as error:  # the worker must survive anything a frame throws
-                self._drop('error', f'{type(error).__name__}: {error}')
+            except InputError as error:  # a frame the pipeline cannot use: counted, not fatal
+                self._drop('malformed', f'{type(error).__name__}: {error}')
+            except Exception:  # a defect, not an input: stop the node loudly (exit code 1)
+                self.get_logger().fatal(f'internal error, stopping:\n{traceback.format_exc()}')
+                self.failed = True
+                return
 
     def _wants_completion(self) -> bool:
         return any(p.get_subscription_count() > 0 for p in
@@ -338,32 +349,21 @@ class CompletionCore:
             return
         with self._settings_lock:
             settings, pipeline = self.settings, self.pipeline
-        try:
-            projection = pipeline.project(inputs)
-        except ValueError as error:
-            self._drop('malformed', str(error))
-            return
-        sparse = projection.depth
-        if settings.holdout_fraction > 0:
-            sparse = self._hold_out(sparse, settings.holdout_fraction, image.header)
+        prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
+        if prepared.heldout_depth is not None:
+            self.pub_holdout.publish(_depth_image(prepared.heldout_depth, image.header))
         if self.pub_sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
-            self.pub_sparse.publish(depth_to_image_msg(np.where(sparse > 0, sparse, np.nan),
-                                                       image.header))
+            self.pub_sparse.publish(_depth_image(prepared.sparse_depth, image.header))
         if not self._wants_completion():
             return
-        num_points = int(np.count_nonzero(sparse))
-        if settings.skip_few_points and num_points < settings.tto.min_points:
-            self._drop('too_few_points', f'{num_points} LiDAR pixels, need '
-                       f'{settings.tto.min_points}')
-            return
         try:
-            outputs = pipeline.complete(inputs, projection, sparse,
+            outputs = pipeline.complete(prepared,
                                         self._deadline(received_at, settings.time_budget),
                                         self._should_stop)
         except InsufficientSparseDepthError as error:
             self._drop('too_few_points', str(error))
             return
-        except FloatingPointError as error:
+        except NonFiniteDepthError as error:
             self._drop('non_finite', str(error))
             return
         publish_start = time.monotonic()
@@ -371,13 +371,6 @@ class CompletionCore:
         self._publish_seconds = time.monotonic() - publish_start
         self._record(image, outputs, time.perf_counter() - start,
                      time.monotonic() - received_at)
-
-    def _hold_out(self, sparse: np.ndarray, fraction: float, header: Any) -> np.ndarray:
-        """Withhold LiDAR pixels (seeded by the stamp), publish them, return the rest."""
-        stamp_ns = header.stamp.sec * _NS_PER_S + header.stamp.nanosec
-        kept, held = holdout_split(sparse, fraction, np.random.default_rng(stamp_ns))
-        self.pub_holdout.publish(depth_to_image_msg(np.where(held > 0, held, np.nan), header))
-        return kept
 
     def _publish(self, image: Image, info: CameraInfo, inputs: FrameInputs,
                  outputs: FrameOutputs, settings: NodeSettings) -> None:

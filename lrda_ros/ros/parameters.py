@@ -22,7 +22,7 @@ parameter with a descriptor (description, range, read-only) and validates change
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 import difflib
 from typing import Any, Mapping, Sequence
 
@@ -30,14 +30,15 @@ import numpy as np
 
 from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..engine.config import DTYPES
+from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 
 
-class InvalidParameterError(ValueError):
-    """A parameter value was rejected; ``name`` says which."""
+class InvalidParameterError(ConfigError):
+    """A parameter value was rejected; ``name`` (also ``field``) says which."""
 
     def __init__(self, name: str, reason: str) -> None:
-        super().__init__(f"parameter '{name}': {reason}")
+        super().__init__(f"parameter '{name}': {reason}", field=name)
         self.name = name
         self.reason = reason
 
@@ -226,17 +227,9 @@ def closest_parameter(name: str) -> str | None:
     return matches[0] if matches else None
 
 
-# TTOConfig field -> the parameter that sets it (identical names unless listed).
-_TTO_FIELD_PARAMETERS = {field.name: field.name for field in fields(TTOConfig)}
-
-
-def _tto_error(error: ValueError) -> InvalidParameterError:
-    """Name the parameter a TTOConfig rejection is about (its message starts with the field)."""
-    message = str(error).removeprefix('TTOConfig: ')
-    for field_name in sorted(_TTO_FIELD_PARAMETERS, key=len, reverse=True):
-        if message.startswith(field_name):
-            return InvalidParameterError(_TTO_FIELD_PARAMETERS[field_name], message)
-    return InvalidParameterError('iterations', message)  # not reached for TTOConfig's checks
+def _parameter_error(error: ConfigError, prefix: str = '') -> InvalidParameterError:
+    """Name the parameter a configuration rejection is about (``prefix`` + its field)."""
+    return InvalidParameterError(f'{prefix}{error.field}', str(error).removeprefix('TTOConfig: '))
 
 
 def _is_unset(values: Sequence[float]) -> bool:
@@ -278,7 +271,6 @@ class NodeSettings:
     model: str
     tto: TTOConfig
     projection: ProjectionConfig
-    skip_few_points: bool
     image_is_rectified: bool
     image_transport: str
     sync_queue_size: int
@@ -319,20 +311,23 @@ class NodeSettings:
                 lora_rank=v['lora_rank'], lora_alpha=v['lora_alpha'], device=v['device'],
                 dtype=v['dtype'], processing_size=v['processing_size'] or None,
                 min_depth=v['min_depth'], max_depth=v['max_depth'],
-                min_points=v['min_points'], few_points=FewPointsPolicy.ALIGN,
+                min_points=v['min_points'],
+                # 'skip': the engine refuses the frame (its count of usable points), the node
+                # drops it as too_few_points.
+                few_points=(FewPointsPolicy.ERROR if v['few_points'] == 'skip'
+                            else FewPointsPolicy.ALIGN),
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
                 convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'])
-        except ValueError as error:
-            raise _tto_error(error) from error
+        except ConfigError as error:
+            raise _parameter_error(error) from error
         try:
             projection = ProjectionConfig(
                 min_range=v['projection.min_range'], max_range=v['projection.max_range'],
                 remove_occluded=v['projection.remove_occluded'],
                 occlusion_window=v['projection.occlusion_window'],
                 occlusion_margin=v['projection.occlusion_margin'])
-        except ValueError as error:
-            field_name = str(error).split(' ', 1)[0]
-            raise InvalidParameterError(f'projection.{field_name}', str(error)) from error
+        except ConfigError as error:
+            raise _parameter_error(error, 'projection.') from error
         colormap = (v['colormap.min_depth'] or None, v['colormap.max_depth'] or None)
         if colormap[0] and colormap[1] and colormap[0] >= colormap[1]:
             raise InvalidParameterError('colormap.max_depth', 'must exceed colormap.min_depth')
@@ -343,7 +338,6 @@ class NodeSettings:
                 f'{colormap[0]}')
         return cls(
             model=v['model'], tto=tto, projection=projection,
-            skip_few_points=v['few_points'] == 'skip',
             image_is_rectified=v['image_is_rectified'], image_transport=v['image_transport'],
             sync_queue_size=v['sync.queue_size'],
             sync_slop=v['sync.slop'], use_tf=v['lidar_to_camera.use_tf'],

@@ -43,7 +43,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bag_writer import stamped_header
-from ..eval.datasets.rosbag import BagTopics, cdr_header_stamp, RosbagSource
+from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource
+from ..messages.stamps import stamp_to_ns
 
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
                   'sensor_msgs/msg/PointCloud2': PointCloud2,
@@ -131,7 +132,7 @@ class LockstepReplay:
     def _store(self, name: str):
         def store(message: Image) -> None:
             stamp = message.header.stamp
-            self._received[name][stamp.sec * 1_000_000_000 + stamp.nanosec] = message
+            self._received[name][stamp_to_ns(stamp)] = message
         return store
 
     def frames(self) -> list[dict[str, Any]]:
@@ -168,7 +169,7 @@ class LockstepReplay:
         replayed = []
         for inputs in self.frames():
             stamp = inputs['image'].header.stamp
-            stamp_ns = stamp.sec * 1_000_000_000 + stamp.nanosec
+            stamp_ns = stamp_to_ns(stamp)
             for name in ('image', 'camera_info', 'points'):
                 self.publishers[name].publish(inputs[name])
             deadline = time.monotonic() + timeout_per_frame
@@ -271,10 +272,13 @@ def _private_context(prefix: str) -> Iterator[tuple[rclpy.Context, str]]:
 
 
 def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, Any],
-                            on_frame: Callable[[ReplayedFrame], None] | None = None
+                            on_frame: Callable[[ReplayedFrame], None] | None = None,
+                            outputs: tuple[str, ...] = ('depth',)
                             ) -> tuple[list[ReplayedFrame], list[tuple[float, int]]]:
     """
     Replay ``bag`` lock-step into a fresh in-process completion node with ``parameters``.
+
+    ``outputs``: the node's Image topics to collect for each frame (the frame waits for all).
 
     Returns the replayed frames and, per frame, the node's own processing seconds and
     iterations. A private context and namespace keep it apart from other nodes.
@@ -287,7 +291,7 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
             Parameter(name, value=value) for name, value in parameters.items()])
         player = rclpy.create_node('lrda_replay_player', namespace=namespace,
                                    context=context)
-        replay = LockstepReplay(player, source, outputs=('depth',))
+        replay = LockstepReplay(player, source, outputs=outputs)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
         executor.add_node(player)

@@ -41,6 +41,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from .parameters import InvalidParameterError
 from ..engine import ModelLoadError
+from ..errors import ConfigError
 
 _SPIN_PERIOD_S = 0.1
 
@@ -68,7 +69,7 @@ def startup_error_message(error: BaseException) -> str:
     return f'cannot start: {type(error).__name__}: {error}'
 
 
-class ParamsFileError(ValueError):
+class ParamsFileError(ConfigError):
     """A --params-file that does not exist or is not YAML."""
 
 
@@ -132,7 +133,7 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
     executor.add_node(node)
     try:
         # Short spins so a signal (which only sets ``stop``) is noticed within _SPIN_PERIOD_S.
-        while not stop.is_set() and rclpy.ok():
+        while not stop.is_set() and rclpy.ok() and not getattr(node, 'failed', False):
             executor.spin_once(timeout_sec=_SPIN_PERIOD_S)
     except ExternalShutdownException:
         pass
@@ -140,4 +141,4 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    return 0
+    return 1 if getattr(node, 'failed', False) else 0

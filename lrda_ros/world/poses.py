@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from .common import DEFAULT_HFOV_DEG
-from ...geometry import CameraModel
+from ..geometry import CameraModel
 
 
 def pinhole_camera(width: int, height: int, hfov_deg: float = DEFAULT_HFOV_DEG) -> CameraModel:

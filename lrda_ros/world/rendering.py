@@ -26,7 +26,7 @@ from .materials import mix
 from .primitives import Primitive
 from .raycast import hit_surface, nearest_hit, surface_albedo
 from .scenes import Scene
-from ...geometry import CameraModel
+from ..geometry import CameraModel
 
 # Camera rendering
 # --------------------------------------------------------------------------------------------

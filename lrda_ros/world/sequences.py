@@ -27,7 +27,7 @@ from .poses import camera_pose, lidar_mount, pinhole_camera, pinhole_camera_foca
 from .raycast import nearest_hit
 from .rendering import camera_rays, render
 from .scenes import make_scene, Scene
-from ...geometry import CameraModel
+from ..geometry import CameraModel
 
 # Sequences and random views
 # --------------------------------------------------------------------------------------------

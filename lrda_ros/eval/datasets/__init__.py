@@ -48,8 +48,9 @@ from .ibims import IBims
 from .kitti_dc import KITTI_OFFICIAL_SIZE, KittiDepthCompletion
 from .kitti_object import KittiObject
 from .nyu import NYU_INTRINSICS, nyu_intrinsics, NYU_PROTOCOL, NYUv2, NYUv2Mat
-from .rosbag import BagTopics, RosbagDataset, RosbagSource
+from .rosbag import RosbagDataset
 from .void import VOID
+from ...messages.rosbag import BagTopics, RosbagSource
 
 _REGISTRY = MappingProxyType({
     'kitti_dc': KittiDepthCompletion,

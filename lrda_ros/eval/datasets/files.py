@@ -23,6 +23,8 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
+from ...messages.stamps import sec_nanosec_to_ns
+
 SIXTEEN_BIT_MODES = ('I;16', 'I;16L', 'I;16B', 'I;16N', 'I')
 RGB_SUFFIXES = ('.png', '.jpg', '.jpeg')
 
@@ -132,7 +134,7 @@ def check_same_size(name: str, rgb: np.ndarray, **depths: np.ndarray | None) -> 
 STAMP = re.compile(r'^(\d+)(?:\.(\d+))?$')
 
 
-def stamp_ns(stem: str) -> int | None:
+def stem_stamp_ns(stem: str) -> int | None:
     """Return the time of a ``<seconds>.<fraction>`` or ``<16+ digit nanoseconds>`` stem."""
     match = STAMP.match(stem)
     if match is None:
@@ -140,4 +142,4 @@ def stamp_ns(stem: str) -> int | None:
     if match.group(2) is None:
         return int(stem) if len(stem) >= 16 else None
     fraction = match.group(2).ljust(9, '0')[:9]
-    return int(match.group(1)) * 1_000_000_000 + int(fraction)
+    return sec_nanosec_to_ns(int(match.group(1)), int(fraction))

@@ -22,7 +22,7 @@ import numpy as np
 
 from .files import (
     check_same_size, find_with_suffix, first_existing, layout_error, list_files, read_depth,
-    read_intrinsics_txt, read_rgb, RGB_SUFFIXES, stamp_ns)
+    read_intrinsics_txt, read_rgb, RGB_SUFFIXES, stem_stamp_ns)
 from .frame import Frame, FrameDataset, SamplingProtocol
 from ...pipeline import holdout_split
 
@@ -112,4 +112,4 @@ class GenericFolder(FrameDataset):
         K = None if k_path is None else read_intrinsics_txt(k_path)
         return Frame(name=stem, rgb=rgb, sparse_depth=sparse, gt_depth=gt, K=K,
                      sequence=self.root.name if self.sequential else None,
-                     stamp_ns=stamp_ns(stem))
+                     stamp_ns=stem_stamp_ns(stem))

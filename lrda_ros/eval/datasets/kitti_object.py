@@ -22,8 +22,8 @@ import numpy as np
 
 from .files import layout_error, list_files, read_rgb
 from .frame import Frame, FrameDataset
-from ...geometry import CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform
-from ...pipeline import holdout_split
+from ...geometry import CameraModel, ProjectionConfig, RigidTransform
+from ...pipeline import FrameInputs, HoldoutRule, prepare_frame
 
 _OBJECT_LAYOUT = """\
   root/image_2/<id>.png        left colour camera (rectified)
@@ -125,9 +125,9 @@ class KittiObject(FrameDataset):
         rgb = read_rgb(image)
         K, T_cam_velo = kitti_object_geometry(read_kitti_calib(calib), str(calib))
         camera = CameraModel(K, width=rgb.shape[1], height=rgb.shape[0])
-        sparse = lidar_to_sparse_depth(read_velodyne_bin(scan), T_cam_velo, camera,
-                                       self.projection).depth
-        rng = np.random.default_rng([self.seed, index])
-        sparse_input, gt = holdout_split(sparse, self.holdout_fraction, rng)
-        return Frame(name=stem, rgb=rgb, sparse_depth=sparse_input, gt_depth=gt, K=K,
-                     sequence=None)
+        # The node's frame step; without stamps, the frame index seeds the hold-out.
+        prepared = prepare_frame(FrameInputs(rgb, camera, read_velodyne_bin(scan), T_cam_velo,
+                                             stamp_ns=index), self.projection,
+                                 HoldoutRule(self.holdout_fraction, self.seed))
+        return Frame(name=stem, rgb=rgb, sparse_depth=prepared.sparse_depth,
+                     gt_depth=prepared.heldout_depth, K=K, sequence=None)

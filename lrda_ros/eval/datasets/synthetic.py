@@ -21,7 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from .frame import Frame
-from ...demo import world
+from ... import world
 from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
 
 

@@ -23,7 +23,7 @@ from PIL import Image
 
 from .files import (
     check_same_size, layout_error, list_files, read_depth_png, read_intrinsics_txt, read_rgb,
-    stamp_ns)
+    stem_stamp_ns)
 from .frame import Frame, FrameDataset, SamplingProtocol
 
 _VOID_LAYOUT = """\
@@ -81,7 +81,7 @@ class VOID(FrameDataset):
                     raise layout_error(self.name, root, _VOID_LAYOUT,
                                        f'no ground_truth/{image.name} in {seq.name}')
                 validity = seq / 'validity_map' / image.name
-                stamp = stamp_ns(image.stem)
+                stamp = stem_stamp_ns(image.stem)
                 frames.append(((stamp if stamp is not None else -1, image.stem), seq.name,
                                image, sparse, gt if gt.is_file() else None,
                                validity if validity.is_file() else None,

@@ -1,0 +1,134 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Evaluate on rosbag2 recordings: frames made from the bag exactly as the node makes them.
+
+Frames come from Image (or CompressedImage) + CameraInfo + PointCloud2 topics, matched by the
+node's approximate time synchronizer (:class:`~lrda_ros.messages.rosbag.RosbagSource`). The
+LiDAR->camera transform comes from /tf_static and /tf (or an explicit extrinsic). Ground truth is
+a depth topic when the bag has one (Image 16UC1/32FC1 or a compressedDepth CompressedImage), else
+the LiDAR hold-out protocol: a seeded fraction of the projected LiDAR pixels is withheld from the
+input and scored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from .frame import Frame, FrameDataset
+from ...geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
+from ...geometry import TransformTree
+from ...messages.compressed import any_depth_to_array, any_image_to_rgb
+from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ...messages.rosbag import BagError, BagTopics, RosbagSource
+from ...pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
+
+EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
+                  'or --lidar-to-camera-translation X,Y,Z --lidar-to-camera-rotation X,Y,Z,W '
+                  '(RosbagDataset(extrinsic=...) in Python)')
+
+
+class RosbagDataset(FrameDataset):
+    """
+    Frames of a rosbag2 (``kind='rosbag'``), projected and scored as the node would be.
+
+    ``extrinsic`` (T_camera_lidar) overrides the bag's /tf_static and /tf; without it a bag
+    that cannot link the cloud's frame to the image's fails here, naming the frames.
+    ``rectified`` (the node's ``image_is_rectified``): project with P and no distortion rather
+    than K and D. Without a depth topic the LiDAR hold-out protocol supplies ground truth
+    (``holdout_fraction`` of the LiDAR pixels, drawn from ``seed`` and the image stamp as the
+    node's ``evaluation.holdout_fraction`` draws them). Each frame is made by
+    :func:`~lrda_ros.pipeline.prepare_frame`, the node's own step. Frames are read in one
+    streaming pass; indexing re-reads the bag.
+    """
+
+    def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
+                 extrinsic: RigidTransform | None = None,
+                 projection: ProjectionConfig = ProjectionConfig(),
+                 holdout_fraction: float = 0.2, seed: int = 0, queue_size: int = 10,
+                 slop_s: float = 0.05, rectified: bool = False) -> None:
+        super().__init__(None)
+        self.source = RosbagSource(root, topics)
+        self.extrinsic = extrinsic
+        self.projection = projection
+        self.holdout_fraction = holdout_fraction
+        self.seed = seed
+        self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
+        self._stamps = self.source.synchronized_stamps(queue_size, slop_s)
+        if not self._stamps:
+            raise BagError(f'{self.source.path}: no synchronized frames: '
+                           f'{self.source.no_match_reason(queue_size, slop_s)}')
+        self._tree: TransformTree | None = None
+        if extrinsic is None and self._stamps:
+            camera_frame, lidar_frame = self.source.first_frame_ids()
+            self._T_cam_lidar(camera_frame, lidar_frame, self._stamps[0][2])
+
+    def __len__(self) -> int:
+        """Return the number of synchronized frames."""
+        return len(self._stamps)
+
+    def _T_cam_lidar(self, camera_frame: str, lidar_frame: str,
+                     stamp_ns: int) -> RigidTransform:
+        if self.extrinsic is not None:
+            return self.extrinsic
+        if self._tree is None:
+            self._tree = self.source.transform_tree()
+        try:
+            return self._tree.lookup(camera_frame, lidar_frame, stamp_ns)
+        except KeyError as error:
+            raise BagError(f'{self.source.path}: no LiDAR->camera transform in /tf_static or '
+                           f'/tf: {error.args[0]}; {EXTRINSIC_HINT}') from None
+
+    def _camera(self, info: Any, stamp_ns: int) -> CameraModel:
+        try:
+            return camera_info_to_camera_model(info, rectified=self.rectified)
+        except InvalidCameraError as error:
+            raise BagError(f'{self.source.path}: {self.source.topics.camera_info} at {stamp_ns} '
+                           f'ns: field {error}') from None
+
+    def _frame(self, index: int, messages: tuple[Any, ...]) -> Frame:
+        image, info, cloud = messages[:3]
+        stamp = self._stamps[index][0]
+        camera = self._camera(info, stamp)
+        T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
+                                        self._stamps[index][2])
+        inputs = FrameInputs(any_image_to_rgb(image), camera, pointcloud2_to_xyz(cloud),
+                             T_cam_lidar, stamp)
+        with_depth_topic = bool(self.source.topics.depth)
+        rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
+                                                                  self.seed)
+        try:
+            prepared = prepare_frame(inputs, self.projection, rule)
+        except FrameMismatchError as error:
+            raise BagError(f'{self.source.path}: frame {index} ({self.source.topics.camera_info}'
+                           f' on {self.source.topics.image}): {error}',
+                           field=error.field) from None
+        gt = any_depth_to_array(messages[3]) if with_depth_topic else prepared.heldout_depth
+        return Frame(name=f'{index:05d}_{stamp}', rgb=inputs.rgb,
+                     sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
+                     sequence=self.source.path.name, stamp_ns=stamp)
+
+    def __iter__(self) -> Iterator[Frame]:
+        """Stream the frames in time order."""
+        sets = self.source.synchronized(self.queue_size, self.slop_s, order=self._stamps)
+        for index, messages in enumerate(sets):
+            yield self._frame(index, messages)
+
+    def _load(self, index: int) -> Frame:
+        for position, frame in enumerate(self):
+            if position == index:
+                return frame
+        raise IndexError(index)

@@ -1,0 +1,68 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Header stamps (``builtin_interfaces/Time``) as integer nanoseconds: the one conversion.
+
+Duck-typed: any object with integer ``sec`` and ``nanosec`` (rclpy messages, the dataclasses
+``rosbags`` deserializes, ``SimpleNamespace``) is a stamp.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+NS_PER_S = 1_000_000_000
+
+
+def sec_nanosec_to_ns(sec: int, nanosec: int) -> int:
+    """Return the nanoseconds of a stamp's (``sec``, ``nanosec``) fields."""
+    return int(sec) * NS_PER_S + int(nanosec)
+
+
+def stamp_to_ns(stamp: Any) -> int:
+    """Return a stamp (``sec``, ``nanosec``) as integer nanoseconds."""
+    return sec_nanosec_to_ns(stamp.sec, stamp.nanosec)
+
+
+def header_stamp_ns(msg: Any) -> int | None:
+    """Return ``msg.header.stamp`` in nanoseconds, or None when the message has no header."""
+    stamp = getattr(getattr(msg, 'header', None), 'stamp', None)
+    return None if stamp is None else stamp_to_ns(stamp)
+
+
+def ns_to_sec_nanosec(stamp_ns: int) -> tuple[int, int]:
+    """Split nanoseconds into the (``sec``, ``nanosec``) fields of a stamp."""
+    return int(stamp_ns) // NS_PER_S, int(stamp_ns) % NS_PER_S
+
+
+def stamp_from_ns(stamp_ns: int) -> SimpleNamespace:
+    """Return a duck-typed stamp for nanoseconds (build a message's own Time with the fields)."""
+    sec, nanosec = ns_to_sec_nanosec(stamp_ns)
+    return SimpleNamespace(sec=sec, nanosec=nanosec)
+
+
+def stamp_text(stamp: Any) -> str:
+    """Return a stamp as 'sec.nanosec', nine fraction digits (frame names in reports)."""
+    return f'{int(stamp.sec)}.{int(stamp.nanosec):09d}'
+
+
+def stamp_error(stamp: Any) -> str | None:
+    """Return why a stamp is unusable (``builtin_interfaces/Time`` rules), or None."""
+    if stamp.sec < 0:
+        return f'negative stamp {stamp_text(stamp)}'
+    if not 0 <= stamp.nanosec < NS_PER_S:
+        return f'stamp nanosec {stamp.nanosec} is not in [0, 1e9)'
+    return None
