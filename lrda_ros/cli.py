@@ -81,11 +81,11 @@ def _add_eval(commands) -> None:
     parser.add_argument('--max-frames', type=int)
     parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
     parser.add_argument('--save-depth', action='store_true',
-                        help='write each method\'s depth as depth/<method>/<frame>.npy '
+                        help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
     parser.add_argument('--dtype', default='float32',
                         help='engine precision: float32, bfloat16, float16 or auto (the '
-                             'node\'s dtype parameter)')
+                             "node's dtype parameter)")
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')

@@ -59,7 +59,7 @@ def bag(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope='module')
 def extrinsic(bag) -> list[float]:
-    """The bag's T_camera_lidar, given to both programs (tf2 may be absent here)."""
+    """Return the bag's T_camera_lidar, given to both programs (tf2 may be absent here)."""
     with RosbagSource(bag, TOPICS) as source:
         camera_frame, lidar_frame = source.first_frame_ids()
         T_cam_lidar = source.transform_tree().lookup(camera_frame, lidar_frame)
