@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .checks import (
-    _as_points, _readonly, InvalidCameraError, InvalidConfigError,
-    UnsupportedDistortionError)
+    as_points, InvalidCameraError, InvalidConfigError, readonly_copy, UnsupportedDistortionError)
 
 _PLUMB_BOB = 'plumb_bob'
 _RATIONAL = 'rational_polynomial'
@@ -85,8 +84,8 @@ class CameraModel:
                 raise InvalidCameraError(f'{name} must be a positive integer, got {value!r}')
             object.__setattr__(self, name, int(value))
         _check_distortion(self.distortion_model, coefficients)
-        object.__setattr__(self, 'K', _readonly(intrinsics))
-        object.__setattr__(self, 'D', _readonly(coefficients))
+        object.__setattr__(self, 'K', readonly_copy(intrinsics))
+        object.__setattr__(self, 'D', readonly_copy(coefficients))
 
     @property
     def fx(self) -> float:
@@ -253,7 +252,7 @@ def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
     k5, k6) and ``equidistant`` (fisheye k1..k4). Fewer coefficients are zero-padded;
     ``''`` / ``'none'`` or all-zero coefficients leave the points unchanged.
     """
-    points = _as_points(xy, 'normalized coordinates', columns=2)
+    points = as_points(xy, 'normalized coordinates', columns=2)
     coefficients = _distortion_coefficients(model, D)
     if coefficients is None:
         return points.copy()
@@ -277,7 +276,7 @@ def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
     the angle for ``equidistant``. Converges to ~1e-9 for moderate distortion; points
     beyond the fold-back radius of a strong distortion have no unique inverse.
     """
-    distorted = _as_points(xy_distorted, 'normalized coordinates', columns=2)
+    distorted = as_points(xy_distorted, 'normalized coordinates', columns=2)
     if iterations < 1:
         raise InvalidConfigError(f'iterations must be >= 1, got {iterations}')
     coefficients = _distortion_coefficients(model, D)
@@ -318,7 +317,7 @@ def project_points(points_cam: np.ndarray,
     drop them. The camera's distortion is applied (none for a rectified image's camera;
     ``camera.without_distortion()`` gives the pinhole projection).
     """
-    points = _as_points(points_cam, 'points_cam')
+    points = as_points(points_cam, 'points_cam')
     depth = points[:, 2].copy()
     in_front = depth > 0
     safe_depth = np.where(in_front, depth, 1.0)

@@ -41,7 +41,7 @@ class InvalidPointsError(InputError):
     """A point array or depth map has the wrong shape or type."""
 
 
-def _as_points(points: np.ndarray, name: str = 'points', columns: int = 3) -> np.ndarray:
+def as_points(points: np.ndarray, name: str = 'points', columns: int = 3) -> np.ndarray:
     """Return ``points`` as a float64 ``(N, columns)`` array or raise ``InvalidPointsError``."""
     array = np.asarray(points, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != columns:
@@ -50,7 +50,7 @@ def _as_points(points: np.ndarray, name: str = 'points', columns: int = 3) -> np
     return array
 
 
-def _readonly(array: np.ndarray) -> np.ndarray:
+def readonly_copy(array: np.ndarray) -> np.ndarray:
     """Return a private read-only copy so frozen dataclasses stay immutable."""
     copy = np.array(array, dtype=np.float64, copy=True)
     copy.setflags(write=False)

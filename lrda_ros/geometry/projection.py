@@ -22,7 +22,7 @@ import numpy as np
 
 from .camera import (
     CameraModel, distort_normalized, pixels_to_normalized, project_points, undistort_normalized)
-from .checks import _as_points, InvalidConfigError, InvalidPointsError
+from .checks import as_points, InvalidConfigError, InvalidPointsError
 from .transforms import RigidTransform
 
 # Points closer than this to the image plane (metres of z) count as behind the camera.
@@ -102,7 +102,7 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
     camera). With distortion, points that fold back into the image from outside the lens' valid
     field of view (where undistort(distort(p)) != p) count as outside the image.
     """
-    points = _as_points(points_lidar, 'points_lidar')
+    points = as_points(points_lidar, 'points_lidar')
     height, width = camera.height, camera.width
     num_in = points.shape[0]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import _as_points, _readonly, InvalidTransformError
+from .checks import as_points, InvalidTransformError, readonly_copy
 
 
 def _quaternion_to_rotation(quaternion_xyzw: np.ndarray) -> np.ndarray:
@@ -56,8 +56,8 @@ class RigidTransform:
         _check_rotation(rotation, atol=1e-5)
         if not np.all(np.isfinite(translation)):
             raise InvalidTransformError(f'translation must be finite, got {translation}')
-        object.__setattr__(self, 'rotation', _readonly(rotation))
-        object.__setattr__(self, 'translation', _readonly(translation))
+        object.__setattr__(self, 'rotation', readonly_copy(rotation))
+        object.__setattr__(self, 'translation', readonly_copy(translation))
 
     @classmethod
     def identity(cls) -> RigidTransform:
@@ -126,7 +126,7 @@ class RigidTransform:
 
     def apply(self, points: np.ndarray) -> np.ndarray:
         """Map ``(N, 3)`` points from the source frame into the target frame (float64)."""
-        source = _as_points(points)
+        source = as_points(points)
         # Written out rather than ``source @ R.T``: a multi-threaded BLAS call for a 3x3
         # product can stall for tens of milliseconds on a busy CPU.
         return (source[:, 0:1] * self.rotation[:, 0] + source[:, 1:2] * self.rotation[:, 1]
