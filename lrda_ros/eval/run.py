@@ -36,6 +36,7 @@ from .methods import build_method, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
+from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..messages.rosbag import BagTopics
 
@@ -94,30 +95,35 @@ class EvalOptions:
 
 
 def check_options(options: EvalOptions) -> None:
-    """Reject options that do not apply to the source, or are out of range, with a reason."""
+    """Reject options that do not apply to the source, or are out of range, naming the option."""
     kind = options.kind
-    if kind != 'rosbag' and (options.slop_s is not None or options.queue_size is not None):
-        raise ValueError(f'--slop and --queue-size synchronize bag topics; --dataset {kind} has '
-                         'none: drop them')
-    if options.holdout_fraction is not None and kind not in HOLDOUT_KINDS:
-        raise ValueError(f'--holdout applies to --bag and --dataset folder or kitti_object; '
-                         f'{kind} ships its own ground truth: drop --holdout')
-    if options.holdout_fraction is not None and not 0 < options.holdout_fraction < 1:
-        raise ValueError(f'--holdout must be in (0, 1), got {options.holdout_fraction}')
-    if options.holdout_fraction is not None and kind == 'rosbag' and options.topics.depth:
-        raise ValueError('--holdout and --depth-topic both give the ground truth: drop one')
-    if options.num_points is not None and kind in ('rosbag', 'kitti_object'):
-        raise ValueError(f'--num-points samples the input from dataset ground truth; {kind} '
-                         'input is the LiDAR itself: drop --num-points')
-    if options.slop_s is not None and not options.slop_s > 0:
-        raise ValueError(f'--slop must be positive (seconds), got {options.slop_s}')
-    if options.queue_size is not None and options.queue_size < 1:
-        raise ValueError(f'--queue-size must be at least 1, got {options.queue_size}')
-    if options.max_frames is not None and options.max_frames < 1:
-        raise ValueError(f'--max-frames must be at least 1, got {options.max_frames}')
-    if kind != 'rosbag' and (options.extrinsic is not None or options.image_is_rectified):
-        raise ValueError('--image-is-rectified and --lidar-to-camera-* only apply to --bag (a '
-                         '--dataset already holds projected sparse depth)')
+    problems = [
+        (kind != 'rosbag' and (options.slop_s is not None or options.queue_size is not None),
+         '--slop', f'--slop and --queue-size synchronize bag topics; --dataset {kind} has none: '
+         'drop them'),
+        (options.holdout_fraction is not None and kind not in HOLDOUT_KINDS, '--holdout',
+         f'--holdout applies to --bag and --dataset folder or kitti_object; {kind} ships its '
+         'own ground truth: drop --holdout'),
+        (options.holdout_fraction is not None and not 0 < options.holdout_fraction < 1,
+         '--holdout', f'--holdout must be in (0, 1), got {options.holdout_fraction}'),
+        (options.holdout_fraction is not None and kind == 'rosbag' and bool(options.topics.depth),
+         '--holdout', '--holdout and --depth-topic both give the ground truth: drop one'),
+        (options.num_points is not None and kind in ('rosbag', 'kitti_object'), '--num-points',
+         f'--num-points samples the input from dataset ground truth; {kind} input is the LiDAR '
+         'itself: drop --num-points'),
+        (options.slop_s is not None and not options.slop_s > 0, '--slop',
+         f'--slop must be positive (seconds), got {options.slop_s}'),
+        (options.queue_size is not None and options.queue_size < 1, '--queue-size',
+         f'--queue-size must be at least 1, got {options.queue_size}'),
+        (options.max_frames is not None and options.max_frames < 1, '--max-frames',
+         f'--max-frames must be at least 1, got {options.max_frames}'),
+        (kind != 'rosbag' and (options.extrinsic is not None or options.image_is_rectified),
+         '--image-is-rectified', '--image-is-rectified and --lidar-to-camera-* only apply to '
+         '--bag (a --dataset already holds projected sparse depth)'),
+    ]
+    for rejected, option, message in problems:
+        if rejected:
+            raise ConfigError(message, field=option)
 
 
 def open_source(options: EvalOptions) -> FrameDataset:
@@ -157,7 +163,8 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     """Evaluate, write the report into ``options.output`` and return (records, summary)."""
     unknown = [m for m in options.methods if m not in METHODS]
     if unknown:
-        raise ValueError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}')
+        raise ConfigError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}',
+                          field='--methods')
     dataset = open_source(options)
     needs_model = any(METHODS[m].scope is not None for m in options.methods)
     model = load_depth_model(options.model, options.device) if needs_model else None

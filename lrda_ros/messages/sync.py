@@ -44,13 +44,17 @@ def validate_sync_settings(num_inputs: int, queue_size: int, slop_s: float,
                            callback: Callable[..., None]) -> None:
     """Raise ``InvalidSyncConfigError`` for settings no synchronizer can use."""
     if not _is_integer(num_inputs) or num_inputs < 2:
-        raise InvalidSyncConfigError(f'need at least 2 inputs to synchronize, got {num_inputs!r}')
+        raise InvalidSyncConfigError(f'need at least 2 inputs to synchronize, got {num_inputs!r}',
+                                     field='num_inputs')
     if not _is_integer(queue_size) or queue_size < 1:
-        raise InvalidSyncConfigError(f'queue_size must be an integer >= 1, got {queue_size!r}')
+        raise InvalidSyncConfigError(f'queue_size must be an integer >= 1, got {queue_size!r}',
+                                     field='queue_size')
     if not isinstance(slop_s, (int, float)) or not 0 <= slop_s < float('inf'):
-        raise InvalidSyncConfigError(f'slop_s must be a finite number >= 0, got {slop_s!r}')
+        raise InvalidSyncConfigError(f'slop_s must be a finite number >= 0, got {slop_s!r}',
+                                     field='slop_s')
     if not callable(callback):
-        raise InvalidSyncConfigError(f'callback must be callable, got {callback!r}')
+        raise InvalidSyncConfigError(f'callback must be callable, got {callback!r}',
+                                     field='callback')
 
 
 class ApproximateTimeSync:
