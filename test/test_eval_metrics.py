@@ -71,7 +71,7 @@ def test_mask_argument():
     assert m.mae == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf, 0.0, -2.0])
+@pytest.mark.parametrize('bad', [np.inf, -np.inf, 0.0, -2.0])
 def test_invalid_prediction_is_counted_not_nan(bad):
     pred = PRED.copy()
     pred[0, 0] = bad
@@ -111,6 +111,26 @@ def test_aggregate_empty_raises():
 def test_to_dict():
     d = compute_metrics(PRED, GT).to_dict()
     assert set(d) == {'mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1', 'delta2', 'delta3',
-                      'num_valid', 'num_invalid_pred'}
+                      'num_valid', 'num_invalid_pred', 'num_no_depth', 'coverage'}
     assert isinstance(d['num_valid'], int) and isinstance(d['mae'], float)
     assert DepthMetrics(**d) == compute_metrics(PRED, GT)
+
+
+def test_nan_prediction_is_no_depth_not_a_guess():
+    gt = np.array([[2.0, 4.0], [8.0, 0.0]], dtype=np.float32)
+    pred = np.array([[2.5, np.nan], [8.0, 5.0]], dtype=np.float32)
+    metrics = compute_metrics(pred, gt)
+    # Two of the three valid pixels have depth: errors 0.5 and 0 (hand-computed).
+    assert metrics.num_valid == 3 and metrics.num_no_depth == 1
+    assert metrics.coverage == pytest.approx(2 / 3)
+    assert metrics.mae == pytest.approx(0.25)
+    assert metrics.imae == pytest.approx((1000 / 2.0 - 1000 / 2.5) / 2)
+    assert metrics.num_invalid_pred == 0
+
+
+def test_a_frame_without_any_depth_has_nan_errors_and_zero_coverage():
+    gt = np.full((2, 2), 3.0, dtype=np.float32)
+    metrics = compute_metrics(np.full((2, 2), np.nan, dtype=np.float32), gt)
+    assert np.isnan(metrics.mae) and metrics.coverage == 0.0 and metrics.num_no_depth == 4
+    both = aggregate([metrics, compute_metrics(np.full((2, 2), 4.0, np.float32), gt)])
+    assert both.mae == pytest.approx(1.0) and both.coverage == pytest.approx(0.5)
