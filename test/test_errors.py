@@ -17,11 +17,10 @@
 import ast
 from pathlib import Path
 
-import pytest
-
 from lrda_ros.engine import TTOConfig
 from lrda_ros.errors import ConfigError, InputError, LrdaError, ModelError
 from lrda_ros.geometry import ProjectionConfig
+import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / 'lrda_ros'
 
