@@ -92,10 +92,12 @@ def frame_figure(frame: Frame, predictions: dict[str, np.ndarray], path: Path) -
     """
     Save RGB | sparse | ground truth, then prediction | error per method.
 
-    Depth panels share one colour scale and error panels another, each with a colour bar in
-    metres. Sparse input, ground truth and errors (defined where the ground truth is) are drawn
-    as squares grown from their pixels, sized so that they stay visible whatever the image
-    width: each covers about the same area of the panel at 320 or 2048 pixels wide.
+    Every row is filled by its own panels (the inputs' row holds three, a method's row two), so
+    no axes stand empty; without ground truth the methods' depth panels go two to a row. Depth
+    panels share one colour scale and error panels another, each with a colour bar in metres.
+    Sparse input, ground truth and errors (defined where the ground truth is) are drawn as
+    squares grown from their pixels, sized so that they stay visible whatever the image width:
+    each covers about the same area of the panel at 320 or 2048 pixels wide.
     """
     import matplotlib
     matplotlib.use('Agg')
@@ -109,48 +111,79 @@ def frame_figure(frame: Frame, predictions: dict[str, np.ndarray], path: Path) -
         if has_gt else {}
     finite = [e[np.isfinite(e)] for e in errors.values() if np.isfinite(e).any()]
     error_max = max(float(np.percentile(np.concatenate(finite), 95)), 1e-3) if finite else 1.0
-    rows = 1 + len(predictions)
-    aspect = frame.height / frame.width
-    figure, axes = plt.subplots(rows, 3, figsize=(13, 4 * aspect * rows + 0.8), squeeze=False,
-                                layout='constrained')
+    error_cmap = matplotlib.colormaps['magma'].with_extremes(bad='0.25')
     gt_spread = spread_index(gt, radius) if has_gt else None
-    panels = [(frame.rgb, 'RGB'),
-              (colorize_depth(gather(frame.sparse_depth,
-                                     spread_index(frame.sparse_depth, radius)), near, far),
+
+    # Panels as (kind, image, title), kind 'rgb', 'depth' or 'error', in rows.
+    inputs = [('rgb', frame.rgb, 'RGB'),
+              ('depth', gather(frame.sparse_depth, spread_index(frame.sparse_depth, radius)),
                f'sparse input ({np.count_nonzero(frame.sparse_depth > 0)} px)')]
     if has_gt:
-        panels.append((colorize_depth(gather(gt, gt_spread), near, far),
+        inputs.append(('depth', gather(gt, gt_spread),
                        f'ground truth ({np.count_nonzero(gt > 0)} px)'))
-    for axis, (image, title) in zip(axes[0], panels):
-        axis.imshow(image, interpolation='nearest')
-        axis.set_title(title, fontsize=9)
-    error_image = None
-    error_cmap = matplotlib.colormaps['magma'].with_extremes(bad='0.25')
-    for row, (method, prediction) in enumerate(predictions.items(), start=1):
-        axes[row, 0].imshow(colorize_depth(prediction, near, far), interpolation='nearest')
-        axes[row, 0].set_title(f'{method}: depth', fontsize=9)
+    results = []
+    for method, prediction in predictions.items():
+        results.append(('depth', prediction, f'{method}: depth'))
         if method in errors:
-            error_image = axes[row, 1].imshow(gather(errors[method], gt_spread, np.nan),
-                                              cmap=error_cmap, vmin=0, vmax=error_max,
-                                              interpolation='nearest')
             mae = np.nanmean(errors[method])
-            axes[row, 1].set_title(f'{method}: |error| at ground truth (MAE {mae:.3f} m)',
-                                   fontsize=9)
-    for axis in axes.ravel():
+            results.append(('error', gather(errors[method], gt_spread, np.nan),
+                            f'{method}: |error| at ground truth (MAE {mae:.3f} m)'))
+    per_row = 2
+    rows = [inputs] + [results[i:i + per_row] for i in range(0, len(results), per_row)]
+    figure, axes = _panel_grid(rows, frame.height / frame.width, width=11.0)
+
+    error_axes = []
+    for axis, (kind, image, title) in zip(axes, [panel for row in rows for panel in row]):
+        if kind == 'error':
+            error_image = axis.imshow(image, cmap=error_cmap, vmin=0, vmax=error_max,
+                                      interpolation='nearest')
+            error_axes.append(axis)
+        else:
+            axis.imshow(image if kind == 'rgb' else colorize_depth(image, near, far),
+                        interpolation='nearest')
+        axis.set_title(title, fontsize=9)
         axis.axis('off')
-    depth_bar = figure.colorbar(_depth_mappable(near, far), ax=axes[:, 2], fraction=0.08,
-                                aspect=30 * rows)
+    # Depth bar on the left, by the methods' depth column; error bar on the right, by theirs
+    # (two bars on one side of overlapping axes groups would be drawn over each other).
+    depth_bar = figure.colorbar(_depth_mappable(near, far), ax=axes, location='left',
+                                fraction=0.04, aspect=20 * len(rows), pad=0.01)
     depth_bar.set_label('depth (m)')
     ticks = _depth_ticks(near, far)
     depth_bar.set_ticks(ticks, labels=[f'{t:g}' for t in ticks])
-    if error_image is not None:
-        error_bar = figure.colorbar(error_image, ax=axes[1:, 1], fraction=0.05,
-                                    aspect=30 * (rows - 1), extend='max')
+    if error_axes:
+        error_bar = figure.colorbar(error_image, ax=error_axes, fraction=0.04,
+                                    aspect=20 * len(error_axes), pad=0.01, extend='max')
         error_bar.set_label('absolute error (m)')
     figure.suptitle(f'{frame.name}   ({frame.width}x{frame.height}; points drawn '
                     f'{2 * radius + 1}x{2 * radius + 1} px)', fontsize=10)
     figure.savefig(path, dpi=90)
     plt.close(figure)
+
+
+def _panel_grid(rows: list[list], aspect: float, width: float):
+    """
+    Return a figure and one axes per panel, each row's panels filling the figure's width.
+
+    Row heights follow their panels' (height / width ``aspect``), so a row of two panels is
+    taller than one of three; a row shorter than the others is centred.
+    """
+    import matplotlib.pyplot as plt
+
+    # Twice the least common multiple of the row lengths: every row divides it evenly, and a
+    # lone panel (half the width, as in a row of two) can be centred.
+    columns = 2 * int(np.lcm.reduce([len(row) for row in rows]))
+    heights = [aspect / max(len(row), 2) for row in rows]
+    panels_width = width - 1.6  # less the colour bars
+    figure = plt.figure(figsize=(width, panels_width * sum(heights) + 0.3 * len(rows) + 0.4),
+                        layout='constrained')
+    grid = figure.add_gridspec(len(rows), columns, height_ratios=heights)
+    axes = []
+    for index, row in enumerate(rows):
+        span = columns // max(len(row), 2)
+        start = (columns - span * len(row)) // 2
+        axes += [figure.add_subplot(grid[index, start + k * span:start + (k + 1) * span])
+                 for k in range(len(row))]
+    return figure, axes
 
 
 def marker_radius(width: int, panel_pixels: int = PANEL_PIXELS) -> int:
@@ -229,24 +262,137 @@ def _depth_ticks(near: float, far: float, min_gap: float = 0.07) -> list[float]:
 
 
 def speed_accuracy_plot(summary: dict[str, dict], path: Path, title: str) -> None:
-    """Plot time per frame (log) against MAE, one labelled point per method."""
+    """
+    Plot time per frame (log) against MAE, one labelled point per method.
+
+    Labels take their point's colour and are placed where they overlap neither each other nor
+    a point, nearer their own point than any other (see :func:`place_labels`).
+    """
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
 
-    figure, axis = plt.subplots(figsize=(6.5, 4.5))
+    figure, axis = plt.subplots(figsize=(6.5, 4.5), dpi=110)
+    points, colours = [], []
     for method, entry in summary.items():
         if not entry.get('frames'):
             continue
         seconds = max(entry['seconds_per_frame'], 1e-4)
-        axis.scatter(seconds, entry['mae'], s=40)
-        axis.annotate(method, (seconds, entry['mae']), textcoords='offset points',
-                      xytext=(5, 4), fontsize=9)
+        marker = axis.scatter(seconds, entry['mae'], s=40)
+        points.append((method, seconds, entry['mae']))
+        colours.append(marker.get_facecolor()[0])
     axis.set_xscale('log')
+    axis.margins(x=0.2, y=0.15)  # room for the labels inside the axes
     axis.set_xlabel('time per frame (s, log scale)')
     axis.set_ylabel('MAE (m)')
     axis.set_title(title, fontsize=10)
     axis.grid(True, which='both', alpha=0.3)
     figure.tight_layout()
+    place_labels(axis, points, marker_points=40 ** 0.5, colours=colours)
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+
+#: Where a label may go around its point: unit directions, tried in this order.
+_LABEL_DIRECTIONS = ((1, 1), (1, -1), (-1, 1), (-1, -1), (1, 0), (-1, 0), (0, 1), (0, -1))
+#: Distances (points) from a point to its label, nearest first.
+_LABEL_DISTANCES = (4, 10, 18, 28, 40, 55, 75)
+
+
+def place_labels(axis, points: list[tuple[str, float, float]], marker_points: float = 6.0,
+                 fontsize: float = 9, colours: list | None = None) -> list:
+    """
+    Label each ``(text, x, y)`` point without overlaps; return the annotations.
+
+    The most crowded points are labelled first. Each label takes the first free position,
+    trying nearer rings before farther ones and the diagonals first. Free: its box (as the
+    renderer draws it) lies inside the axes and overlaps no label placed before it, no
+    leader line and no point's marker (``marker_points`` wide, in points); near its point it
+    must be clearly nearer that point than any other, and farther out it gets a thin leader
+    line that crosses no label or point. Where no position is free, the one with the least
+    overlap is taken.
+    """
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox
+
+    figure = axis.figure
+    figure.canvas.draw()  # settles the limits and the layout the boxes are measured in
+    renderer = figure.canvas.get_renderer()
+    scale = figure.dpi / 72.0
+    inside = axis.get_window_extent(renderer)
+    half = marker_points * scale / 2
+    centres = axis.transData.transform([(x, y) for _, x, y in points]) if points else []
+    taken = [Bbox.from_extents(px - half, py - half, px + half, py + half) for px, py in centres]
+    # The most crowded points first: they have the fewest free places.
+    crowding = [min((np.hypot(*(centre - other)) for number, other in enumerate(centres)
+                     if number != index), default=np.inf)
+                for index, centre in enumerate(centres)]
+    leaders, annotations = [], {}
+    for index in sorted(range(len(points)), key=lambda number: crowding[number]):
+        text, x, y = points[index]
+        style = {'fontsize': fontsize, 'textcoords': 'offset points'}
+        if colours is not None:
+            style['color'] = colours[index]
+        best = None
+        for ring, distance in enumerate(_LABEL_DISTANCES):
+            for dx, dy in _LABEL_DIRECTIONS:
+                offset = (dx * distance, dy * distance)
+                alignment = {'ha': ('right', 'center', 'left')[dx + 1],
+                             'va': ('top', 'center', 'bottom')[dy + 1]}
+                label = axis.annotate(text, (x, y), xytext=offset, **style, **alignment)
+                label.update_positions(renderer)
+                box = Text.get_window_extent(label, renderer).padded(scale)
+                label.remove()
+                # Without a leader line, another point must be clearly farther from it.
+                own = _distance(box, centres[index])
+                ambiguous = ring <= 1 and any(
+                    _distance(box, centre) < 1.5 * own + 2 * scale
+                    for other, centre in enumerate(centres) if other != index)
+                overlap = sum(_area(box, other) for other in taken) + (
+                    box.width * box.height - _area(box, inside))
+                crossing = any(_crosses(box, *leader) for leader in leaders)
+                if ring > 1:  # its leader line must cross no label and no other point
+                    leader = (centres[index], _nearest(box, centres[index]))
+                    crossing |= any(_crosses(other, *leader) for number, other
+                                    in enumerate(taken) if number != index)
+                score = (overlap > 0 or crossing, ambiguous, overlap)
+                if best is None or score < best[0]:
+                    best = (score, ring, offset, alignment, box)
+            if best[0] == (False, False, 0):
+                break
+        _, ring, offset, alignment, box = best
+        arrow = None
+        if ring > 1:
+            arrow = {'arrowstyle': '-', 'color': '0.5', 'lw': 0.6, 'shrinkA': 0,
+                     'shrinkB': half / scale + 1}
+            leaders.append((centres[index], _nearest(box, centres[index])))
+        annotations[index] = axis.annotate(text, (x, y), xytext=offset, arrowprops=arrow,
+                                           **style, **alignment)
+        taken.append(box)
+    return [annotations[index] for index in range(len(points))]
+
+
+def _nearest(box, point) -> tuple[float, float]:
+    """Return the point of a display box nearest a display point."""
+    return (min(max(point[0], box.x0), box.x1), min(max(point[1], box.y0), box.y1))
+
+
+def _distance(box, point) -> float:
+    """Return the distance from a display point to a display box (0 inside it)."""
+    nearest = _nearest(box, point)
+    return float(np.hypot(point[0] - nearest[0], point[1] - nearest[1]))
+
+
+def _crosses(box, start, end, samples: int = 32) -> bool:
+    """Return whether the segment from ``start`` to ``end`` passes through a display box."""
+    steps = np.linspace(0.0, 1.0, samples)[1:-1, None]
+    along = np.asarray(start) + steps * (np.asarray(end) - np.asarray(start))
+    return bool(np.any((along[:, 0] > box.x0) & (along[:, 0] < box.x1)
+                       & (along[:, 1] > box.y0) & (along[:, 1] < box.y1)))
+
+
+def _area(box, other) -> float:
+    """Return the area two display boxes share."""
+    width = min(box.x1, other.x1) - max(box.x0, other.x0)
+    height = min(box.y1, other.y1) - max(box.y0, other.y0)
+    return max(width, 0.0) * max(height, 0.0)

@@ -1,0 +1,67 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The README and doc/ pages: links resolve, the ROS reference lists every parameter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+import re
+
+from lrda_ros.ros.parameters import PARAMETERS
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / 'README.md', *sorted((ROOT / 'doc').glob('*.md'))]
+LINK = re.compile(r'\]\(([^)\s]+)\)')
+
+
+def _anchors(text: str) -> set[str]:
+    """Return the GitHub anchors of a page's headings."""
+    anchors = set()
+    for heading in re.findall(r'^#+ (.+)$', text, flags=re.MULTILINE):
+        slug = re.sub(r'[^\w\- ]', '', heading.strip().lower()).replace(' ', '-')
+        anchors.add(slug)
+    return anchors
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda page: page.name)
+def test_relative_links_and_anchors_resolve(page):
+    text = page.read_text()
+    for target in LINK.findall(text):
+        if re.match(r'[a-z]+:', target):
+            continue
+        path, _, anchor = target.partition('#')
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f'{page.name}: {target} does not exist'
+        if anchor:
+            assert anchor in _anchors(linked.read_text()), f'{page.name}: no #{anchor} in {path}'
+
+
+def test_ros_reference_lists_every_parameter_with_its_default():
+    text = (ROOT / 'doc' / 'ros.md').read_text()
+    text = text[text.index('\n## Parameters'):]
+    text = text[:text.index('\n## ', 1)]
+    row = re.compile(r'^\| `([\w.]+)` \| `([^`]*)`', flags=re.MULTILINE)
+    rows = dict(row.findall(text))
+    for spec in PARAMETERS:
+        assert spec.name in rows, f'doc/ros.md lacks {spec.name}'
+        default = spec.default
+        if isinstance(default, bool):
+            expected = 'true' if default else 'false'
+        elif isinstance(default, list):
+            expected = '[' + ', '.join(repr(value) for value in default) + ']'
+        else:
+            expected = str(default)
+        assert rows[spec.name] == expected, (spec.name, rows[spec.name], expected)
