@@ -70,10 +70,12 @@ def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
 
 def test_tto_rejections_name_the_parameter_not_a_generic_pair():
     # Bypass the table's own range check to reach TTOConfig's: its message names the field.
+    from lrda_ros.errors import ConfigError
     from lrda_ros.ros import parameters
 
-    error = parameters._tto_error(ValueError('TTOConfig: warm_iterations must be >= 0'))
-    assert error.name == 'warm_iterations'
+    error = parameters._parameter_error(ConfigError('TTOConfig: warm_iterations must be >= 0',
+                                                    field='warm_iterations'))
+    assert error.name == 'warm_iterations' and 'TTOConfig' not in str(error)
     assert NodeSettings.from_values({'processing_size': 14}).tto.processing_size == 14
     assert NodeSettings.from_values({'processing_size': 0}).tto.processing_size is None
 
