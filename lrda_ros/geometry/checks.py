@@ -23,7 +23,7 @@ class InvalidCameraError(ValueError):
     """Camera intrinsics or image size are unusable."""
 
 
-class UnsupportedDistortionError(ValueError):
+class UnsupportedDistortionError(InvalidCameraError):
     """Distortion model is unknown, or its coefficients do not fit the model."""
 
 
