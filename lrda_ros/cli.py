@@ -152,7 +152,8 @@ def _add_train_prior(commands) -> None:
 
 
 def _add_bench(commands) -> None:
-    from .eval.bench import BenchOptions, RESOLUTIONS, SPEED_METHODS
+    from .eval.bench import BenchOptions, RESOLUTIONS
+    from .eval.methods import METHODS
 
     defaults = BenchOptions()
     parser = commands.add_parser('bench', help='time and memory of TTO, side by side',
@@ -162,7 +163,7 @@ def _add_bench(commands) -> None:
     parser.add_argument('--resolutions', type=_csv, default=defaults.resolutions,
                         help=f'comma-separated, from: {", ".join(RESOLUTIONS)}')
     parser.add_argument('--methods', type=_csv, default=defaults.methods,
-                        help=f'comma-separated, from: {", ".join(SPEED_METHODS)}')
+                        help=f'comma-separated, from: {", ".join(METHODS)}')
     parser.add_argument('--iterations', type=int, default=defaults.iterations)
     parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
     parser.add_argument('--frames', type=int, default=defaults.frames,

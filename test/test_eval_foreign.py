@@ -315,7 +315,7 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path, tiny_model_dir):
                           '--methods', 'lrda', '--model', str(tmp_path / 'none.pth')),
                     'does not exist', 'local Hugging Face directory')
     _one_line_error(_lrda('eval', '--dataset', 'folder', '--root', folder, '--output', out,
-                          '--methods', 'lrda,magic'), "unknown methods ['magic']")
+                          '--methods', 'lrda,magic'), '--methods: unknown magic')
     bag = _write_bag(tmp_path / 'offset', lidar_offset_s=5.0)
     _one_line_error(_lrda('eval', '--bag', str(bag), '--output', out, '--methods',
                           'classical'), 'no synchronized frames', '4.800 s', 'slop 0.050 s')

@@ -23,6 +23,8 @@ or the input must re-run the encoder, with autograd, at every step: that is thei
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+
 import torch
 
 from .config import Scope, TTOConfig
@@ -59,6 +61,10 @@ class Adaptation:
         if self.snapshot is not None:
             self.snapshot.reset()
 
+    def optimizing(self) -> AbstractContextManager[None]:
+        """Return the context of the optimization steps (where training-only layers act)."""
+        return nullcontext()
+
     def features(self, model: DepthModel, pixel_values: torch.Tensor,
                  cached: EncodedImage) -> EncodedImage:
         """Return the features the decoder consumes at this step."""
@@ -76,6 +82,10 @@ class LoraAdaptation(Adaptation):
                                      config.lora_dropout, config.seed)
         super().__init__(self.adapters.snapshot)
         self.reencodes = any(p in ENCODER_PREFIXES for p in prefixes)
+
+    def optimizing(self) -> AbstractContextManager[None]:
+        """Apply LoRA dropout during the steps only."""
+        return self.adapters.dropout_active()
 
 
 class DecoderFullAdaptation(Adaptation):

@@ -20,7 +20,7 @@ official Depth Anything V2 ``.pth`` file (converted by :mod:`lrda_ros.engine.che
 one of two keywords:
 
 - ``demo``: the small prior shipped with this package, trained on the procedural world of
-  :mod:`lrda_ros.demo.world`. It demonstrates the system offline; it is not a foundation model.
+  :mod:`lrda_ros.world`. It demonstrates the system offline; it is not a foundation model.
 - ``auto``: Depth Anything V2 Small from the local Hugging Face cache, else from the hub when
   the hub answers, else the demo prior with a warning that says how to get the real model.
 

@@ -16,9 +16,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 import re
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 from torch import nn
@@ -71,12 +72,15 @@ class LoraAdapters:
     Rank-r LoRA adapters injected by peft; only their weights require gradients.
 
     peft initializes B = 0, so a freshly attached (or reset) adapter leaves the network's output
-    unchanged. Initialization is seeded so runs are reproducible.
+    unchanged. Initialization is seeded so runs are reproducible. LoRA dropout (``dropout`` >
+    0) acts only inside :meth:`dropout_active` (the optimization steps); every other forward
+    pass, the decode that produces the output included, runs without it.
     """
 
     def __init__(self, network: nn.Module, layer_names: Sequence[str], rank: int = 8,
                  alpha: float = 8.0, dropout: float = 0.0, seed: int = 0) -> None:
         from peft import inject_adapter_in_model, LoraConfig
+        from peft.tuners.lora import LoraLayer
 
         if not layer_names:
             raise ValueError('no layers to adapt: check the scope and target_modules patterns')
@@ -85,6 +89,11 @@ class LoraAdapters:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             inject_adapter_in_model(config, network, adapter_name=ADAPTER_NAME)
+        # peft builds the adapter layers in training mode, whatever the network's mode: an
+        # eval-mode network would otherwise apply dropout in every decode.
+        network.train(network.training)
+        self.dropouts = [layer.lora_dropout[ADAPTER_NAME] for layer in network.modules()
+                         if isinstance(layer, LoraLayer)]
         network.requires_grad_(False)
         self.network = network
         self.layer_names = list(layer_names)
@@ -92,6 +101,17 @@ class LoraAdapters:
         for parameter in self.parameters:
             parameter.requires_grad_(True)
         self.snapshot = ParameterSnapshot(self.parameters)
+
+    @contextmanager
+    def dropout_active(self) -> Iterator[None]:
+        """Apply LoRA dropout inside the block (the optimization steps), then stop again."""
+        for dropout in self.dropouts:
+            dropout.train()
+        try:
+            yield
+        finally:
+            for dropout in self.dropouts:
+                dropout.eval()
 
     @property
     def num_parameters(self) -> int:

@@ -292,20 +292,23 @@ class SparseHeadPlan:
         patches = sparse_product(matrix, _pixel_rows(features))
         return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
 
-    def evaluate(self, model: DepthModel, encoded: EncodedImage,
-                 strips: int = 1) -> torch.Tensor:
+    def evaluate(self, model: DepthModel, encoded: EncodedImage, strips: int = 1,
+                 preserve_rng_state: bool = False) -> torch.Tensor:
         """
         Return the (N,) prediction at the planned pixels (differentiable, exact).
 
         With ``strips`` > 1 the decoder's high-resolution tail runs in that many bands of
         rows under activation checkpointing (see engine/strips.py): peak memory falls with
-        the count, and each band's tail is computed again in the backward pass.
+        the count, and each band's tail is computed again in the backward pass, with the
+        random numbers of the forward pass when ``preserve_rng_state`` (dropout is active).
+        The head's conv2 and conv3 run with their adapters folded into the weights, so their
+        LoRA dropout does not act here.
         """
         head = model.network.head
         if strips > 1:
             inputs = tail_inputs(model, encoded)
             values = [checkpoint(self._band_values, model, inputs, band,
-                                 use_reentrant=False, preserve_rng_state=False)
+                                 use_reentrant=False, preserve_rng_state=preserve_rng_state)
                       for band in self._bands(strips)]
             return self._at_lidar_pixels(torch.cat(values))
         grid = conv1_size(model, encoded)

@@ -221,7 +221,8 @@ class DepthCompleter:
     def _points_prediction(self, features: EncodedImage, samples: SparseSamples,
                            plan: SparseHeadPlan | None) -> torch.Tensor:
         if plan is not None:
-            return plan.evaluate(self.model, features, self.config.tail_strips)
+            return plan.evaluate(self.model, features, self.config.tail_strips,
+                                 preserve_rng_state=self.config.lora_dropout > 0)
         prediction = self.model.decode(features)
         return sample_prediction(prediction, samples.rows, samples.cols, features.input_size)
 
@@ -373,8 +374,9 @@ class DepthCompleter:
         target = depth_to_target(samples.depth, self.model.prediction_space)
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
         try:
-            trace = self._optimize(pixel_values, encoded, samples, target, iterations, warm,
-                                   frame_deadline, should_stop)
+            with self.adaptation.optimizing():  # LoRA dropout acts here, not in the output
+                trace = self._optimize(pixel_values, encoded, samples, target, iterations,
+                                       warm, frame_deadline, should_stop)
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
             raise

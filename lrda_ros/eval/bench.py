@@ -16,8 +16,9 @@
 ``lrda bench``: time and peak memory of test-time optimization, measured side by side.
 
 Speed part (random weights are fine for timing): for each backbone size and resolution, after
-a warm-up, per-frame time and peak memory of ``lrda`` (decoder LoRA, cold, paper's 40 steps),
-``lrda-warm`` (warm-started frames of a sequence), ``lrda-strips`` (the decoder's
+a warm-up, per-frame time and peak memory of methods of the one registry
+(:data:`~lrda_ros.eval.methods.METHODS`), by default ``lrda`` (decoder LoRA, cold, paper's 40
+steps), ``lrda-warm`` (warm-started frames of a sequence), ``lrda-strips`` (the decoder's
 high-resolution tail in strips under activation checkpointing: less memory, more time),
 ``encoder-lora`` and ``prompt`` (tuning through the whole network), with ratios against
 ``lrda``; plus the cost structure (one encoder pass vs one decoder step, with the dense and
@@ -40,8 +41,10 @@ import time
 import numpy as np
 import torch
 
+from .classical import ip_basic_complete
+from .methods import check_method_names, METHODS
 from .profiling import Measure
-from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from ..engine import DepthCompleter, DepthModel, TTOConfig
 from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
 from ..engine.precision import resolve_precision
@@ -49,24 +52,8 @@ from ..engine.sparse_head import SparseHeadPlan
 
 #: (height, width) of the named resolutions.
 RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
-#: Strips of the decoder tail for ``lrda-strips`` (memory-saving mode, engine/strips.py).
-BENCH_TAIL_STRIPS = 16
-
-
-@dataclass(frozen=True)
-class SpeedMethod:
-    """A benchmarked configuration: what is adapted, warm start, decoder tail strips."""
-
-    scope: Scope
-    warm: bool = False
-    tail_strips: int = 1
-
-
-SPEED_METHODS = {'lrda': SpeedMethod(Scope.DECODER_LORA),
-                 'lrda-warm': SpeedMethod(Scope.DECODER_LORA, warm=True),
-                 'lrda-strips': SpeedMethod(Scope.DECODER_LORA, tail_strips=BENCH_TAIL_STRIPS),
-                 'encoder-lora': SpeedMethod(Scope.ENCODER_LORA),
-                 'prompt': SpeedMethod(Scope.PROMPT)}
+#: Methods timed unless ``--methods`` says otherwise: names of the registry (eval/methods.py).
+DEFAULT_BENCH_METHODS = ('lrda', 'lrda-warm', 'lrda-strips', 'encoder-lora', 'prompt')
 
 
 @dataclass(frozen=True)
@@ -95,7 +82,7 @@ class BenchOptions:
 
     backbones: tuple[str, ...] = ('vits',)
     resolutions: tuple[str, ...] = ('224', 'vga')
-    methods: tuple[str, ...] = tuple(SPEED_METHODS)
+    methods: tuple[str, ...] = DEFAULT_BENCH_METHODS
     iterations: int = 40
     warm_iterations: int = 10
     device: str = 'auto'
@@ -116,12 +103,12 @@ class BenchOptions:
     def __post_init__(self) -> None:
         """Reject unknown names and out-of-range numbers before anything runs."""
         for option, given, known in (('--backbones', self.backbones, VARIANTS),
-                                     ('--resolutions', self.resolutions, RESOLUTIONS),
-                                     ('--methods', self.methods, SPEED_METHODS)):
+                                     ('--resolutions', self.resolutions, RESOLUTIONS)):
             unknown = [name for name in given if name not in known]
             if unknown or not given:
                 raise ValueError(f'{option}: unknown {", ".join(unknown) or "(empty)"}; choose '
                                  f'from {", ".join(known)}')
+        check_method_names(self.methods)  # as lrda eval does
         for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
             if value < 1:
                 raise ValueError(f'{option} must be at least 1, got {value}')
@@ -243,6 +230,22 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
             'iterations': result.iterations, 'final_loss': result.final_loss}
 
 
+def measure_classical(resolution: str, lidar: LidarPattern, seed: int, frame_index: int,
+                      max_depth: float) -> dict:
+    """
+    Time IP-Basic filling of frame ``frame_index`` in this (fresh) process, after one untimed.
+
+    It runs on the CPU whatever the bench's device, so its peak is heap growth (profiling.py).
+    """
+    height, width = RESOLUTIONS[resolution]
+    frames = bench_frames(height, width, frame_index + 1, lidar, seed)
+    ip_basic_complete(frames[0][1], max_depth=max_depth)
+    with Measure('cpu') as measured:
+        ip_basic_complete(frames[frame_index][1], max_depth=max_depth)
+    return {'seconds': measured.seconds, 'peak_mb': measured.peak_mb, 'iterations': 0,
+            'final_loss': float('nan')}
+
+
 def _in_fresh_process(function, *args):
     """Run ``function(*args)`` in a newly spawned interpreter and return its result."""
     from concurrent.futures import ProcessPoolExecutor
@@ -252,18 +255,39 @@ def _in_fresh_process(function, *args):
         return pool.submit(function, *args).result()
 
 
-def _plan(options: BenchOptions, config: TTOConfig) -> list[tuple[str, TTOConfig, bool]]:
-    methods = [(name, SPEED_METHODS[name]) for name in options.methods]
-    plan = [(name, replace(config, scope=method.scope, tail_strips=method.tail_strips),
-             method.warm) for name, method in methods]
+@dataclass(frozen=True)
+class PlannedRun:
+    """One timed row: a registry method, or ``lrda`` with one optimization off."""
+
+    label: str
+    #: The engine configuration (None for a method without a network).
+    config: TTOConfig | None
+
+
+def _plan(options: BenchOptions, config: TTOConfig) -> list[PlannedRun]:
+    plan = [PlannedRun(name, METHODS[name].configure(config)
+                       if METHODS[name].needs_network else None) for name in options.methods]
     if options.ablations and 'lrda' in options.methods:  # each optimization off
+        lrda = METHODS['lrda']
+        ablations = []
         if resolve_precision(resolve_device(config.device), config.dtype) != 'float32':
-            plan.append(('lrda, float32', replace(config, dtype='float32'), False))
-        plan += [('lrda, dense head', replace(config, sparse_head=False), False),
-                 ('lrda, contiguous', replace(config, channels_last=False), False),
-                 ('lrda, neither (baseline)',
-                  replace(config, sparse_head=False, channels_last=False), False)]
+            ablations.append(('lrda, float32', {'dtype': 'float32'}))
+        ablations += [('lrda, dense head', {'sparse_head': False}),
+                      ('lrda, contiguous', {'channels_last': False}),
+                      ('lrda, neither (baseline)', {'sparse_head': False, 'channels_last': False})]
+        plan += [PlannedRun(label, replace(lrda.configure(config), **changes))
+                 for label, changes in ablations]
     return plan
+
+
+def _measure_run(run: PlannedRun, variant: str, resolution: str, options: BenchOptions,
+                 frame_index: int) -> dict:
+    """Time one frame of a planned run in a fresh process."""
+    if run.config is None:
+        return _in_fresh_process(measure_classical, resolution, options.lidar, options.seed,
+                                 frame_index, TTOConfig().max_depth)
+    return _in_fresh_process(measure_configuration, variant, resolution, run.config,
+                             run.config.warm_start, options.lidar, options.seed, frame_index)
 
 
 def _summarize(samples: list[dict]) -> dict[str, float]:
@@ -301,19 +325,17 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
                                sparse_head=options.sparse_head, seed=options.seed,
                                divergence_factor=math.inf, backtrack_fraction=1.0)
             plan = _plan(options, config)
-            samples: dict[str, list[dict]] = {name: [] for name, _, _ in plan}
+            samples: dict[str, list[dict]] = {run.label: [] for run in plan}
             for index in range(1, options.frames + 1):
-                for name, method_config, warm in plan:
+                for run in plan:
                     try:
-                        sample = _in_fresh_process(measure_configuration, variant, resolution,
-                                                   method_config, warm, options.lidar,
-                                                   options.seed, index)
+                        sample = _measure_run(run, variant, resolution, options, index)
                     except Exception as error:  # e.g. CUDA out of memory in the child
                         sample = {'seconds': float('nan'), 'peak_mb': float('nan'),
                                   'iterations': 0, 'final_loss': float('nan'),
                                   'error': f'{type(error).__name__}: {error}'}
-                    samples[name].append(sample)
-                    progress(f'  frame {index} {name}: {sample["seconds"]:.2f} s, '
+                    samples[run.label].append(sample)
+                    progress(f'  frame {index} {run.label}: {sample["seconds"]:.2f} s, '
                              f'{sample["peak_mb"]:.0f} MB')
             measured = {name: _summarize(runs) for name, runs in samples.items()}
             reference = measured.get('lrda', {})
@@ -360,7 +382,7 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
     """Score speed-ups against error on a synthetic sequence with a trained model."""
     from .datasets.synthetic import synthetic_frames
     from .harness import evaluate
-    from .methods import build_method, MethodSpec, TTOMethod
+    from .methods import build_method, TTOMethod
     from .. import world
     from ..engine.loading import load_depth_model
 
@@ -370,11 +392,12 @@ def run_accuracy(options: BenchOptions, model_spec: str = 'demo', frames: int = 
                        sparse_head=options.sparse_head, min_points=8)
     methods = [build_method(name, model, config)
                for name in ('scale-shift', 'lrda', 'lrda-warm')]
-    methods.append(TTOMethod(MethodSpec('lrda, dense head', 'lrda, full-resolution head'),
-                             model, replace(config, sparse_head=False)))
+    lrda = METHODS['lrda']
+    methods.append(TTOMethod(replace(lrda, name='lrda, dense head'), model,
+                             replace(config, sparse_head=False)))
     if resolve_precision(model.device, config.dtype) != 'float32':
-        methods.append(TTOMethod(MethodSpec('lrda, float32', 'lrda computed in float32'),
-                                 model, replace(config, dtype='float32')))
+        methods.append(TTOMethod(replace(lrda, name='lrda, float32'), model,
+                                 replace(config, dtype='float32')))
     # Indoors: outdoors this small prior's far-field errors (facades it takes for sky,
     # above the LiDAR's view) dominate any metric.
     sequence = world.SequenceConfig('indoor', frames, width=width, height=height, seed=11)

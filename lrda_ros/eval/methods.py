@@ -18,30 +18,59 @@ The methods compared by evaluation and benchmarks, behind one small interface.
 Every learned method is the same test-time optimization loop with a different scope (see
 :class:`~lrda_ros.engine.config.Scope`); ``scale-shift`` is that loop with zero steps, and
 ``classical`` is IP-Basic morphological filling, a floor that needs no network.
+:data:`METHODS` is the only registry of method names: ``lrda eval`` and ``lrda bench`` both
+build (or time) their methods from it and check ``--methods`` with :func:`check_method_names`.
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Protocol, Sequence
 
 import numpy as np
 
 from .classical import ip_basic_complete
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from ..errors import ConfigError
 from ..pipeline import complete_sparse
+
+
+#: Bands of rows of the decoder's high-resolution tail for ``lrda-strips`` (engine/strips.py).
+STRIPS_METHOD_TAIL_STRIPS = 16
 
 
 @dataclass(frozen=True)
 class MethodSpec:
-    """How a named method configures the engine."""
+    """
+    How a named method configures the engine.
+
+    ``scope`` None: no network (``classical``). ``iterations`` and ``tail_strips`` None: the
+    caller's configuration decides.
+    """
 
     name: str
     description: str
     scope: Scope | None = Scope.DECODER_LORA
     iterations: int | None = None
     warm_start: bool = False
+    tail_strips: int | None = None
+
+    @property
+    def needs_network(self) -> bool:
+        """Return whether the method runs the depth network (every method but classical)."""
+        return self.scope is not None
+
+    def configure(self, config: TTOConfig) -> TTOConfig:
+        """Return ``config`` with what this method sets: scope, warm start, steps, strips."""
+        if not self.needs_network:
+            raise ValueError(f'method {self.name!r} runs no test-time optimization')
+        overrides = {'scope': self.scope, 'warm_start': self.warm_start}
+        if self.iterations is not None:
+            overrides['iterations'] = self.iterations
+        if self.tail_strips is not None:
+            overrides['tail_strips'] = self.tail_strips
+        return replace(config, **overrides)
 
 
 METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
@@ -50,6 +79,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec('lrda', 'decoder-only LoRA test-time optimization (the method)'),
     MethodSpec('lrda-warm', 'lrda warm-started from the previous frame of a sequence',
                warm_start=True),
+    MethodSpec('lrda-strips', "lrda with the decoder's high-resolution tail in strips under "
+               'activation checkpointing (less memory, more time)',
+               tail_strips=STRIPS_METHOD_TAIL_STRIPS),
     MethodSpec('encoder-lora', 'ablation: LoRA on the encoder only', Scope.ENCODER_LORA),
     MethodSpec('full-lora', 'ablation: LoRA on encoder and decoder', Scope.FULL_LORA),
     MethodSpec('decoder-ft', 'ablation: full fine-tuning of the decoder', Scope.DECODER_FULL),
@@ -57,6 +89,14 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
                Scope.PROMPT),
     MethodSpec('classical', 'IP-Basic morphological filling (no network)', scope=None),
 )}
+
+
+def check_method_names(names: Sequence[str]) -> None:
+    """Reject an empty selection or a name outside :data:`METHODS`, as ``--methods``."""
+    unknown = [name for name in names if name not in METHODS]
+    if unknown or not names:
+        raise ConfigError(f'--methods: unknown {", ".join(unknown) or "(empty)"}; choose from '
+                          f'{", ".join(METHODS)}', field='--methods')
 
 
 @dataclass
@@ -85,13 +125,10 @@ class TTOMethod:
     """A test-time optimization method on its own copy of the network."""
 
     def __init__(self, spec: MethodSpec, model: DepthModel, config: TTOConfig) -> None:
-        overrides = {'scope': spec.scope, 'warm_start': spec.warm_start}
-        if spec.iterations is not None:
-            overrides['iterations'] = spec.iterations
         network = copy.deepcopy(model.network)  # LoRA injection modifies the network
         self.name = spec.name
         self.completer = DepthCompleter(DepthModel(network, model.device),
-                                        replace(config, **overrides))
+                                        spec.configure(config))
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
         """Run the engine on one frame, as the node does (NaN at the far limit)."""
@@ -121,10 +158,9 @@ class ClassicalMethod:
 
 def build_method(name: str, model: DepthModel | None, config: TTOConfig) -> Method:
     """Return the named method (``model`` may be None for ``classical`` only)."""
-    if name not in METHODS:
-        raise ValueError(f'unknown method {name!r}; expected one of {", ".join(METHODS)}')
+    check_method_names([name])
     spec = METHODS[name]
-    if spec.scope is None:
+    if not spec.needs_network:
         return ClassicalMethod(config.max_depth)
     if model is None:
         raise ValueError(f'method {name!r} needs a depth model')

@@ -32,7 +32,7 @@ import numpy as np
 
 from .datasets import Frame, FrameDataset, open_dataset, SamplingProtocol
 from .harness import EvalResult, evaluate
-from .methods import build_method, METHODS
+from .methods import build_method, check_method_names, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
@@ -161,12 +161,9 @@ def _independent(frames: FrameDataset) -> Iterator[Frame]:
 
 def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     """Evaluate, write the report into ``options.output`` and return (records, summary)."""
-    unknown = [m for m in options.methods if m not in METHODS]
-    if unknown:
-        raise ConfigError(f'unknown methods {unknown}; choose from {", ".join(METHODS)}',
-                          field='--methods')
+    check_method_names(options.methods)
     dataset = open_source(options)
-    needs_model = any(METHODS[m].scope is not None for m in options.methods)
+    needs_model = any(METHODS[m].needs_network for m in options.methods)
     model = load_depth_model(options.model, options.device) if needs_model else None
     if model is not None and model.warning:
         print(f'warning: {model.warning}', file=sys.stderr)

@@ -46,8 +46,9 @@ class CameraModel:
     camera always apply its distortion: a rectified image has a camera without one (see
     :func:`camera_for_image`). ``distortion_model`` must be one of
     ``SUPPORTED_DISTORTION_MODELS`` and ``D`` of a length that model defines (plumb_bob 4 or
-    5, rational_polynomial 8, equidistant 4, or empty). Arrays are stored as read-only
-    float64 copies. Equality is identity (arrays make ``==`` ambiguous).
+    5, rational_polynomial 8, equidistant 4, or empty; see :func:`check_distortion`). Arrays
+    are stored as read-only float64 copies. Equality is identity (arrays make ``==``
+    ambiguous).
     """
 
     K: np.ndarray
@@ -75,15 +76,12 @@ class CameraModel:
             raise InvalidCameraError(
                 'K must have the form [[fx, s, cx], [0, fy, cy], [0, 0, 1]], '
                 f'got {intrinsics.tolist()}')
-        if coefficients.ndim != 1 or not np.all(np.isfinite(coefficients)):
-            raise InvalidCameraError(
-                f'D must be a 1-D array of finite numbers, got {coefficients.tolist()}')
+        check_distortion(self.distortion_model, coefficients)
         for name in ('width', 'height'):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
                 raise InvalidCameraError(f'{name} must be a positive integer, got {value!r}')
             object.__setattr__(self, name, int(value))
-        _check_distortion(self.distortion_model, coefficients)
         object.__setattr__(self, 'K', readonly_copy(intrinsics))
         object.__setattr__(self, 'D', readonly_copy(coefficients))
 
@@ -134,25 +132,53 @@ class CameraModel:
         return CameraModel(self.K, self.width, self.height)
 
 
-def _check_distortion(model: object, coefficients: np.ndarray) -> None:
-    """Raise ``InvalidCameraError`` naming the field unless the model and D fit together."""
-    if not isinstance(model, str):
-        raise InvalidCameraError(f'distortion_model must be a string, got {model!r}')
-    if model in _NO_DISTORTION_NAMES:
+def check_distortion(distortion_model: object, D: np.ndarray,
+                     calibration: bool = True) -> np.ndarray | None:
+    """
+    Check a distortion model and its coefficients: the package's one check of lens distortion.
+
+    :class:`CameraModel` (so :func:`camera_for_image` and the ROS ``CameraInfo`` conversion),
+    :func:`distort_normalized` and :func:`undistort_normalized` all call it. With
+    ``calibration``, ``D`` must have a length a calibration carries (ROS ``CameraInfo`` /
+    OpenCV: none, or the model's own, plumb_bob also OpenCV's 4); without, any leading part
+    of the model's coefficients (the rest are zero). Returns the coefficients zero-padded to
+    the model's length, or None when there is no distortion. Raises
+    ``UnsupportedDistortionError`` (an ``InvalidCameraError``) whose message starts with the
+    field at fault: ``distortion_model`` or ``D``.
+    """
+    if not isinstance(distortion_model, str):
+        raise UnsupportedDistortionError(
+            f'distortion_model must be a string, got {distortion_model!r}')
+    try:
+        coefficients = np.asarray(D, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise UnsupportedDistortionError(f'D must be numeric: {error}') from error
+    if coefficients.ndim != 1 or not np.all(np.isfinite(coefficients)):
+        raise UnsupportedDistortionError(
+            f'D must be a 1-D array of finite numbers, got {coefficients.tolist()}')
+    if distortion_model in _NO_DISTORTION_NAMES:
         if np.any(coefficients != 0.0):
-            raise InvalidCameraError(
-                f'distortion_model {model!r} means no distortion, but D = '
+            raise UnsupportedDistortionError(
+                f'distortion_model {distortion_model!r} means no distortion, but D = '
                 f'{coefficients.tolist()}')
-        return
-    if model not in _CALIBRATION_LENGTHS:
-        raise InvalidCameraError(
-            f'distortion_model {model!r} is not supported; supported: '
+        return None
+    if distortion_model not in _MODEL_NUM_COEFFS:
+        raise UnsupportedDistortionError(
+            f'distortion_model {distortion_model!r} is not supported; supported: '
             f'{list(SUPPORTED_DISTORTION_MODELS)}')
-    lengths = _CALIBRATION_LENGTHS[model]
-    if coefficients.size not in lengths:
-        raise InvalidCameraError(
-            f'D has {coefficients.size} coefficients, but distortion_model {model!r} takes '
-            f'{" or ".join(str(n) for n in lengths if n)} (or none)')
+    length = _MODEL_NUM_COEFFS[distortion_model]
+    if calibration and coefficients.size not in _CALIBRATION_LENGTHS[distortion_model]:
+        lengths = ' or '.join(str(n) for n in _CALIBRATION_LENGTHS[distortion_model] if n)
+        raise UnsupportedDistortionError(
+            f'D has {coefficients.size} coefficients, but distortion_model '
+            f'{distortion_model!r} takes {lengths} (or none)')
+    if coefficients.size > length:
+        raise UnsupportedDistortionError(
+            f'D has {coefficients.size} coefficients, but distortion_model '
+            f'{distortion_model!r} takes at most {length}')
+    if not np.any(coefficients != 0.0):
+        return None
+    return np.pad(coefficients, (0, length - coefficients.size))
 
 
 def camera_for_image(width: int, height: int, K: np.ndarray, D: np.ndarray,
@@ -165,7 +191,7 @@ def camera_for_image(width: int, height: int, K: np.ndarray, D: np.ndarray,
     (unrectified) image is projected with ``K`` and the distortion ``D`` of
     ``distortion_model``; a rectified image (``image_rect``) with ``P[:, :3]`` and no
     distortion (the rectifying rotation ``R`` is not applied: it is the identity for
-    monocular cameras). The node, ``lrda eval --bag`` and :mod:`lrda_ros.ros.conversions`
+    monocular cameras). The node, ``lrda eval --bag`` and :mod:`lrda_ros.messages.conversions`
     all go through here. Raises ``InvalidCameraError`` whose message starts with the field
     at fault (``K``, ``P``, ``D``, ``distortion_model``, ``width``, ``height``).
     """
@@ -193,32 +219,6 @@ def camera_for_image(width: int, height: int, K: np.ndarray, D: np.ndarray,
         if image_is_rectified:  # the checks speak of K; here K is P's left 3x3
             raise InvalidCameraError(f'P: {error} (K = P[:, :3] of a rectified image)') from None
         raise
-
-
-def _distortion_coefficients(model: str, coefficients: np.ndarray) -> np.ndarray | None:
-    """
-    Return ``coefficients`` zero-padded to the model's length, or None for no distortion.
-
-    Raise ``UnsupportedDistortionError`` for an unknown model name or too many
-    coefficients.
-    """
-    values = np.asarray(coefficients, dtype=np.float64).reshape(-1)
-    if model in _NO_DISTORTION_NAMES:
-        if np.any(values != 0.0):
-            raise UnsupportedDistortionError(
-                f'distortion model {model!r} means no distortion, but D = {values.tolist()}')
-        return None
-    if model not in _MODEL_NUM_COEFFS:
-        raise UnsupportedDistortionError(
-            f'unsupported distortion model {model!r}; supported: '
-            f'{list(SUPPORTED_DISTORTION_MODELS)}')
-    expected = _MODEL_NUM_COEFFS[model]
-    if values.size > expected:
-        raise UnsupportedDistortionError(
-            f'{model} takes at most {expected} coefficients, got {values.size}')
-    if not np.any(values != 0.0):
-        return None
-    return np.pad(values, (0, expected - values.size))
 
 
 def _radial_tangential_terms(xy: np.ndarray, coefficients: np.ndarray
@@ -253,7 +253,7 @@ def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
     ``''`` / ``'none'`` or all-zero coefficients leave the points unchanged.
     """
     points = as_points(xy, 'normalized coordinates', columns=2)
-    coefficients = _distortion_coefficients(model, D)
+    coefficients = check_distortion(model, np.ravel(D), calibration=False)
     if coefficients is None:
         return points.copy()
     if model == _EQUIDISTANT:
@@ -279,7 +279,7 @@ def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
     distorted = as_points(xy_distorted, 'normalized coordinates', columns=2)
     if iterations < 1:
         raise InvalidConfigError(f'iterations must be >= 1, got {iterations}')
-    coefficients = _distortion_coefficients(model, D)
+    coefficients = check_distortion(model, np.ravel(D), calibration=False)
     if coefficients is None:
         return distorted.copy()
     if model == _EQUIDISTANT:
