@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Tests for lrda_ros.messages.conversions and lrda_ros.ros.builders with the real sensor_msgs message types."""
+"""Tests for the message readers and builders with the real sensor_msgs message types."""
 
 import array
 import math
