@@ -63,8 +63,13 @@ def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, war
         assert result.iterations == (3 if warm and index > 0 else 6)
         # Adam amplifies rounding differences along a trajectory on this tiny random network,
         # so trajectories are not compared across precisions; the forward pass and the
-        # gradients are (below).
-        assert result.final_loss < result.losses[0]
+        # gradients are (below). A cold frame must gain; a warm frame starts near the previous
+        # frame's optimum, where 3 reduced-precision steps may all overshoot: the best iterate
+        # is kept, so it never ends worse than it started.
+        if result.warm_started:
+            assert result.final_loss <= result.losses[0]
+        else:
+            assert result.final_loss < result.losses[0]
 
 
 @pytest.mark.parametrize('dtype', ['bfloat16', 'float16'])
