@@ -81,7 +81,7 @@ def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):
 
 @pytest.mark.parametrize('body, fragments', [
     ('    iterations: 40.0\n', ("'iterations'", 'expects an integer', 'write 40')),
-    ('    learning_rate: 1\n', ("'learning_rate'", 'expects a double', 'write 1.0')),
+    ('    learning_rate: yes\n', ("'learning_rate'", 'expects a double', 'True (bool)')),
     ('    processing_size: 13\n', ("'processing_size'", '1 .. 13 are invalid')),
     ('    iterations: 5000\n', ("'iterations'", '<= 1000')),
     ('    iterations: [1, 2\n', ('not valid YAML', 'line 4')),
@@ -150,6 +150,16 @@ def test_misspelt_names_warn_and_integer_matrices_are_accepted(tmp_path):
     assert "did you mean 'iterations'?" in node.output
     assert "did you mean 'processing_size'?" in node.output
     assert 'Traceback' not in node.output and 'FATAL' not in node.output
+
+
+def test_integers_for_double_parameters_are_accepted_at_start_up(tmp_path):
+    body = '    model: demo\n    device: cpu\n    learning_rate: 1\n'
+    node = NodeProcess(['--params-file', params_file(tmp_path, body), '-p', 'max_depth:=80',
+                        '--log-level', 'completion_node:=debug'])
+    node.wait_for('parameters: ')
+    code, _ = node.stop(signal.SIGINT)
+    assert code == 0, node.output
+    assert 'learning_rate=1.0' in node.output and 'max_depth=80.0' in node.output, node.output
 
 
 @pytest.mark.slow

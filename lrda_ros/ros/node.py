@@ -52,7 +52,9 @@ from .compressed import compressed_image_to_rgb
 from .conversions import (
     camera_info_to_camera_model, depth_to_image_msg, rgb_to_image_msg, transform_to_rigid,
     xyz_to_pointcloud2)
-from .declaration import declare_parameters, parameter_values, warn_unknown_parameters
+from .declaration import (
+    coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
+    warn_unknown_parameters)
 from .diagnostics import completion_status, NodeStatistics, stamp_text
 from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
@@ -119,6 +121,7 @@ class CompletionCore:
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.add_pre_set_parameters_callback(coerce_parameter_types)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics)
 
@@ -191,6 +194,8 @@ class CompletionCore:
             f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}; '
             f'image: {self.settings.image_transport} on {self._image_input()[1]}; '
             f'{self._conversion()}')
+        self.get_logger().debug('parameters: ' + ', '.join(
+            f'{name}={value!r}' for name, value in parameter_values(self, PARAMETERS).items()))
 
     def _conversion(self) -> str:
         reader = self._reader
@@ -209,6 +214,7 @@ class CompletionCore:
         try:
             settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
         except InvalidParameterError as error:
+            keep_declared_types(self, parameters)
             return SetParametersResult(successful=False, reason=str(error))
         with self._settings_lock:
             self.settings = settings
