@@ -105,7 +105,8 @@ def _check_arguments(context):
         except InvalidConditionExpressionError:
             value = LaunchConfiguration(name).perform(context)
             raise LaunchArgumentError(
-                f'{name}:={value!r} is not a boolean: use true or false, or 1 or 0 (any case)')
+                f'{name}:={value!r} is not a boolean: use true or false, or 1 or 0 (any case)'
+            ) from None
     params_file = LaunchConfiguration('params_file').perform(context)
     if not os.path.isfile(params_file):
         raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
@@ -208,6 +209,7 @@ def _completion_nodes():
 def _rviz(share: str):
     if not _installed('rviz2'):
         return []  # _check_arguments warns when rviz:=true
+    # A scope of its own: rviz2 takes use_sim_time, not the completion node's parameters.
     return [GroupAction(condition=IfCondition(LaunchConfiguration('rviz')), actions=[
         *_use_sim_time(),
         Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
