@@ -47,6 +47,10 @@ setup(
         'pyyaml>=6',
         'tqdm>=4.60',
     ],
+    # `colcon test` runs pytest (the whole suite under test/, as `make test` does) only for a
+    # package that names pytest as a test requirement; otherwise it runs unittest, which finds
+    # none of these tests.
+    extras_require={'test': ['pytest']},
     zip_safe=True,
     maintainer='lrda_ros maintainers',
     maintainer_email='maintainers@lrda-ros.dev',

@@ -13,11 +13,14 @@
 # limitations under the License.
 
 """
-Launch the depth completion node, optionally with rviz2 and a rosbag2 replay.
+Launch the depth completion node, optionally managed, with rviz2 and a rosbag2 replay.
 
-A missing optional tool (rviz2 for ``rviz:=true``, rosbag2 for ``bag:=...``) or a missing
-params file is one clear message before anything starts; when the completion node exits (a
-start-up error, or Ctrl-C) the whole launch ends, so nothing is left running.
+Boolean arguments (use_sim_time, lifecycle, autostart, rviz, bag_loop) are read by launch's
+own conditions: true or false, 1 or 0, in any case. An argument that cannot work (a missing
+params file, a word that is not a boolean, bag:= without rosbag2) stops the launch with one
+error line before any process starts; a missing rviz2 is a warning. The node's exit ends the
+launch: with exit code 0 after Ctrl-C, with exit code 1 when the node could not start (or,
+with lifecycle:=true autostart:=true, could not be configured), so scripts see the failure.
 
 Examples::
 
@@ -31,12 +34,55 @@ Examples::
 import os
 
 from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
-from launch import LaunchDescription
+from launch import LaunchDescription, Substitution
 from launch.actions import (
-    DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, SetEnvironmentVariable,
-    Shutdown)
-from launch.substitutions import EnvironmentVariable, LaunchConfiguration
-from launch_ros.actions import Node
+    DeclareLaunchArgument, EmitEvent, ExecuteProcess, GroupAction, OpaqueFunction,
+    RegisterEventHandler, SetEnvironmentVariable, Shutdown)
+from launch.conditions import IfCondition, InvalidConditionExpressionError, UnlessCondition
+from launch.events import matches_action
+import launch.logging
+from launch.substitutions import EnvironmentVariable, LaunchConfiguration, NotEqualsSubstitution
+from launch.utilities import perform_substitutions
+from launch_ros.actions import LifecycleNode, Node, SetParameter, SetParametersFromFile
+from launch_ros.event_handlers import OnStateTransition
+from launch_ros.events.lifecycle import ChangeState
+from launch_ros.utilities import prefix_namespace
+from lifecycle_msgs.msg import Transition
+
+NODE_NAME = 'completion_node'
+BOOLEAN_ARGUMENTS = ('use_sim_time', 'lifecycle', 'autostart', 'rviz', 'bag_loop')
+
+
+class LaunchArgumentError(ValueError):
+    """A launch argument that cannot work as given."""
+
+
+class NodeStartError(RuntimeError):
+    """The completion node could not start (or, with autostart, be configured)."""
+
+
+class NodeLoggerName(Substitution):
+    """
+    The rcl logger name of a node: its namespace and name joined by dots.
+
+    ``--log-level <logger>:=<level>`` then sets the level of this node's logger alone, not
+    of rcl, rmw and every other library in the process.
+    """
+
+    def __init__(self, namespace, name: str) -> None:
+        super().__init__()
+        self._namespace = namespace
+        self._name = name
+
+    def describe(self) -> str:
+        """Return a description of this substitution."""
+        return f'NodeLoggerName({self._name})'
+
+    def perform(self, context) -> str:
+        """Return e.g. ``robot.completion_node`` for namespace ``/robot``."""
+        namespace = prefix_namespace(context.launch_configurations.get('ros_namespace'),
+                                     perform_substitutions(context, [self._namespace]))
+        return '.'.join([part for part in (namespace or '').split('/') if part] + [self._name])
 
 
 def _installed(package: str) -> bool:
@@ -47,81 +93,133 @@ def _installed(package: str) -> bool:
     return True
 
 
-def _flag(context, name: str) -> bool:
-    return LaunchConfiguration(name).perform(context).lower() in ('true', '1', 'yes')
+def _is_true(context, name: str) -> bool:
+    return IfCondition(LaunchConfiguration(name)).evaluate(context)
 
 
-def _completion_node(context):
-    """Build the node; model/device override the params file only when given."""
-    overrides = {'use_sim_time': LaunchConfiguration('use_sim_time').perform(context) == 'true'}
-    for name in ('model', 'device'):
-        value = LaunchConfiguration(name).perform(context)
-        if value:
-            overrides[name] = value
-    remappings = [(topic, LaunchConfiguration(topic).perform(context))
-                  for topic in ('image', 'camera_info', 'points')]
-    executable = 'completion_lifecycle_node' if _flag(context, 'lifecycle') else 'completion_node'
-    return [Node(
-        package='lrda_ros', executable=executable, name='completion_node',
-        namespace=LaunchConfiguration('namespace'), output='screen', emulate_tty=True,
-        parameters=[LaunchConfiguration('params_file'), overrides], remappings=remappings,
-        arguments=['--ros-args', '--log-level', LaunchConfiguration('log_level')],
-        # The node is the point of this launch: when it ends, everything ends with it.
-        on_exit=Shutdown(reason='completion_node exited'))]
+def _check_arguments(context):
+    """Raise LaunchArgumentError for an argument that cannot work, before any process starts."""
+    for name in BOOLEAN_ARGUMENTS:
+        try:
+            _is_true(context, name)
+        except InvalidConditionExpressionError:
+            value = LaunchConfiguration(name).perform(context)
+            raise LaunchArgumentError(
+                f'{name}:={value!r} is not a boolean: use true or false, or 1 or 0 (any case)'
+            ) from None
+    params_file = LaunchConfiguration('params_file').perform(context)
+    if not os.path.isfile(params_file):
+        raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
+    bag = LaunchConfiguration('bag').perform(context)
+    if bag and not _installed('ros2bag'):
+        raise LaunchArgumentError(
+            f'bag:={bag} needs `ros2 bag` (rosbag2), which is not installed: replay the bag with '
+            '`ros2 run lrda_ros lrda play <bag>` in another terminal instead')
+    if bag and not os.path.exists(bag):
+        raise LaunchArgumentError(f'bag {bag!r} does not exist')
+    if _is_true(context, 'rviz') and not _installed('rviz2'):
+        launch.logging.get_logger('launch.user').warning(
+            'rviz:=true but rviz2 is not installed (package rviz2 not found): continuing '
+            'without it')
+    return []
+
+
+def _end_with_node(event, context):
+    """End the launch with the node; a failed node fails the launch (exit code 1)."""
+    if context.is_shutdown:
+        return None  # the launch is ending already (Ctrl-C, or another failure)
+    if event.returncode == 0:
+        return [Shutdown(reason=f'{NODE_NAME} exited')]
+    # launch logs an exception raised here as an error, shuts everything down and makes
+    # `ros2 launch` return 1: its Shutdown action alone would return 0.
+    raise NodeStartError(f'{NODE_NAME} exited with code {event.returncode}; its log above '
+                         'says why')
+
+
+def _configure_failed(context):
+    raise NodeStartError(f'{NODE_NAME} could not be configured (autostart); its log above '
+                         'says why')
 
 
 def _bag_player(context):
-    """Play the bag given in ``bag`` (with --clock when use_sim_time is set)."""
-    bag = LaunchConfiguration('bag').perform(context)
-    if not bag:
-        return []
-    command = ['ros2', 'bag', 'play', bag, '--rate', LaunchConfiguration('bag_rate').perform(
-        context)]
-    if LaunchConfiguration('use_sim_time').perform(context) == 'true':
+    """Play ``bag`` with ``ros2 bag play`` (with --clock under sim time, --loop if asked)."""
+    command = ['ros2', 'bag', 'play', LaunchConfiguration('bag').perform(context),
+               '--rate', LaunchConfiguration('bag_rate').perform(context)]
+    if _is_true(context, 'use_sim_time'):
         command.append('--clock')
-    if LaunchConfiguration('bag_loop').perform(context) == 'true':
+    if _is_true(context, 'bag_loop'):
         command.append('--loop')
     return [ExecuteProcess(cmd=command, output='screen')]
 
 
-def _rviz(context):
-    """Start rviz2 when asked; without rviz2 installed, say so and go on without it."""
-    if not _flag(context, 'rviz'):
-        return []
+def _use_sim_time():
+    """Set use_sim_time on every node in scope, as launch's conditions read the argument."""
+    flag = LaunchConfiguration('use_sim_time')
+    return [SetParameter(name='use_sim_time', value=True, condition=IfCondition(flag)),
+            SetParameter(name='use_sim_time', value=False, condition=UnlessCondition(flag))]
+
+
+def _given(name: str) -> IfCondition:
+    return IfCondition(NotEqualsSubstitution(LaunchConfiguration(name), ''))
+
+
+def _completion_nodes():
+    """Return the node (plain, or managed with autostart) with its parameters in one scope."""
+    namespace = LaunchConfiguration('namespace')
+    lifecycle = LaunchConfiguration('lifecycle')
+    options = {
+        'package': 'lrda_ros', 'name': NODE_NAME, 'namespace': namespace, 'output': 'screen',
+        'emulate_tty': True,
+        'remappings': [(topic, LaunchConfiguration(topic))
+                       for topic in ('image', 'camera_info', 'points')],
+        'ros_arguments': ['--log-level', [NodeLoggerName(namespace, NODE_NAME), ':=',
+                                          LaunchConfiguration('log_level')]],
+        'on_exit': _end_with_node,
+    }
+    plain = Node(executable='completion_node', condition=UnlessCondition(lifecycle), **options)
+    managed = LifecycleNode(executable='completion_lifecycle_node', **options)
+
+    def change_state(transition_id: int) -> EmitEvent:
+        return EmitEvent(event=ChangeState(lifecycle_node_matcher=matches_action(managed),
+                                           transition_id=transition_id))
+
+    autostart = GroupAction(scoped=False, condition=IfCondition(LaunchConfiguration('autostart')),
+                            actions=[
+        RegisterEventHandler(OnStateTransition(
+            target_lifecycle_node=managed, start_state='configuring', goal_state='inactive',
+            entities=[change_state(Transition.TRANSITION_ACTIVATE)])),
+        RegisterEventHandler(OnStateTransition(
+            target_lifecycle_node=managed, start_state='configuring', goal_state='unconfigured',
+            entities=[OpaqueFunction(function=_configure_failed)])),
+        change_state(Transition.TRANSITION_CONFIGURE),
+    ])
+    # Global parameters apply in order: the file first, so model/device (when given) and
+    # use_sim_time override it.
+    return GroupAction([
+        SetParametersFromFile(LaunchConfiguration('params_file')),
+        *_use_sim_time(),
+        SetParameter(name='model', value=LaunchConfiguration('model'), condition=_given('model')),
+        SetParameter(name='device', value=LaunchConfiguration('device'),
+                     condition=_given('device')),
+        plain,
+        GroupAction(scoped=False, condition=IfCondition(lifecycle), actions=[managed, autostart]),
+    ])
+
+
+def _rviz(share: str):
     if not _installed('rviz2'):
-        return [LogInfo(msg='rviz:=true but rviz2 is not installed (package rviz2 not found): '
-                            'continuing without it')]
-    share = get_package_share_directory('lrda_ros')
-    return [Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
-                 arguments=['-d', os.path.join(share, 'config', 'completion.rviz'),
-                            '-f', LaunchConfiguration('fixed_frame').perform(context)],
-                 parameters=[{'use_sim_time': _flag(context, 'use_sim_time')}])]
-
-
-def _start_problem(context) -> str | None:
-    """Return why this launch cannot start as asked (one line), or None."""
-    params_file = LaunchConfiguration('params_file').perform(context)
-    if not os.path.isfile(params_file):
-        return f'params_file {params_file!r} does not exist'
-    bag = LaunchConfiguration('bag').perform(context)
-    if bag and not _installed('ros2bag'):
-        return (f'bag:={bag} needs `ros2 bag` (rosbag2), which is not installed: replay the bag '
-                'with `ros2 run lrda_ros lrda play <bag>` in another terminal instead')
-    if bag and not os.path.exists(bag):
-        return f'bag {bag!r} does not exist'
-    return None
-
-
-def _launch_setup(context):
-    """Check the arguments first, so a bad one stops the launch before any process starts."""
-    problem = _start_problem(context)
-    if problem:
-        return [LogInfo(msg=f'[ERROR] {problem}'), Shutdown(reason=problem)]
-    return _completion_node(context) + _bag_player(context) + _rviz(context)
+        return []  # _check_arguments warns when rviz:=true
+    # A scope of its own: rviz2 takes use_sim_time, not the completion node's parameters.
+    return [GroupAction(condition=IfCondition(LaunchConfiguration('rviz')), actions=[
+        *_use_sim_time(),
+        Node(package='rviz2', executable='rviz2', name='rviz2', output='screen',
+             arguments=['-d', os.path.join(share, 'config', 'completion.rviz'),
+                        '-f', LaunchConfiguration('fixed_frame')]),
+    ])]
 
 
 def generate_launch_description():
-    """Declare the arguments and the node, rviz2 and bag player."""
+    """Declare the arguments, then the node, rviz2 and the bag player under conditions."""
     share = get_package_share_directory('lrda_ros')
     arguments = [
         DeclareLaunchArgument('params_file',
@@ -144,27 +242,38 @@ def generate_launch_description():
         DeclareLaunchArgument('fixed_frame', default_value='base_link',
                               description='rviz2 fixed frame (needs tf to the camera frame).'),
         DeclareLaunchArgument('bag', default_value='',
-                              description='A rosbag2 to play alongside (path).'),
+                              description='A rosbag2 to play alongside with `ros2 bag play` '
+                                          '(path).'),
         DeclareLaunchArgument('bag_rate', default_value='1.0',
                               description='Playback rate of the bag.'),
         DeclareLaunchArgument('bag_loop', default_value='false',
                               description='Loop the bag.'),
         DeclareLaunchArgument('use_sim_time', default_value='false',
-                              description='Use /clock (set it with bag replays).'),
+                              description='Use /clock (set it with bag replays); the bag is '
+                                          'then played with --clock.'),
         DeclareLaunchArgument('lifecycle', default_value='false',
                               description='Start completion_lifecycle_node (managed: loads the '
                                           'model on configure, subscribes on activate) instead '
                                           'of completion_node.'),
+        DeclareLaunchArgument('autostart', default_value='true',
+                              description='With lifecycle:=true: configure and activate the '
+                                          'node at start; false leaves it unconfigured for a '
+                                          'lifecycle manager.'),
         DeclareLaunchArgument('log_level', default_value='info',
-                              description='Log level of the node (debug shows per-frame '
-                                          'timing).'),
+                              description="Log level of the node's own logger (debug shows "
+                                          'per-frame timing); rcl and DDS stay at info.'),
     ]
     # Megabyte images and clouds need Fast DDS's large-data transports between processes;
     # keep the user's choice when one is set (other RMWs ignore the variable).
     transports = SetEnvironmentVariable(
         'FASTDDS_BUILTIN_TRANSPORTS',
         EnvironmentVariable('FASTDDS_BUILTIN_TRANSPORTS', default_value='LARGE_DATA'))
+    bag_player = OpaqueFunction(function=_bag_player, condition=_given('bag'))
     return LaunchDescription(arguments + [
         transports,
-        OpaqueFunction(function=_launch_setup),
+        # First: an exception here ends the launch before anything below starts.
+        OpaqueFunction(function=_check_arguments),
+        _completion_nodes(),
+        *_rviz(share),
+        bag_player,
     ])

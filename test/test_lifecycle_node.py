@@ -116,6 +116,29 @@ def test_a_failed_configure_returns_failure_and_stays_unconfigured(ros_context, 
     try:
         assert node.trigger_configure() == TransitionCallbackReturn.FAILURE
         assert node.pipeline is None and node._worker is None
-        assert node._state_message().startswith('unconfigured')
+        assert node._lifecycle_state() == 'unconfigured'
     finally:
         node.destroy_node()
+
+
+def test_diagnostics_report_the_real_lifecycle_state(managed, namespace):
+    node, harness, executor = managed
+    name = f'{namespace}/completion_node: depth completion'
+
+    def reports(state):
+        ours = [s for d in harness.diagnostics for s in d.status if s.name == name]
+        last = ours[-1] if ours else None
+        return last if last is not None and {
+            kv.key: kv.value for kv in last.values}.get('state') == state else None
+
+    assert spin_until(executor, lambda: reports('unconfigured'), 10)
+    assert reports('unconfigured').message.startswith('unconfigured')
+    assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+    assert spin_until(executor, lambda: reports('inactive'), 10)
+    assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+    assert spin_until(executor, lambda: reports('active'), 10)
+    assert reports('active').message.startswith('waiting for synchronized')
+    assert node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+    assert spin_until(executor, lambda: reports('finalized'), 10)
+    finalized = reports('finalized')
+    assert finalized.level == finalized.WARN and finalized.message.startswith('finalized')

@@ -80,13 +80,17 @@ def test_tto_rejections_name_the_parameter_not_a_generic_pair():
     assert NodeSettings.from_values({'processing_size': 0}).tto.processing_size is None
 
 
-def test_wrong_types_name_the_expected_type_and_integer_arrays_become_floats():
+def test_wrong_types_name_the_expected_type_and_integers_become_doubles():
     assert coerce_value('lidar_to_camera.matrix', [1, 0, 0, 0]) == [1.0, 0.0, 0.0, 0.0]
     assert coerce_value('learning_rate', 0.5) == 0.5
+    assert coerce_value('max_depth', 80) == 80.0 and isinstance(coerce_value('max_depth', 80),
+                                                                float)
     with pytest.raises(InvalidParameterError, match=r"'iterations'.*expects an integer.*write 40"):
         coerce_value('iterations', 40.0)
-    with pytest.raises(InvalidParameterError, match=r"'learning_rate'.*double.*write 1.0"):
-        coerce_value('learning_rate', 1)
+    with pytest.raises(InvalidParameterError, match=r"'max_depth'.*expects a double.*'far'"):
+        coerce_value('max_depth', 'far')
+    with pytest.raises(InvalidParameterError, match=r"'max_depth'.*expects a double.*bool"):
+        coerce_value('max_depth', True)
     with pytest.raises(InvalidParameterError, match='string'):
         coerce_value('model', 3)
 
@@ -112,12 +116,12 @@ def test_extrinsic_override_forms_agree():
         extrinsic_override([0.0], [0.0], (2 * np.eye(4)).ravel().tolist())
 
 
-def test_latest_slot_keeps_the_newest_and_counts_replacements():
+def test_latest_slot_keeps_the_newest_and_says_when_it_replaced_one():
     slot: LatestSlot[int] = LatestSlot()
     assert slot.take(timeout=0.01) is None
     assert not slot.put(1)
     assert slot.put(2) and slot.put(3)
-    assert slot.take(timeout=0.01) == 3 and slot.num_replaced == 2
+    assert slot.take(timeout=0.01) == 3
     assert slot.take(timeout=0.01) is None
 
 

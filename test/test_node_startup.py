@@ -81,7 +81,7 @@ def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):
 
 @pytest.mark.parametrize('body, fragments', [
     ('    iterations: 40.0\n', ("'iterations'", 'expects an integer', 'write 40')),
-    ('    learning_rate: 1\n', ("'learning_rate'", 'expects a double', 'write 1.0')),
+    ('    learning_rate: yes\n', ("'learning_rate'", 'expects a double', 'True (bool)')),
     ('    processing_size: 13\n', ("'processing_size'", '1 .. 13 are invalid')),
     ('    iterations: 5000\n', ("'iterations'", '<= 1000')),
     ('    iterations: [1, 2\n', ('not valid YAML', 'line 4')),
@@ -105,10 +105,11 @@ def large_data_transport(monkeypatch):
 class NodeProcess:
     """The node executable running in the background, its output collected."""
 
-    def __init__(self, arguments: list[str]) -> None:
+    def __init__(self, arguments: list[str], module: str = 'lrda_ros.ros.node') -> None:
         self.process = subprocess.Popen(
-            NODE + arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            cwd=ROOT, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+            [sys.executable, '-m', module, '--ros-args'] + arguments, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+            env={**os.environ, 'HF_HUB_OFFLINE': '1'})
         self.lines: list[str] = []
         self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
                                         daemon=True)
@@ -150,6 +151,46 @@ def test_misspelt_names_warn_and_integer_matrices_are_accepted(tmp_path):
     assert "did you mean 'iterations'?" in node.output
     assert "did you mean 'processing_size'?" in node.output
     assert 'Traceback' not in node.output and 'FATAL' not in node.output
+
+
+def test_integers_for_double_parameters_are_accepted_at_start_up(tmp_path):
+    body = '    model: demo\n    device: cpu\n    learning_rate: 1\n'
+    node = NodeProcess(['--params-file', params_file(tmp_path, body), '-p', 'max_depth:=80',
+                        '--log-level', 'completion_node:=debug'])
+    node.wait_for('parameters: ')
+    code, _ = node.stop(signal.SIGINT)
+    assert code == 0, node.output
+    assert 'learning_rate=1.0' in node.output and 'max_depth=80.0' in node.output, node.output
+
+
+def test_the_console_starts_with_the_first_log_line_and_no_progress_bar():
+    node = NodeProcess(['-p', 'model:=demo', '-p', 'device:=cpu'])
+    node.wait_for("model 'demo'")
+    code, _ = node.stop(signal.SIGINT)
+    assert code == 0, node.output
+    assert node.lines[0].startswith('[INFO]') and "model 'demo'" in node.lines[0], node.output
+    assert 'Loading weights' not in node.output and '\r' not in node.output, node.output
+
+
+def test_a_second_signal_while_the_process_unloads_is_ignored(namespace, ros_context):
+    # A terminal's Ctrl-C reaches the node twice: directly, and forwarded by ros2 launch. The
+    # managed node leaves its spin loop at once, so the second one finds Python unloading
+    # its modules, where Python's default handler would end the process with -2.
+    node = NodeProcess(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu'],
+                       module='lrda_ros.ros.lifecycle_node')
+    observer = rclpy.create_node('observer', context=ros_context)
+    try:
+        deadline = time.monotonic() + 120
+        while ('completion_node', namespace) not in observer.get_node_names_and_namespaces():
+            assert time.monotonic() < deadline and node.process.poll() is None, node.output
+            time.sleep(0.1)
+        time.sleep(1.0)  # past the node's own start-up
+        node.process.send_signal(signal.SIGINT)
+        time.sleep(0.3)
+        code, _ = node.stop(signal.SIGINT)
+    finally:
+        observer.destroy_node()
+    assert code == 0, node.output
 
 
 @pytest.mark.slow

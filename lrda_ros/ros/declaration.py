@@ -15,10 +15,12 @@
 """
 Declare the completion node's parameters on an rclpy node, with errors users can act on.
 
-rclpy alone turns a params file with a wrong type into a traceback and ignores misspelt names;
-here a wrong type names the parameter and the type expected (integer arrays given for double
-arrays are converted), an out-of-range value names its range, and a name the node does not
-declare is warned about with the closest declared name.
+rclpy alone turns a params file with a wrong type into a traceback, refuses a run-time change of
+type with a message that names neither the parameter nor the fix, and ignores misspelt names.
+Here integers given for doubles (and integer arrays for double arrays) are converted, at start-up
+and at run time; any other wrong type names the parameter and the type expected; an out-of-range
+value names its range; and a name the node does not declare is warned about with the closest
+declared name.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from .parameters import closest_parameter, coerce_value, InvalidParameterError, ParameterSpec
+from .parameters import (
+    closest_parameter, coerce_value, InvalidParameterError, ParameterSpec, SPECS)
 
 # Parameters rclpy declares itself, on demand (QoS overrides exist once the topic does).
 _RCLPY_PREFIXES = ('qos_overrides.',)
@@ -38,8 +41,10 @@ _RCLPY_PREFIXES = ('qos_overrides.',)
 
 def descriptor(spec: ParameterSpec) -> ParameterDescriptor:
     """Build what ``ros2 param describe`` shows: description, range, read-only flag."""
+    # Typed by coerce_parameter_types and parameter_values instead of rclpy: rclpy checks a
+    # static type before any callback runs and rejects an integer for a double.
     result = ParameterDescriptor(description=spec.description, read_only=spec.read_only,
-                                 additional_constraints=spec.constraints)
+                                 additional_constraints=spec.constraints, dynamic_typing=True)
     if spec.minimum is not None and isinstance(spec.default, float):
         result.floating_point_range = [FloatingPointRange(
             from_value=float(spec.minimum), to_value=float(spec.maximum), step=0.0)]
@@ -86,9 +91,46 @@ def warn_unknown_parameters(node: Node) -> list[str]:
     return unknown
 
 
+def coerce_parameter_types(parameters: list[Parameter]) -> list[Parameter]:
+    """
+    Convert integers given for doubles (and integer arrays for double arrays): a pre-set callback.
+
+    Values of any other wrong type pass unchanged; parameter_values rejects them with a reason.
+    """
+    result = []
+    for parameter in parameters:
+        if parameter.name in SPECS:
+            try:
+                value = coerce_value(parameter.name, parameter.value)
+            except InvalidParameterError:
+                value = parameter.value
+            if value is not parameter.value:
+                parameter = Parameter(parameter.name, value=value)
+        result.append(parameter)
+    return result
+
+
 def parameter_values(node: Node, specs: Iterable[ParameterSpec],
                      changed: Iterable[Parameter] = ()) -> dict[str, Any]:
-    """Return name -> value of ``specs`` on ``node``, with ``changed`` applied."""
+    """
+    Return name -> value of ``specs`` on ``node``, with ``changed`` applied.
+
+    Raise InvalidParameterError for a changed value of a type its parameter does not take.
+    """
     values = {spec.name: node.get_parameter(spec.name).value for spec in specs}
-    values.update({parameter.name: parameter.value for parameter in changed})
+    values.update({parameter.name: coerce_value(parameter.name, parameter.value)
+                   if parameter.name in SPECS else parameter.value for parameter in changed})
     return values
+
+
+def keep_declared_types(node: Node, parameters: Iterable[Parameter]) -> None:
+    """
+    Restore the types ``ros2 param describe`` shows after a rejected change.
+
+    rclpy sets a dynamically typed parameter's descriptor type to the type of the value being
+    set before the callbacks can reject it; the value stays, so its type is restored here.
+    """
+    for parameter in parameters:
+        if parameter.name in SPECS and node.has_parameter(parameter.name):
+            node.describe_parameter(parameter.name).type = \
+                node.get_parameter(parameter.name).type_.value

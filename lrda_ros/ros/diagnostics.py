@@ -29,6 +29,11 @@ _BENIGN_DROPS = ('too_few_points',)
 KEY_FRAME_STAMP = 'last frame stamp'
 KEY_ITERATIONS = 'last iterations'
 KEY_PROCESSING_S = 'processing time (s)'
+#: The message of each lifecycle state but active (a plain node is always active); transition
+#: states ('configuring', ...) show their own label.
+_STATE_MESSAGES = {'unconfigured': 'unconfigured: configure loads the model',
+                   'inactive': 'inactive: activate subscribes to the inputs',
+                   'finalized': 'finalized: shut down, no longer processing'}
 
 
 @dataclass
@@ -77,12 +82,15 @@ class NodeStatistics:
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
                       demo_prior: bool = False) -> DiagnosticStatus:
     """
-    Build the node's DiagnosticStatus; ``state`` is its message when nothing is wrong.
+    Build the DiagnosticStatus of the node ``name`` (its fully qualified name).
 
-    ``context`` adds descriptive values (model, device, synchronization backend);
-    ``demo_prior`` warns that the model is the demonstration prior.
+    ``state`` is its lifecycle state label ('active' for the plain node): any other state is
+    the message, a finalized node a warning. ``context`` adds descriptive values (model,
+    device, synchronization backend); ``demo_prior`` warns that the model is the demonstration
+    prior.
     """
     values = {
+        'state': state,
         'frames received': stats.received, 'frames processed': stats.processed,
         'frames dropped': stats.num_dropped,
         'dropped (superseded by a newer frame)': stats.replaced,
@@ -104,7 +112,7 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         **context,
     }
     errors = sum(n for reason, n in stats.dropped.items() if reason not in _BENIGN_DROPS)
-    level, message = DiagnosticStatus.OK, state
+    level, message = DiagnosticStatus.OK, 'completing depth'
     if demo_prior:
         level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
     if errors:
@@ -112,8 +120,11 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
     if stats.unsynchronized and stats.received == 0:
         level = DiagnosticStatus.WARN
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'
-    elif stats.received == 0 and state == 'completing depth':
+    elif stats.received == 0:
         message = 'waiting for synchronized image, camera_info and points'
+    if state != 'active':
+        level = DiagnosticStatus.WARN if state == 'finalized' else DiagnosticStatus.OK
+        message = _STATE_MESSAGES.get(state, state)
     return DiagnosticStatus(
         level=level, name=f'{name}: depth completion', message=message,
         hardware_id=str(context.get('model', '')),

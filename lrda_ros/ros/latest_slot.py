@@ -15,8 +15,9 @@
 """
 A one-item mailbox between subscriber callbacks and the worker thread: newest frame wins.
 
-When frames arrive faster than they are processed, older unprocessed frames are replaced and
-counted, so latency and memory stay bounded instead of a queue growing without limit.
+When frames arrive faster than they are processed, older unprocessed frames are replaced (put
+says so; the caller counts them), so latency and memory stay bounded instead of a queue growing
+without limit.
 """
 
 from __future__ import annotations
@@ -28,20 +29,18 @@ T = TypeVar('T')
 
 
 class LatestSlot(Generic[T]):
-    """Hold at most one pending item; ``put`` replaces (and counts) an unconsumed one."""
+    """Hold at most one pending item; ``put`` replaces an unconsumed one."""
 
     def __init__(self) -> None:
         self._condition = threading.Condition()
         self._item: T | None = None
         self._has_item = False
         self._closed = False
-        self.num_replaced = 0
 
     def put(self, item: T) -> bool:
         """Offer an item; return True when it replaced one that was never taken."""
         with self._condition:
             replaced = self._has_item
-            self.num_replaced += int(replaced)
             self._item, self._has_item = item, True
             self._condition.notify()
             return replaced

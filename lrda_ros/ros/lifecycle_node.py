@@ -40,21 +40,19 @@ from .declaration import warn_unknown_parameters
 from .node import CompletionCore, NODE_NAME
 from .startup import run_node, startup_error_message
 
-_STATE_MESSAGES = {'unconfigured': 'unconfigured: configure loads the model',
-                   'inactive': 'inactive: activate subscribes to the inputs'}
-
 
 class CompletionLifecycleNode(CompletionCore, LifecycleNode):
     """The completion node, managed: model loaded on configure, inputs only while active."""
 
     def __init__(self, **node_options: Any) -> None:
         super().__init__(NODE_NAME, **node_options)
-        self._state = 'unconfigured'
         self._declare()
         warn_unknown_parameters(self)
 
-    def _state_message(self) -> str:
-        return _STATE_MESSAGES.get(self._state, 'completing depth')
+    def _lifecycle_state(self) -> str:
+        """Return the state machine's current state label (what get_state answers)."""
+        # rclpy offers the current state to Python only through its state machine.
+        return self._state_machine.current_state[1]
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Load the model and create the outputs."""
@@ -65,14 +63,12 @@ class CompletionLifecycleNode(CompletionCore, LifecycleNode):
             self.get_logger().debug(traceback.format_exc())
             self._unload(self.destroy_lifecycle_publisher)
             return TransitionCallbackReturn.FAILURE
-        self._state = 'inactive'
         self._log_started()
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Subscribe to the inputs; outputs start publishing."""
         self._subscribe()
-        self._state = 'active'
         self.get_logger().info(
             f'active; synchronization: {self.subscriptions_handle.backend}')
         return super().on_activate(state)
@@ -80,20 +76,17 @@ class CompletionLifecycleNode(CompletionCore, LifecycleNode):
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Unsubscribe and stop processing; the model stays loaded."""
         self._unsubscribe()
-        self._state = 'inactive'
         return super().on_deactivate(state)
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Stop the worker and free the model."""
         self._unload(self.destroy_lifecycle_publisher)
-        self._state = 'unconfigured'
         return super().on_cleanup(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, from whichever state."""
         self._unsubscribe()
         self._unload(self.destroy_lifecycle_publisher)
-        self._state = 'finalized'
         return super().on_shutdown(state)
 
 

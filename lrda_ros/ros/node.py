@@ -41,6 +41,7 @@ from typing import Any, Callable
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
@@ -50,7 +51,9 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
 from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
-from .declaration import declare_parameters, parameter_values, warn_unknown_parameters
+from .declaration import (
+    coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
+    warn_unknown_parameters)
 from .diagnostics import completion_status, NodeStatistics
 from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
@@ -123,8 +126,12 @@ class CompletionCore:
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.add_pre_set_parameters_callback(coerce_parameter_types)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics)
+        # A steady clock: under use_sim_time the ROS clock stands still without /clock and
+        # jumps back whenever a replayed bag loops, and a ROS-time timer goes silent with it.
+        self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics,
+                          clock=Clock(clock_type=ClockType.STEADY_TIME))
 
     def _load(self, create_publisher: Callable[..., Any]) -> None:
         """Load the model, create the outputs and start the worker (idle until subscribed)."""
@@ -196,6 +203,8 @@ class CompletionCore:
             f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}; '
             f'image: {self.settings.image_transport} on {self._image_input()[1]}; '
             f'{self._conversion()}')
+        self.get_logger().debug('parameters: ' + ', '.join(
+            f'{name}={value!r}' for name, value in parameter_values(self, PARAMETERS).items()))
 
     def _conversion(self) -> str:
         reader = self._reader
@@ -214,6 +223,7 @@ class CompletionCore:
         try:
             settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
         except InvalidParameterError as error:
+            keep_declared_types(self, parameters)
             return SetParametersResult(successful=False, reason=str(error))
         with self._settings_lock:
             self.settings = settings
@@ -438,8 +448,9 @@ class CompletionCore:
             f'{self.settings.sync_slop} s and were dropped ({handle.backend}); latest stamps '
             f'relative to image: {offsets or "unknown"}'))
 
-    def _state_message(self) -> str:
-        return 'completing depth'
+    def _lifecycle_state(self) -> str:
+        """Return the lifecycle state label; a plain node is active from construction."""
+        return 'active'
 
     def _publish_diagnostics(self) -> None:
         self._check_synchronization()
@@ -453,8 +464,10 @@ class CompletionCore:
                 'synchronization': handle.backend if handle else '',
                 'conversion': self._conversion(),
             }
-            status = completion_status(self.get_name(), self.stats, self._state_message(),
-                                       context, bool(choice and choice.is_demo_prior))
+            # The fully qualified name: nodes in different namespaces report apart.
+            status = completion_status(self.get_fully_qualified_name(), self.stats,
+                                       self._lifecycle_state(), context,
+                                       bool(choice and choice.is_demo_prior))
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = [status]

@@ -22,6 +22,7 @@ parameter with a descriptor (description, range, read-only) and validates change
 
 from __future__ import annotations
 
+import array
 from dataclasses import dataclass
 import difflib
 from typing import Any, Mapping, Sequence
@@ -180,6 +181,8 @@ SPECS = {spec.name: spec for spec in PARAMETERS}
 
 
 def _type_name(value: Any) -> str:
+    if isinstance(value, array.array):  # rclpy's array parameters from a service request
+        return ('double' if value.typecode in 'fd' else 'integer') + ' array'
     if isinstance(value, bool):
         return 'bool'
     if isinstance(value, int):
@@ -201,24 +204,29 @@ def coerce_value(name: str, value: Any) -> Any:
     """
     Return ``value`` as the type parameter ``name`` takes, or raise InvalidParameterError.
 
-    Only one conversion is made, the unambiguous one: an integer array for a double array
-    (YAML ``[1, 0, 0, ...]`` for a matrix). A scalar of the wrong type is an error that names
-    the type expected, as ``ros2 param set`` would refuse it too.
+    Only the unambiguous conversions are made: an integer for a double (``max_depth:=80``,
+    ``ros2 param set ... max_depth 80``: YAML reads 80 as an integer) and an integer array for
+    a double array (YAML ``[1, 0, 0, ...]`` for a matrix). Any other type is an error that
+    names the parameter and the type expected.
     """
     spec = SPECS[name]
     if _type_name(value) == spec.type_name:
         return value
-    if spec.type_name == 'double array' and isinstance(value, (list, tuple)) and all(
-            isinstance(v, int) and not isinstance(v, bool) for v in value):
+    if spec.type_name == 'double' and _is_integer(value):
+        return float(value)
+    if spec.type_name == 'double array' and isinstance(value, (list, tuple, array.array)) and all(
+            _is_integer(v) for v in value):
         return [float(v) for v in value]
     hint = ''
-    if spec.type_name == 'double' and isinstance(value, int) and not isinstance(value, bool):
-        hint = f' (write {float(value)!r})'
-    elif spec.type_name == 'integer' and isinstance(value, float) and value.is_integer():
+    if spec.type_name == 'integer' and isinstance(value, float) and value.is_integer():
         hint = f' (write {int(value)})'
     raise InvalidParameterError(
         name, f'expects {_article(spec.type_name)} {spec.type_name}, got {value!r} '
         f'({_type_name(value)}){hint}')
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def closest_parameter(name: str) -> str | None:

@@ -19,7 +19,8 @@ rclpy's own signal handlers raise KeyboardInterrupt wherever the main thread hap
 when a terminal's Ctrl-C reaches the process twice (directly and forwarded by ``ros2 launch``),
 the second one lands inside the teardown and the process dies with a traceback and exit code
 -2. Here signals only set a flag: the main thread notices it between short spins, destroys the
-node (which stops and joins its threads) and shuts the context down, and the process exits 0.
+node (which stops and joins its threads) and shuts the context down, and the process exits 0;
+signals that arrive after that, while Python unloads its modules, are ignored.
 """
 
 from __future__ import annotations
@@ -55,6 +56,25 @@ def prefer_large_data_transport() -> None:
     older Fast DDS releases ignore the variable; set it to DEFAULT to opt out.
     """
     os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
+
+
+def quiet_progress_bars() -> None:
+    """
+    Turn off the progress bars huggingface_hub and transformers draw (downloads, weights).
+
+    On a node's console they are noise before the first log line: carriage-return redraws that
+    ``ros2 launch`` shows as an empty line. Both libraries read the switch when imported; one
+    already imported is switched off directly.
+    """
+    os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+    if 'huggingface_hub' in sys.modules:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    if 'transformers' in sys.modules:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
 
 
 def startup_error_message(error: BaseException) -> str:
@@ -106,9 +126,18 @@ def _install_stop_handlers(stop: threading.Event) -> None:
         signal.signal(signum, request_stop)
 
 
+def _ignore_stop_signals() -> None:
+    # Python puts the default handlers back before it tears down its modules (a second or
+    # more, with torch loaded), and a second Ctrl-C (the terminal's, then the one `ros2 launch`
+    # forwards) would kill the process with -2 then. Ignored signals stay ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """Create the node with ``factory`` and spin it until a signal or shutdown; return the code."""
     prefer_large_data_transport()
+    quiet_progress_bars()
     stop = threading.Event()
     _install_stop_handlers(stop)
     logger = rclpy.logging.get_logger(name)
@@ -141,4 +170,5 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
+        _ignore_stop_signals()
     return 1 if getattr(node, 'failed', False) else 0

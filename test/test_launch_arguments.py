@@ -1,0 +1,267 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+completion.launch.py as users run it: ``ros2 launch`` in its own process group.
+
+Needs ros2cli's ``ros2 launch`` and lrda_ros built and sourced (its executables and config);
+skipped otherwise. The launch file is the one of this source tree. Ctrl-C is SIGINT to the
+whole process group, as a terminal sends it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from types import SimpleNamespace
+import uuid
+
+from conftest import SHARED_DATA
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAUNCH_FILE = ROOT / 'launch' / 'completion.launch.py'
+BAG = SHARED_DATA / 'bags' / 'kitti_2011_09_26_10frames_mcap'
+MISSING_MODEL = 'model:=/nonexistent/depth_anything_v2_vits.pth'
+
+
+def _unavailable() -> str | None:
+    if shutil.which('ros2') is None or importlib.util.find_spec('ros2launch') is None:
+        return 'ros2 launch (ros2cli, ros2launch) is not installed'
+    if importlib.util.find_spec('ament_index_python') is None:
+        return 'ament_index_python is not installed'
+    if not _installed('lrda_ros'):
+        return 'lrda_ros is not built and sourced (colcon build; source install/setup.bash)'
+    return None
+
+
+def _installed(package: str) -> bool:
+    from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
+
+    try:
+        get_package_share_directory(package)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
+
+
+class LaunchProcess:
+    """``ros2 launch`` of the completion launch file, its output collected."""
+
+    def __init__(self, arguments: list[str]) -> None:
+        self.process = subprocess.Popen(
+            ['ros2', 'launch', str(LAUNCH_FILE), *arguments], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
+                                        daemon=True)
+        self._reader.start()
+
+    @property
+    def output(self) -> str:
+        return ''.join(self.lines)
+
+    def wait_for(self, text: str, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while text not in self.output and time.monotonic() < deadline:
+            assert self.process.poll() is None, self.output
+            time.sleep(0.1)
+        assert text in self.output, self.output
+
+    def wait(self, timeout: float) -> int:
+        """Wait for the launch to end by itself; return its exit code."""
+        try:
+            return self.process.wait(timeout=timeout)
+        finally:
+            self.kill()
+
+    def interrupt(self, timeout: float = 60) -> int:
+        """Ctrl-C: SIGINT to the whole process group; return the launch's exit code."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        return self.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        self._reader.join(timeout=5)
+
+
+def survivors(marker: str) -> list[str]:
+    """Return the command lines of running processes that contain ``marker``."""
+    found = []
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / 'cmdline').read_bytes().replace(b'\0', b' ').decode()
+        except OSError:
+            continue  # exited meanwhile
+        if marker in command:
+            found.append(command)
+    return found
+
+
+def error_lines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith('[ERROR] [launch]')]
+
+
+@pytest.fixture
+def unique_namespace() -> str:
+    """Return a namespace that marks this test's processes."""
+    return '/t' + uuid.uuid4().hex[:10]
+
+
+@pytest.mark.parametrize('argument, says', [
+    ('params_file:=/nonexistent/params.yaml',
+     "params_file '/nonexistent/params.yaml' does not exist"),
+    ('use_sim_time:=yes', "use_sim_time:='yes' is not a boolean: use true or false, or 1 or 0"),
+    ('lifecycle:=on', "lifecycle:='on' is not a boolean"),
+])
+def test_an_unusable_argument_stops_the_launch_before_any_process_starts(argument, says):
+    launch = LaunchProcess([argument])
+    assert launch.wait(60) == 1, launch.output
+    errors = error_lines(launch.output)
+    assert len(errors) == 1 and says in errors[0], launch.output
+    assert 'process started' not in launch.output
+    assert '[launch.user]: [ERROR]' not in launch.output
+
+
+def test_a_bag_without_rosbag2_stops_the_launch_before_any_process_starts():
+    if _installed('ros2bag'):
+        pytest.skip('ros2bag is installed: bag:= plays the bag')
+    launch = LaunchProcess([f'bag:={BAG}'])
+    assert launch.wait(60) == 1, launch.output
+    errors = error_lines(launch.output)
+    assert len(errors) == 1 and 'needs `ros2 bag`' in errors[0], launch.output
+    assert 'lrda play' in errors[0] and 'process started' not in launch.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('arguments, node_says, launch_says', [
+    ([MISSING_MODEL], "parameter 'model'", 'completion_node exited with code 1'),
+    ([MISSING_MODEL, 'lifecycle:=true'], "parameter 'model'",
+     'completion_node could not be configured'),
+    (['params_file:={params_file}'], "parameter 'iterations'",
+     'completion_node exited with code 1'),
+])
+def test_a_node_that_cannot_start_fails_the_launch(tmp_path, unique_namespace, arguments,
+                                                   node_says, launch_says):
+    params_file = tmp_path / 'params.yaml'
+    params_file.write_text('/**:\n  ros__parameters:\n    iterations: 5000\n')
+    launch = LaunchProcess([f'namespace:={unique_namespace}'] + [
+        argument.format(params_file=params_file) for argument in arguments])
+    assert launch.wait(180) == 1, launch.output
+    assert node_says in launch.output
+    assert any(launch_says in line for line in error_lines(launch.output)), launch.output
+    assert not survivors(f'__ns:={unique_namespace}')
+
+
+def _call(executor, node, service_type, name: str, request, timeout: float = 30):
+    client = node.create_client(service_type, name)
+    assert client.wait_for_service(timeout_sec=timeout), f'no service {name}'
+    future = client.call_async(request)
+    executor.spin_until_future_complete(future, timeout_sec=timeout)
+    assert future.done(), f'{name} did not answer'
+    return future.result()
+
+
+@pytest.fixture(scope='module')
+def managed_launch():
+    """
+    Launch the managed node with autostart, use_sim_time:=1, log_level:=debug and rviz:=true.
+
+    Ask the running node for its state and use_sim_time, then Ctrl-C; return what was seen.
+    """
+    import rclpy
+    from lifecycle_msgs.srv import GetState
+    from rclpy.executors import SingleThreadedExecutor
+    from rcl_interfaces.srv import GetParameters
+
+    namespace = '/t' + uuid.uuid4().hex[:10]
+    launch = LaunchProcess(['model:=demo', 'device:=cpu', 'lifecycle:=true', 'use_sim_time:=1',
+                            'log_level:=debug', 'rviz:=true', f'namespace:={namespace}'])
+    seen = SimpleNamespace(namespace=namespace)
+    try:
+        launch.wait_for('active; synchronization', 180)
+        context = rclpy.Context()
+        rclpy.init(context=context)
+        node = rclpy.create_node('launch_observer', context=context)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(node)
+        try:
+            target = f'{namespace}/completion_node'
+            seen.state = _call(executor, node, GetState, f'{target}/get_state',
+                               GetState.Request()).current_state.label
+            seen.use_sim_time = _call(executor, node, GetParameters,
+                                      f'{target}/get_parameters',
+                                      GetParameters.Request(names=['use_sim_time'])
+                                      ).values[0].bool_value
+        finally:
+            executor.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown(context=context)
+        seen.code = launch.interrupt()
+    finally:
+        launch.kill()
+    seen.output = launch.output
+    seen.survivors = survivors(f'__ns:={namespace}')
+    return seen
+
+
+@pytest.mark.slow
+def test_autostart_configures_and_activates_the_managed_node(managed_launch):
+    assert managed_launch.state == 'active', managed_launch.output
+
+
+@pytest.mark.slow
+def test_use_sim_time_1_gives_the_node_sim_time(managed_launch):
+    assert managed_launch.use_sim_time is True
+
+
+@pytest.mark.slow
+def test_log_level_debug_is_the_level_of_the_node_logger_alone(managed_launch):
+    logger = managed_launch.namespace.strip('/').replace('/', '.') + '.completion_node'
+    debug = [line for line in managed_launch.output.splitlines() if '[DEBUG]' in line]
+    assert any(f'[{logger}]: parameters: ' in line for line in debug), managed_launch.output
+    assert all(f'[{logger}]' in line for line in debug), '\n'.join(
+        line for line in debug if f'[{logger}]' not in line)[:2000]
+
+
+@pytest.mark.slow
+def test_a_missing_rviz2_is_one_warning_and_the_launch_goes_on(managed_launch):
+    if _installed('rviz2'):
+        pytest.skip('rviz2 is installed')
+    warnings = [line for line in managed_launch.output.splitlines()
+                if line.startswith('[WARNING]') and 'rviz2 is not installed' in line]
+    assert len(warnings) == 1, managed_launch.output
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_the_launch_and_the_node_with_exit_code_0(managed_launch):
+    output = managed_launch.output
+    assert managed_launch.code == 0, output
+    assert 'process has finished cleanly' in output and 'process has died' not in output
+    assert 'Traceback' not in output and '[ERROR]' not in output, output
+    assert not managed_launch.survivors
