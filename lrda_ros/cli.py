@@ -89,6 +89,10 @@ def _add_eval(commands) -> None:
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
+    parser.add_argument('--outlier-filter', choices=('on', 'off'),
+                        help='LiDAR input: remove points seen through nearer objects (7x7 '
+                             'window, 1.5 m; default: on for kitti_dc and ddad, off for bags '
+                             'and kitti_object)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--holdout', type=float,
                         help='LiDAR pixel fraction withheld from the input as ground truth: bags '
@@ -305,7 +309,8 @@ def _run_eval(args) -> int:
                          args.depth_topic),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
-        dtype=args.dtype, save_depth=args.save_depth)
+        dtype=args.dtype, save_depth=args.save_depth,
+        outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on')
     _, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
