@@ -114,7 +114,8 @@ class IBims(FrameDataset):
     ``.mat`` files win when both are there) or one of these folders. ``imagelist.txt`` (in the
     folder or its parent) selects and orders the images when present, else names are sorted.
     ``num_points`` and ``seed`` change only the count and seed of the draw. Frames are
-    independent, named by the image name.
+    independent, named by the image name. The first image's files are checked at construction;
+    a later image's missing file fails the reading of that frame only.
     """
 
     kind = 'ibims'
@@ -158,7 +159,8 @@ class IBims(FrameDataset):
         names = found if listed is None else listed
         if not names:
             raise layout_error(self.name, self.root, _IBIMS_LAYOUT, f'no image in {folder}')
-        for name in names:
+        # The first image checks the layout; a later missing file costs its frame only.
+        for name in names[:1]:
             for path in needs(name):
                 if not path.is_file():
                     raise layout_error(self.name, self.root, _IBIMS_LAYOUT,

@@ -70,6 +70,9 @@ class KittiDepthCompletion(FrameDataset):
     devkit cut the selection. ``root`` may also be the ``depth_selection`` download folder (its
     ``val_selection_cropped/`` is read).
 
+    The first frame's files are checked at construction; a later frame's missing file fails
+    the reading of that frame only.
+
     ``outlier_filter`` (default: the protocol's, 7x7 window and 1.5 m; None = the raw LiDAR)
     removes LiDAR points seen through nearer objects from the sparse input, after any crop;
     ``Frame.notes['outliers_removed']`` counts them.
@@ -98,13 +101,16 @@ class KittiDepthCompletion(FrameDataset):
         if not images:
             raise layout_error(self.name, root, _KITTI_LAYOUT, 'no PNG in image/')
         items = []
-        for image in images:
+        for position, image in enumerate(images):
             stem = image.stem
-            sparse = self._match(sparse_dir, stem, 'velodyne_raw')
-            gt = None if gt_dir is None else self._match(gt_dir, stem, 'groundtruth_depth')
+            # The first frame checks the layout; a later missing file costs its frame only.
+            required = position == 0
+            sparse = self._match(sparse_dir, stem, 'velodyne_raw', required)
+            gt = None if gt_dir is None else self._match(gt_dir, stem, 'groundtruth_depth',
+                                                         required)
             if intrinsics_dir.is_dir():
                 k_path = intrinsics_dir / f'{stem}.txt'
-                if not k_path.is_file():
+                if required and not k_path.is_file():
                     raise layout_error(self.name, root, _KITTI_LAYOUT, f'no {k_path.name} in '
                                        'intrinsics/')
             else:
@@ -121,9 +127,11 @@ class KittiDepthCompletion(FrameDataset):
         items.sort(key=lambda item: item[0])
         self._items = items
 
-    def _match(self, folder: Path, stem: str, official_token: str) -> Path:
+    def _match(self, folder: Path, stem: str, official_token: str, required: bool) -> Path:
         candidates = [stem, stem.replace('_image_', f'_{official_token}_', 1)]
         found = first_existing(*(folder / f'{c}.png' for c in candidates))
+        if found is None and not required:
+            return folder / f'{candidates[-1]}.png'  # reading the frame fails, naming it
         if found is None:
             raise layout_error(self.name, self.root, _KITTI_LAYOUT,
                                f'no {folder.name}/ PNG for image {stem}.png')

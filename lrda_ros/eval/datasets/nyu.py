@@ -73,7 +73,8 @@ class NYUv2(FrameDataset):
     ``sync_depth_<i>.png`` side by side, 0-based ``i``; its depth is the raw ``rawDepths``, not
     the in-painted ``depths`` of the protocol, and its RGB has a 7-pixel black border) is read
     too: ``root`` is ``official_splits`` (its ``test/`` is used) or a split folder; frames are
-    then named ``<scene>/<i>``.
+    then named ``<scene>/<i>``. The first frame's depth file is checked at construction; a
+    later frame's missing file fails the reading of that frame only.
 
     The files carry no sparse input: the default :data:`NYU_PROTOCOL` (resize to 320x240,
     centre-crop 304x228, GT <= 10 m, 500 GT points sampled with seed 0) makes it. ``K`` is
@@ -100,7 +101,8 @@ class NYUv2(FrameDataset):
                 continue
             frame_id = rgb.stem[len('rgb_'):]
             depth = depth_dir / f'sync_depth_{frame_id}.png'
-            if not depth.is_file():
+            # The first frame checks the layout; a later missing file costs its frame only.
+            if not items and not depth.is_file():
                 raise layout_error(self.name, root, _NYU_LAYOUT,
                                    f'no depth/{depth.name} for rgb/{rgb.name}')
             items.append((frame_id, rgb, depth))
@@ -113,7 +115,7 @@ class NYUv2(FrameDataset):
         for rgb in sorted(split_dir.rglob('rgb_*.jpg')):
             frame_id = rgb.stem[len('rgb_'):]
             depth = rgb.parent / f'sync_depth_{frame_id}.png'
-            if not depth.is_file():
+            if not items and not depth.is_file():
                 raise layout_error(self.name, self.root, _NYU_LAYOUT,
                                    f'no {depth.name} beside {rgb.relative_to(split_dir)}')
             name = '/'.join(rgb.parent.relative_to(split_dir).parts + (frame_id,))

@@ -70,7 +70,9 @@ class VOID(FrameDataset):
     release's ``<split>_image.txt``, the frames are exactly those its lists name, in list order
     (``split='test'``: the 800 test frames; ``split=None`` ignores the lists). A listed path is
     read relative to the folder holding the lists or to its parents (the release writes them from
-    its own root), else by its ``<sequence>/<kind>/<file>`` tail under ``data/``.
+    its own root), else by its ``<sequence>/<kind>/<file>`` tail under ``data/``. A listed file
+    that is absent fails the first frame's check at construction, or else the reading of its
+    frame only (``FileNotFoundError`` naming it).
     """
 
     kind = 'void'
@@ -120,7 +122,7 @@ class VOID(FrameDataset):
             items.extend(frames)
         self._items = items
 
-    def _resolve(self, base: Path, line: str, list_name: str) -> Path:
+    def _resolve(self, base: Path, line: str, list_name: str, required: bool) -> Path:
         relative = Path(line.strip())
         candidates = [relative] if relative.is_absolute() else [
             folder / relative for folder in (base, *list(base.parents)[:3])]
@@ -131,8 +133,10 @@ class VOID(FrameDataset):
         for candidate in candidates:
             if candidate.is_file():
                 return candidate
-        raise layout_error(self.name, self.root, _VOID_LAYOUT,
-                           f'{list_name} names {line.strip()!r}, which is not a file')
+        if required:
+            raise layout_error(self.name, self.root, _VOID_LAYOUT,
+                               f'{list_name} names {line.strip()!r}, which is not a file')
+        return candidates[-1]  # reading the frame fails, naming it: the frame alone is lost
 
     def _from_lists(self, base: Path, split: str) -> list:
         columns = {}
@@ -152,7 +156,9 @@ class VOID(FrameDataset):
                                    f'{split}_image.txt {count}')
         items = []
         for i in range(count):
-            paths = {role: self._resolve(base, lines[i], f'{split}_{role}.txt line {i + 1}')
+            # The first frame checks the layout; a later missing file costs its frame only.
+            paths = {role: self._resolve(base, lines[i], f'{split}_{role}.txt line {i + 1}',
+                                         required=i == 0)
                      for role, lines in columns.items()}
             image = paths['image']
             sequence = image.parent.parent.name
