@@ -30,6 +30,7 @@ Conventions used throughout the package:
 """
 
 
+from .agreement import agree_with_lidar, LidarAgreement
 from .camera import (
     camera_for_image, CameraModel, distort_normalized, pixels_to_normalized, project_points,
     SUPPORTED_DISTORTION_MODELS, undistort_normalized)
@@ -43,11 +44,11 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'backproject_depth', 'camera_for_image', 'CameraModel', 'DDAD_GROUND_TRUTH_FILTER',
-    'distort_normalized', 'filter_outliers', 'InvalidCameraError', 'InvalidConfigError',
-    'InvalidPointsError', 'InvalidTransformError', 'lidar_to_sparse_depth', 'MIN_DEPTH_M',
-    'outlier_mask', 'OutlierFilter', 'pixels_to_normalized', 'project_points',
-    'ProjectionConfig', 'RigidTransform', 'SPARSE_INPUT_FILTER', 'SparseProjection',
-    'SUPPORTED_DISTORTION_MODELS', 'TransformTree', 'undistort_normalized',
-    'UnsupportedDistortionError',
+    'agree_with_lidar', 'backproject_depth', 'camera_for_image', 'CameraModel',
+    'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
+    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
+    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'outlier_mask', 'OutlierFilter',
+    'pixels_to_normalized', 'project_points', 'ProjectionConfig', 'RigidTransform',
+    'SPARSE_INPUT_FILTER', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'TransformTree',
+    'undistort_normalized', 'UnsupportedDistortionError',
 ]
