@@ -16,6 +16,8 @@
 
 import json
 from pathlib import Path
+import subprocess
+import sys
 
 from lrda_ros.eval.datasets import DDAD, open_dataset
 from lrda_ros.geometry import DDAD_GROUND_TRUTH_FILTER, filter_outliers
@@ -220,3 +222,17 @@ def test_layout_errors_name_the_missing_file(tmp_path):
         DDAD(tmp_path)
     with pytest.raises(ValueError, match='split must be one of'):
         DDAD(tmp_path, split='validation')
+
+
+def test_lrda_eval_writes_figures_and_depth_of_frames_named_by_scene(tmp_path):
+    _dataset(tmp_path / 'ddad')
+    output = tmp_path / 'out'
+    result = subprocess.run(
+        [sys.executable, '-m', 'lrda_ros.cli', 'eval', '--dataset', 'ddad', '--root',
+         str(tmp_path / 'ddad'), '--methods', 'classical', '--figures', '1', '--save-depth',
+         '--output', str(output)], cwd=Path(__file__).resolve().parents[1],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (output / 'frames' / '000150' / '15616458249936530.png').is_file()
+    depth = np.load(output / 'depth' / 'classical' / '000150' / '15616458250936530.npy')
+    assert depth.shape == (HEIGHT, WIDTH)

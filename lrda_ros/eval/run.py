@@ -193,12 +193,16 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     drawn = []
 
     def draw(frame, predictions):
+        # Names may hold folders (VOID and DDAD: <sequence>/<stamp>).
         if options.save_depth:
             for method, depth in predictions.items():
-                (output / 'depth' / method).mkdir(parents=True, exist_ok=True)
-                np.save(output / 'depth' / method / f'{frame.name}.npy', depth)
+                path = output / 'depth' / method / f'{frame.name}.npy'
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, depth)
         if len(drawn) < options.figures:
-            frame_figure(frame, predictions, output / 'frames' / f'{frame.name}.png')
+            path = output / 'frames' / f'{frame.name}.png'
+            path.parent.mkdir(parents=True, exist_ok=True)
+            frame_figure(frame, predictions, path)
             drawn.append(frame.name)
 
     device = str(model.device) if model is not None else 'cpu'
