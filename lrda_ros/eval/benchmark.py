@@ -241,7 +241,9 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
     config = _config(options, protocol)
     methods = {name: build_method(name, model, config) for name in options.methods}
     device = str(model.device) if model is not None else 'cpu'
-    previous_sequence, previous_index = None, None
+    # The (sequence, index) each method completed last in this run: a warm start needs the
+    # previous frame of the same sequence, computed just before by the same method.
+    last: dict[str, tuple] = {}
     for index in range(count):
         todo = [m for m in options.methods if m in pending[index]]
         if not todo:
@@ -255,21 +257,17 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
             message = f'{type(error).__name__}: {(str(error).splitlines() or [""])[0]}'
             tqdm.write(f'{protocol.label}: frame {index} skipped: {message}', file=sys.stderr)
             store.append({'kind': 'skipped', 'index': index, 'error': message})
-            previous_sequence = None
             bar.update(1)
             continue
-        # A warm start needs the previous frame of the same sequence, computed just before.
-        continues = (frame.sequence is not None and frame.sequence == previous_sequence
-                     and previous_index == index - 1)
-        previous_sequence, previous_index = frame.sequence, index
         store.append(_clean({'kind': 'frame', 'index': index, 'frame': frame.name,
                              'input_points': int(np.count_nonzero(frame.sparse_depth)),
                              'gt_points': int(np.count_nonzero(frame.gt_depth > 0)),
                              'notes': frame.notes}))
         for name in todo:
             method = methods[name]
-            if not continues:
+            if frame.sequence is None or last.get(name) != (frame.sequence, index - 1):
                 method.reset()
+            last[name] = (frame.sequence, index)
             record = {'kind': 'method', 'index': index, 'frame': frame.name, 'method': name}
             try:
                 with Measure(device) as measured:
