@@ -36,6 +36,10 @@ The weighted means are computed on a bilateral grid (Chen, Paris and Durand, SIG
 returns are splatted into cells of about ``s / 2`` pixels by ``t`` in log depth, the grid is
 blurred by separable Gaussians and read back trilinearly, so the cost is a few passes over a
 grid much smaller than the image.
+
+The defaults (reach 1 spacing, 5 % in depth, prior 0.1) were chosen on the shared NYUv2 and
+iBims-1 samples (4 frames, demo prior; MAE after the stage over reach 0.5 / 1 / 2, range
+0.05 / 0.1 and prior 0.1 / 0.5): the best or within 0.02 m of it on every frame.
 """
 
 from __future__ import annotations
@@ -55,11 +59,11 @@ class LidarAgreement:
     """Settings of the LiDAR agreement stage (see the module docstring for the rule)."""
 
     #: Spatial reach in units of the mean LiDAR spacing.
-    spatial_scale: float = 2.0
-    #: Reach in log depth (0.1: predicted depths within about 10 % count as one surface).
-    range_sigma: float = 0.1
+    spatial_scale: float = 1.0
+    #: Reach in log depth (0.05: predicted depths within about 5 % count as one surface).
+    range_sigma: float = 0.05
     #: Weight of "no correction", in returns at the pixel itself.
-    prior_weight: float = 0.5
+    prior_weight: float = 0.1
     #: Set the LiDAR pixels to the LiDAR depth exactly.
     exact_at_lidar: bool = True
 
