@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: ``demo``, ``eval``, ``bench``, ``play`` and ``train-prior``.
+The ``lrda`` command: ``demo``, ``eval``, ``bench``, ``benchmark``, ``play`` and ``train-prior``.
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
 command prints one line saying what to change and exits 1 (argparse's usage errors: 2);
@@ -89,6 +89,10 @@ def _add_eval(commands) -> None:
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
+    parser.add_argument('--outlier-filter', choices=('on', 'off'),
+                        help='LiDAR input: remove points seen through nearer objects (7x7 '
+                             'window, 1.5 m; default: on for kitti_dc and ddad, off for bags '
+                             'and kitti_object)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--holdout', type=float,
                         help='LiDAR pixel fraction withheld from the input as ground truth: bags '
@@ -200,6 +204,59 @@ def _run_bench(args) -> int:
     return 0
 
 
+def _add_benchmark(commands) -> None:
+    from .eval.benchmark import BenchmarkOptions, PROTOCOLS
+    from .eval.methods import METHODS
+    from .eval.paper import PAPER_BACKBONES
+
+    defaults = BenchmarkOptions(roots={})
+    parser = commands.add_parser(
+        'benchmark', help="the paper's accuracy table on its protocols, in one run",
+        parents=[_common()])
+    for key, protocol in PROTOCOLS.items():
+        parser.add_argument(f'--{key.replace("_", "-")}', type=Path, metavar='PATH',
+                            help=f'{protocol.label} folder ({protocol.frames} frames: '
+                                 f"{protocol.description.replace('%', '%%')})")
+    parser.add_argument('--methods', type=_csv, default=defaults.methods,
+                        help=f'comma-separated, from: {", ".join(METHODS)}')
+    parser.add_argument('--model', default=defaults.model)
+    parser.add_argument('--device', default=defaults.device)
+    parser.add_argument('--iterations', type=int, default=defaults.iterations)
+    parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
+    parser.add_argument('--learning-rate', type=float, default=defaults.learning_rate)
+    parser.add_argument('--processing-size', type=int,
+                        help='longer side of the network input for every dataset (default: '
+                             'the image size; DDAD 1274, as the paper)')
+    parser.add_argument('--dtype', default=defaults.dtype,
+                        help='engine precision: float32, bfloat16, float16 or auto')
+    parser.add_argument('--seed', type=int, default=defaults.seed)
+    parser.add_argument('--max-frames', type=int, help='at most this many frames per dataset')
+    parser.add_argument('--paper-backbone', choices=PAPER_BACKBONES,
+                        help="the paper's rows to compare with (default: from the model name)")
+    parser.add_argument('--output', type=Path, default=defaults.output)
+    parser.add_argument('--resume', action='store_true',
+                        help='continue the run whose results are in --output')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='delete the results in --output and start again')
+
+
+def _run_benchmark(args) -> int:
+    from .eval.benchmark import BenchmarkOptions, PROTOCOLS, run_benchmark
+
+    roots = {key: getattr(args, key) for key in PROTOCOLS if getattr(args, key) is not None}
+    data = run_benchmark(BenchmarkOptions(
+        roots=roots, output=args.output, methods=args.methods, model=args.model,
+        device=args.device, iterations=args.iterations, warm_iterations=args.warm_iterations,
+        learning_rate=args.learning_rate, processing_size=args.processing_size,
+        dtype=args.dtype, seed=args.seed, max_frames=args.max_frames, resume=args.resume,
+        overwrite=args.overwrite, paper_backbone=args.paper_backbone))
+    print((args.output / 'benchmark.md').read_text())
+    skipped = sum(d['frames_skipped'] for d in data['datasets'].values())
+    print(f'wrote {args.output}/: benchmark.md, benchmark.json, benchmark.png, frames/*.jsonl'
+          + (f' ({skipped} frames skipped: see benchmark.md)' if skipped else ''))
+    return 0
+
+
 def _add_play(commands) -> None:
     parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)',
                                  parents=[_common()])
@@ -306,7 +363,8 @@ def _run_eval(args) -> int:
                          args.depth_topic),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
-        dtype=args.dtype, save_depth=args.save_depth)
+        dtype=args.dtype, save_depth=args.save_depth,
+        outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on')
     _, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
@@ -332,11 +390,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_demo(commands)
     _add_eval(commands)
     _add_bench(commands)
+    _add_benchmark(commands)
     _add_play(commands)
     _add_hold_rate(commands)
     _add_train_prior(commands)
     args = parser.parse_args(argv)
-    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench, 'play': _run_play,
+    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench,
+               'benchmark': _run_benchmark, 'play': _run_play,
                'hold-rate': _run_hold_rate,
                'train-prior': _run_train_prior}
     try:

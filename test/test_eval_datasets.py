@@ -53,7 +53,7 @@ def _rgb(path: Path, array: np.ndarray) -> None:
 
 def test_kitti_dc_real_frame():
     root = _real('kitti_dc')
-    dataset = KittiDepthCompletion(root)
+    dataset = KittiDepthCompletion(root, outlier_filter=None)  # the raw LiDAR
     assert len(dataset) == 2 and dataset.name == 'kitti_dc'
     frames = list(dataset)
     assert [f.name for f in frames] == ['0000000005', '0000000082']
@@ -74,6 +74,12 @@ def test_kitti_dc_real_frame():
         assert values.min() > 0.0 and values.max() < 90.0
     np.testing.assert_allclose(frame.K, [[721.5377, 0, 609.5593], [0, 721.5377, 172.854],
                                          [0, 0, 1]])
+    # By default the protocol's outlier filter takes points out of the input, and only those.
+    filtered = KittiDepthCompletion(root)[0]
+    removed = (frame.sparse_depth > 0) & (filtered.sparse_depth == 0)
+    assert filtered.notes['outliers_removed'] == removed.sum() > 0
+    assert not ((filtered.sparse_depth > 0) & (frame.sparse_depth == 0)).any()
+    np.testing.assert_array_equal(filtered.gt_depth, frame.gt_depth)
 
 
 def test_kitti_dc_official_crop():
@@ -220,7 +226,7 @@ def test_registry_errors(tmp_path):
     for kind in DATASET_KINDS:
         assert kind in str(info.value)
     assert set(DATASET_KINDS) == {'kitti_dc', 'kitti_object', 'nyuv2', 'nyuv2_mat', 'ibims',
-                                  'void', 'folder', 'rosbag'}
+                                  'void', 'ddad', 'folder', 'rosbag'}
     for kind, hint in (('kitti_dc', 'velodyne_raw'), ('nyuv2', 'sync_depth'),
                        ('ibims', 'gt.npy'), ('void', 'sparse_depth'), ('folder', 'sparse')):
         with pytest.raises(FileNotFoundError, match=hint):

@@ -33,6 +33,7 @@ import numpy as np
 from .classical import ip_basic_complete
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
 from ..errors import ConfigError
+from ..geometry import agree_with_lidar, LidarAgreement
 from ..pipeline import complete_sparse
 
 
@@ -55,6 +56,8 @@ class MethodSpec:
     iterations: int | None = None
     warm_start: bool = False
     tail_strips: int | None = None
+    #: Follow with the LiDAR agreement stage (geometry/agreement.py).
+    lidar_agreement: bool = False
 
     @property
     def needs_network(self) -> bool:
@@ -88,6 +91,8 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec('prompt', 'visual-prompt tuning through the frozen network (TestPromptDC-style)',
                Scope.PROMPT),
     MethodSpec('classical', 'IP-Basic morphological filling (no network)', scope=None),
+    MethodSpec('lrda-lidar', 'lrda, then its LiDAR residuals propagated into the image '
+               '(guided by the prediction; exact at LiDAR pixels)', lidar_agreement=True),
 )}
 
 
@@ -156,6 +161,24 @@ class ClassicalMethod:
         """Nothing is carried between frames."""
 
 
+class LidarAgreementMethod:
+    """A method followed by the LiDAR agreement stage."""
+
+    def __init__(self, name: str, inner: Method,
+                 agreement: LidarAgreement = LidarAgreement()) -> None:
+        self.name, self.inner, self.agreement = name, inner, agreement
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+        """Complete with the inner method, then agree with the LiDAR (NaN stays NaN)."""
+        output = self.inner.complete(rgb, sparse_depth)
+        output.depth = agree_with_lidar(output.depth, sparse_depth, self.agreement)
+        return output
+
+    def reset(self) -> None:
+        """Reset the inner method."""
+        self.inner.reset()
+
+
 def build_method(name: str, model: DepthModel | None, config: TTOConfig) -> Method:
     """Return the named method (``model`` may be None for ``classical`` only)."""
     check_method_names([name])
@@ -164,4 +187,6 @@ def build_method(name: str, model: DepthModel | None, config: TTOConfig) -> Meth
         return ClassicalMethod(config.max_depth)
     if model is None:
         raise ValueError(f'method {name!r} needs a depth model')
+    if spec.lidar_agreement:
+        return LidarAgreementMethod(name, TTOMethod(spec, model, config))
     return TTOMethod(spec, model, config)

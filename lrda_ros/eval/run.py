@@ -30,14 +30,15 @@ from typing import Iterator
 
 import numpy as np
 
-from .datasets import Frame, FrameDataset, open_dataset, SamplingProtocol
+from .datasets import (
+    DEFAULT_PROTOCOLS, Frame, FrameDataset, LIDAR_KINDS, open_dataset, SamplingProtocol)
 from .harness import EvalResult, evaluate
 from .methods import build_method, check_method_names, METHODS
 from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..errors import ConfigError
-from ..geometry import ProjectionConfig, RigidTransform
+from ..geometry import ProjectionConfig, RigidTransform, SPARSE_INPUT_FILTER
 from ..messages.rosbag import BagTopics
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
@@ -92,6 +93,9 @@ class EvalOptions:
     #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
     #: unlimited), written as budget_curve.{md,png}.
     budgets: tuple[float, ...] = ()
+    #: The LiDAR input's outlier filter (geometry/outliers.py) on or off; None: the source's
+    #: protocol (on for kitti_dc and ddad, off for bags and kitti_object).
+    outlier_filter: bool | None = None
 
 
 def check_options(options: EvalOptions) -> None:
@@ -108,7 +112,11 @@ def check_options(options: EvalOptions) -> None:
          '--holdout', f'--holdout must be in (0, 1), got {options.holdout_fraction}'),
         (options.holdout_fraction is not None and kind == 'rosbag' and bool(options.topics.depth),
          '--holdout', '--holdout and --depth-topic both give the ground truth: drop one'),
-        (options.num_points is not None and kind in ('rosbag', 'kitti_object'), '--num-points',
+        (options.outlier_filter is not None and kind not in LIDAR_KINDS, '--outlier-filter',
+         f'--outlier-filter applies to LiDAR input ({", ".join(LIDAR_KINDS)}); {kind} has '
+         'none: drop it'),
+        (options.num_points is not None and kind in ('rosbag', 'kitti_object', 'ddad'),
+         '--num-points',
          f'--num-points samples the input from dataset ground truth; {kind} input is the LiDAR '
          'itself: drop --num-points'),
         (options.slop_s is not None and not options.slop_s > 0, '--slop',
@@ -130,7 +138,8 @@ def open_source(options: EvalOptions) -> FrameDataset:
     """Open the dataset or bag the options name (after :func:`check_options`)."""
     check_options(options)
     holdout = options.holdout_fraction
-    occlusion_aware = ProjectionConfig(remove_occluded=True)
+    lidar_filter = SPARSE_INPUT_FILTER if options.outlier_filter else None
+    occlusion_aware = ProjectionConfig(remove_occluded=True, outlier_filter=lidar_filter)
     if options.kind == 'rosbag':
         sync = {'slop_s': options.slop_s, 'queue_size': options.queue_size}
         return open_dataset('rosbag', options.root, topics=options.topics,
@@ -145,11 +154,15 @@ def open_source(options: EvalOptions) -> FrameDataset:
     extra: dict = {}
     if options.kind == 'folder' and holdout is not None:
         extra.update(holdout_fraction=holdout, seed=options.seed)
+    if options.outlier_filter is not None:
+        extra['input_filter' if options.kind == 'ddad' else 'outlier_filter'] = lidar_filter
     if options.num_points is not None:
         if options.kind == 'ibims':
             extra['num_points'] = options.num_points
         else:
-            extra['protocol'] = SamplingProtocol(num_points=options.num_points, seed=options.seed)
+            # Only the count (and its seed) changes: resize, crop and depth cap stay.
+            base = DEFAULT_PROTOCOLS.get(options.kind, SamplingProtocol())
+            extra['protocol'] = replace(base, num_points=options.num_points, seed=options.seed)
     return open_dataset(options.kind, options.root, **extra)
 
 
@@ -177,12 +190,16 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     drawn = []
 
     def draw(frame, predictions):
+        # Names may hold folders (VOID and DDAD: <sequence>/<stamp>).
         if options.save_depth:
             for method, depth in predictions.items():
-                (output / 'depth' / method).mkdir(parents=True, exist_ok=True)
-                np.save(output / 'depth' / method / f'{frame.name}.npy', depth)
+                path = output / 'depth' / method / f'{frame.name}.npy'
+                path.parent.mkdir(parents=True, exist_ok=True)
+                np.save(path, depth)
         if len(drawn) < options.figures:
-            frame_figure(frame, predictions, output / 'frames' / f'{frame.name}.png')
+            path = output / 'frames' / f'{frame.name}.png'
+            path.parent.mkdir(parents=True, exist_ok=True)
+            frame_figure(frame, predictions, path)
             drawn.append(frame.name)
 
     device = str(model.device) if model is not None else 'cpu'

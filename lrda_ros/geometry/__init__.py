@@ -30,20 +30,25 @@ Conventions used throughout the package:
 """
 
 
+from .agreement import agree_with_lidar, LidarAgreement
 from .camera import (
     camera_for_image, CameraModel, distort_normalized, pixels_to_normalized, project_points,
     SUPPORTED_DISTORTION_MODELS, undistort_normalized)
 from .checks import (
     InvalidCameraError, InvalidConfigError, InvalidPointsError, InvalidTransformError,
     UnsupportedDistortionError)
+from .outliers import (
+    DDAD_GROUND_TRUTH_FILTER, filter_outliers, outlier_mask, OutlierFilter, SPARSE_INPUT_FILTER)
 from .projection import (
     backproject_depth, lidar_to_sparse_depth, MIN_DEPTH_M, ProjectionConfig, SparseProjection)
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'backproject_depth', 'camera_for_image', 'CameraModel', 'distort_normalized',
-    'InvalidCameraError', 'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError',
-    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'pixels_to_normalized', 'project_points',
-    'ProjectionConfig', 'RigidTransform', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS',
-    'TransformTree', 'undistort_normalized', 'UnsupportedDistortionError',
+    'agree_with_lidar', 'backproject_depth', 'camera_for_image', 'CameraModel',
+    'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
+    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
+    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'outlier_mask', 'OutlierFilter',
+    'pixels_to_normalized', 'project_points', 'ProjectionConfig', 'RigidTransform',
+    'SPARSE_INPUT_FILTER', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'TransformTree',
+    'undistort_normalized', 'UnsupportedDistortionError',
 ]

@@ -23,6 +23,7 @@ import numpy as np
 from .camera import (
     CameraModel, distort_normalized, pixels_to_normalized, project_points, undistort_normalized)
 from .checks import as_points, InvalidConfigError, InvalidPointsError
+from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
 
 # Points closer than this to the image plane (metres of z) count as behind the camera.
@@ -39,7 +40,8 @@ class ProjectionConfig:
     business (:class:`CameraModel` of the image, see :func:`camera_for_image`), not a
     setting here. ``remove_occluded`` drops points that have a clearly nearer point within an
     ``occlusion_window`` x ``occlusion_window`` pixel neighbourhood: deeper by more than
-    ``occlusion_margin`` (relative).
+    ``occlusion_margin`` (relative). ``outlier_filter``, when set, then removes points by the
+    benchmarks' local-window rule (:mod:`lrda_ros.geometry.outliers`, absolute metres).
     """
 
     min_range: float = 0.5
@@ -47,6 +49,7 @@ class ProjectionConfig:
     remove_occluded: bool = False
     occlusion_window: int = 7
     occlusion_margin: float = 0.1
+    outlier_filter: OutlierFilter | None = None
 
     def __post_init__(self) -> None:
         if not (np.isfinite(self.min_range) and self.min_range >= 0):
@@ -76,7 +79,7 @@ class SparseProjection:
 
     ``num_points_in`` equals the sum of ``num_projected`` and every ``num_dropped_*``
     count. ``num_dropped_same_pixel`` counts points that lost the z-buffer to a nearer
-    point on the same pixel.
+    point on the same pixel; ``num_dropped_outliers`` those the ``outlier_filter`` removed.
     """
 
     depth: np.ndarray
@@ -88,6 +91,7 @@ class SparseProjection:
     num_dropped_outside_image: int
     num_dropped_same_pixel: int
     num_dropped_occluded: int
+    num_dropped_outliers: int = 0
 
 
 def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
@@ -133,17 +137,23 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
         occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
         depth_map[occluded] = 0.0
         num_occluded = int(np.count_nonzero(occluded))
+    num_outliers = 0
+    if config.outlier_filter is not None:
+        outliers = outlier_mask(depth_map, config.outlier_filter)
+        depth_map[outliers] = 0.0
+        num_outliers = int(np.count_nonzero(outliers))
 
     return SparseProjection(
         depth=depth_map,
         num_points_in=num_in,
-        num_projected=num_first_hits - num_occluded,
+        num_projected=num_first_hits - num_occluded - num_outliers,
         num_dropped_non_finite=int(num_in - points.shape[0]),
         num_dropped_out_of_range=int(np.count_nonzero(~in_range)),
         num_dropped_behind_camera=int(np.count_nonzero(~in_front)),
         num_dropped_outside_image=int(np.count_nonzero(~inside)),
         num_dropped_same_pixel=int(depth.size - num_first_hits),
         num_dropped_occluded=num_occluded,
+        num_dropped_outliers=num_outliers,
     )
 
 

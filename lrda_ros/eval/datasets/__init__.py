@@ -39,15 +39,17 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from .ddad import DDAD
 from .files import read_depth, read_depth_png, read_intrinsics_txt, read_rgb, sanitize_depth
 from .folder import GenericFolder
 from .frame import (
     apply_protocol, bottom_center_crop, center_crop, crop_frame, Frame, FrameDataset,
     mask_depth_range, resize_frame, sample_sparse_from_gt, SamplingProtocol, scale_intrinsics)
-from .ibims import IBims
+from .ibims import IBims, marigold_dc_points
 from .kitti_dc import KITTI_OFFICIAL_SIZE, KittiDepthCompletion
 from .kitti_object import KittiObject
-from .nyu import NYU_INTRINSICS, nyu_intrinsics, NYU_PROTOCOL, NYUv2, NYUv2Mat
+from .matfile import MatFileError, read_mat
+from .nyu import NYU_INTRINSICS, nyu_intrinsics, NYU_PROTOCOL, NYUv2, NYUv2Mat, split_indices
 from .rosbag import RosbagDataset
 from .void import VOID
 from ...messages.rosbag import BagTopics, RosbagSource
@@ -59,17 +61,26 @@ _REGISTRY = MappingProxyType({
     'nyuv2_mat': NYUv2Mat,
     'ibims': IBims,
     'void': VOID,
+    'ddad': DDAD,
     'folder': GenericFolder,
     'rosbag': RosbagDataset,
 })
 
+#: The protocol each loader applies by default (kinds not listed apply none): an option that
+#: changes one field (``--num-points``) replaces that field only.
+DEFAULT_PROTOCOLS = MappingProxyType({'nyuv2': NYU_PROTOCOL, 'nyuv2_mat': NYU_PROTOCOL})
+#: Kinds whose sparse input is real LiDAR: the outlier filter is an option of theirs.
+LIDAR_KINDS = ('kitti_dc', 'ddad', 'kitti_object', 'rosbag')
+
 __all__ = [
     'apply_protocol', 'BagTopics', 'bottom_center_crop', 'center_crop', 'crop_frame',
-    'DATASET_KINDS', 'Frame', 'FrameDataset', 'GenericFolder', 'IBims', 'KITTI_OFFICIAL_SIZE',
-    'KittiDepthCompletion', 'KittiObject', 'mask_depth_range', 'NYU_INTRINSICS', 'NYU_PROTOCOL',
+    'DATASET_KINDS', 'DDAD', 'DEFAULT_PROTOCOLS', 'Frame', 'FrameDataset', 'GenericFolder',
+    'IBims', 'KITTI_OFFICIAL_SIZE', 'KittiDepthCompletion', 'KittiObject', 'LIDAR_KINDS',
+    'marigold_dc_points', 'mask_depth_range', 'MatFileError', 'NYU_INTRINSICS', 'NYU_PROTOCOL',
     'nyu_intrinsics', 'NYUv2', 'NYUv2Mat', 'open_dataset', 'read_depth', 'read_depth_png',
-    'read_intrinsics_txt', 'read_rgb', 'resize_frame', 'RosbagDataset', 'RosbagSource',
-    'sample_sparse_from_gt', 'SamplingProtocol', 'sanitize_depth', 'scale_intrinsics', 'VOID',
+    'read_intrinsics_txt', 'read_mat', 'read_rgb', 'resize_frame', 'RosbagDataset',
+    'RosbagSource', 'sample_sparse_from_gt', 'SamplingProtocol', 'sanitize_depth',
+    'scale_intrinsics', 'split_indices', 'VOID',
 ]
 
 #: Dataset kinds accepted by :func:`open_dataset`.

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 import numpy as np
@@ -38,6 +38,9 @@ class Frame:
     K: np.ndarray | None = None
     sequence: str | None = None
     stamp_ns: int | None = None
+    #: What the loader did to the frame, for reports (e.g. ``outliers_removed``: LiDAR points
+    #: the outlier filter took out of the sparse input).
+    notes: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Check shapes and dtypes so that a malformed frame fails where it is made."""

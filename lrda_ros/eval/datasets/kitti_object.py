@@ -89,6 +89,9 @@ class KittiObject(FrameDataset):
     The benchmark has no depth ground truth, so a seeded ``holdout_fraction`` of the projected
     LiDAR pixels is withheld from the input and scored (as for bags). Frames are unrelated
     snapshots: ``sequence=None``, so warm-started methods start cold on each.
+    ``projection.outlier_filter`` (e.g. :data:`~lrda_ros.geometry.SPARSE_INPUT_FILTER`) removes
+    LiDAR points seen through nearer objects before the hold-out split;
+    ``Frame.notes['outliers_removed']`` counts them.
     """
 
     kind = 'kitti_object'
@@ -130,4 +133,5 @@ class KittiObject(FrameDataset):
                                              stamp_ns=index), self.projection,
                                  HoldoutRule(self.holdout_fraction, self.seed))
         return Frame(name=stem, rgb=rgb, sparse_depth=prepared.sparse_depth,
-                     gt_depth=prepared.heldout_depth, K=K, sequence=None)
+                     gt_depth=prepared.heldout_depth, K=K, sequence=None,
+                     notes={'outliers_removed': prepared.projection.num_dropped_outliers})

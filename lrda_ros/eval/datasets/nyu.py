@@ -12,7 +12,16 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""NYUv2: extracted frames and the labelled .mat file."""
+"""
+NYUv2: the official labelled .mat with its split file, and the extracted ("sync") frames.
+
+Protocol (Ma & Karaman, "Sparse-to-Dense", ICRA 2018, fangchangma/sparse-to-dense.pytorch, whose
+654-image ``val`` set Marigold-DC and the paper evaluate on): the official test split
+(``splits.mat`` ``testNdxs``, 654 of the 1,449 labelled images); each 640x480 image is resized
+to 320x240 and centre-cropped to 304x228; the ground truth is the labelled (in-painted)
+``depths``, valid up to 10 m; 500 ground-truth pixels are the sparse input. See
+:data:`NYU_PROTOCOL`.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +34,8 @@ from .files import (
     check_same_size, layout_error, list_files, read_depth_png, read_rgb, RGB_SUFFIXES,
     sanitize_depth)
 from .frame import Frame, FrameDataset, SamplingProtocol
+from .matfile import read_mat
+from ...errors import InputError
 
 #: NYUv2 Kinect RGB intrinsics at 640x480: fx, fy, cx, cy (pixels).
 NYU_INTRINSICS = (518.8579, 519.46961, 325.58245, 253.73617)
@@ -44,7 +55,8 @@ def nyu_intrinsics() -> np.ndarray:
 
 _NYU_LAYOUT = """\
   root/rgb/rgb_<id>.jpg            640x480 RGB (.png accepted)
-  root/depth/sync_depth_<id>.png   640x480 uint16 PNG, millimetres, 0 = invalid"""
+  root/depth/sync_depth_<id>.png   640x480 uint16 PNG, millimetres, 0 = invalid
+  or BTS's official_splits: root/[test/]<scene>/rgb_<id>.jpg beside sync_depth_<id>.png"""
 
 
 class NYUv2(FrameDataset):
@@ -55,6 +67,14 @@ class NYUv2(FrameDataset):
 
       root/rgb/rgb_<id>.jpg            640x480 RGB (.png accepted)
       root/depth/sync_depth_<id>.png   640x480 uint16 PNG, millimetres, 0 = invalid
+
+    BTS's ``official_splits`` extraction (cleinc/bts
+    ``utils/extract_official_train_test_set_from_mat.py``: ``<split>/<scene>/rgb_<i>.jpg`` and
+    ``sync_depth_<i>.png`` side by side, 0-based ``i``; its depth is the raw ``rawDepths``, not
+    the in-painted ``depths`` of the protocol, and its RGB has a 7-pixel black border) is read
+    too: ``root`` is ``official_splits`` (its ``test/`` is used) or a split folder; frames are
+    then named ``<scene>/<i>``. The first frame's depth file is checked at construction; a
+    later frame's missing file fails the reading of that frame only.
 
     The files carry no sparse input: the default :data:`NYU_PROTOCOL` (resize to 320x240,
     centre-crop 304x228, GT <= 10 m, 500 GT points sampled with seed 0) makes it. ``K`` is
@@ -69,6 +89,9 @@ class NYUv2(FrameDataset):
         super().__init__(protocol)
         self.root = root = Path(root)
         rgb_dir, depth_dir = root / 'rgb', root / 'depth'
+        if not rgb_dir.is_dir() and root.is_dir():
+            self._items = self._scene_folders(root / 'test' if (root / 'test').is_dir() else root)
+            return
         for folder in (rgb_dir, depth_dir):
             if not folder.is_dir():
                 raise layout_error(self.name, root, _NYU_LAYOUT, f'no folder {folder.name}/')
@@ -78,13 +101,29 @@ class NYUv2(FrameDataset):
                 continue
             frame_id = rgb.stem[len('rgb_'):]
             depth = depth_dir / f'sync_depth_{frame_id}.png'
-            if not depth.is_file():
+            # The first frame checks the layout; a later missing file costs its frame only.
+            if not items and not depth.is_file():
                 raise layout_error(self.name, root, _NYU_LAYOUT,
                                    f'no depth/{depth.name} for rgb/{rgb.name}')
             items.append((frame_id, rgb, depth))
         if not items:
             raise layout_error(self.name, root, _NYU_LAYOUT, 'no rgb/rgb_*.jpg')
         self._items = items
+
+    def _scene_folders(self, split_dir: Path) -> list:
+        items = []
+        for rgb in sorted(split_dir.rglob('rgb_*.jpg')):
+            frame_id = rgb.stem[len('rgb_'):]
+            depth = rgb.parent / f'sync_depth_{frame_id}.png'
+            if not items and not depth.is_file():
+                raise layout_error(self.name, self.root, _NYU_LAYOUT,
+                                   f'no {depth.name} beside {rgb.relative_to(split_dir)}')
+            name = '/'.join(rgb.parent.relative_to(split_dir).parts + (frame_id,))
+            items.append((name, rgb, depth))
+        if not items:
+            raise layout_error(self.name, self.root, _NYU_LAYOUT, 'no rgb/ folder and no '
+                               '<scene>/rgb_*.jpg')
+        return items
 
     def _load(self, index: int) -> Frame:
         frame_id, rgb_path, depth_path = self._items[index]
@@ -93,6 +132,27 @@ class NYUv2(FrameDataset):
         check_same_size(frame_id, rgb, gt_depth=gt)
         return Frame(name=frame_id, rgb=rgb, sparse_depth=np.zeros_like(gt), gt_depth=gt,
                      K=nyu_intrinsics())
+
+
+def split_indices(path: Path, split: str) -> list[int]:
+    """
+    Return the 0-based positions of an official NYUv2 split (``splits.mat``, 1-based indices).
+
+    :raises FileNotFoundError: when the split file is absent (the message says what to give).
+    :raises InputError: when it has no ``<split>Ndxs`` variable.
+    """
+    if split not in ('test', 'train'):
+        raise ValueError(f"split must be 'test', 'train' or None, got {split!r}")
+    if not path.is_file():
+        raise FileNotFoundError(f'{path}: no NYUv2 split file (the official splits.mat with '
+                                'testNdxs/trainNdxs, from the NYUv2 site): put it beside the '
+                                'labelled .mat, or give indices (split=None keeps all images)')
+    key = f'{split}Ndxs'
+    variables = read_mat(path)
+    if key not in variables:
+        raise InputError(f'{path}: no variable {key!r} (found {", ".join(sorted(variables))})',
+                         field=key)
+    return [int(i) - 1 for i in np.asarray(variables[key]).ravel()]
 
 
 def _import_h5py() -> Any:
@@ -114,7 +174,10 @@ class NYUv2Mat(FrameDataset):
       ``(N, 3, W, H)`` uint8 and ``depths`` (or ``rawDepths``, see ``depth_key``) as
       ``(N, W, H)`` float metres; both are transposed back to ``H x W``. Frame names are the
       1-based MATLAB indices (``0001`` ...), matching ``splits.mat``; ``indices`` selects
-      0-based positions (e.g. ``testNdxs - 1``). Note that ``depths`` is in-painted.
+      0-based positions; without them, ``split`` (``'test'``: the protocol's 654 images,
+      ``'train'``: 795) takes ``testNdxs`` / ``trainNdxs`` of the official ``splits.mat``
+      (``splits``, default: beside the ``.mat``; a MATLAB level-5 file read without SciPy);
+      ``split=None`` keeps all 1,449. Note that ``depths`` is in-painted.
     * a folder searched recursively for ``*.h5`` with ``rgb`` ``(3, H, W)`` uint8 and
       ``depth`` ``(H, W)`` float metres (Ma & Karaman's ``nyudepthv2/val/official`` files);
       names are the file stems.
@@ -125,7 +188,8 @@ class NYUv2Mat(FrameDataset):
     kind = 'nyuv2_mat'
 
     def __init__(self, path: str | Path, protocol: SamplingProtocol | None = NYU_PROTOCOL,
-                 depth_key: str = 'depths', indices: Sequence[int] | None = None) -> None:
+                 depth_key: str = 'depths', indices: Sequence[int] | None = None,
+                 split: str | None = 'test', splits: str | Path | None = None) -> None:
         super().__init__(protocol)
         self.path = path = Path(path)
         self.depth_key = depth_key
@@ -146,6 +210,9 @@ class NYUv2Mat(FrameDataset):
                     raise ValueError(f'{path}: no dataset {key!r} (expected the NYUv2 labeled '
                                      f'.mat layout with images and {depth_key})')
             count = int(f['images'].shape[0])
+        if indices is None and split is not None:
+            indices = split_indices(Path(splits) if splits else path.parent / 'splits.mat',
+                                    split)
         positions = range(count) if indices is None else [int(i) for i in indices]
         for i in positions:
             if not 0 <= i < count:

@@ -52,7 +52,9 @@ class RosbagDataset(FrameDataset):
     (``holdout_fraction`` of the LiDAR pixels, drawn from ``seed`` and the image stamp as the
     node's ``evaluation.holdout_fraction`` draws them). Each frame is made by
     :func:`~lrda_ros.pipeline.prepare_frame`, the node's own step. Frames are read in one
-    streaming pass; indexing re-reads the bag.
+    streaming pass; indexing re-reads the bag. ``projection.outlier_filter`` (e.g.
+    :data:`~lrda_ros.geometry.SPARSE_INPUT_FILTER`) removes LiDAR points seen through nearer
+    objects before the hold-out split; ``Frame.notes['outliers_removed']`` counts them.
     """
 
     def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
@@ -119,7 +121,8 @@ class RosbagDataset(FrameDataset):
         gt = any_depth_to_array(messages[3]) if with_depth_topic else prepared.heldout_depth
         return Frame(name=f'{index:05d}_{stamp}', rgb=inputs.rgb,
                      sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
-                     sequence=self.source.path.name, stamp_ns=stamp)
+                     sequence=self.source.path.name, stamp_ns=stamp,
+                     notes={'outliers_removed': prepared.projection.num_dropped_outliers})
 
     def __iter__(self) -> Iterator[Frame]:
         """Stream the frames in time order."""

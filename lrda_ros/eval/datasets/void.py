@@ -12,7 +12,17 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""VOID visual-inertial depth-completion sequences."""
+"""
+VOID visual-inertial depth-completion sequences (Wong et al. 2020), as released.
+
+Protocol (the release's own test split, used by Marigold-DC and the paper): the 800 frames that
+``void_1500/test_image.txt`` lists, with the sparse depth (about 1,500 VIO points), validity map,
+ground truth and intrinsics the parallel lists ``test_sparse_depth.txt``,
+``test_validity_map.txt``, ``test_ground_truth.txt`` and ``test_intrinsics.txt`` name, line by
+line (alexklwong/void-dataset ``README.md``: release layout and list files;
+``src/data_utils.py``: 16-bit PNGs, metres = value / 256, validity 0/256). Native 640x480, no
+resize, ground truth wherever it is > 0 (Marigold-DC ``script/eval.py``: ``mask = gt > 0``).
+"""
 
 from __future__ import annotations
 
@@ -32,7 +42,12 @@ _VOID_LAYOUT = """\
   <sequence>/validity_map/<stamp>.png    optional, > 0 = valid sparse point
   <sequence>/ground_truth/<stamp>.png    optional, uint16 PNG, metres = value / 256
   <sequence>/K.txt                       optional 3x3 camera matrix
-  root is a <sequence> folder, or holds <sequence> folders directly or in root/data/"""
+  root is a <sequence> folder, or holds <sequence> folders directly or in root/data/
+  With root/test_image.txt (root = void_1500, or void_release holding void_1500/), the frames
+  are those the release's test_*.txt lists name, line by line."""
+
+#: The list files of a split, in the release's names, by role.
+LIST_ROLES = ('image', 'sparse_depth', 'validity_map', 'ground_truth', 'intrinsics')
 
 
 class VOID(FrameDataset):
@@ -50,13 +65,30 @@ class VOID(FrameDataset):
     ``root`` is one ``<sequence>`` folder, or holds ``<sequence>`` folders directly or in
     ``root/data/``. Frames are grouped by sequence (folder name) and sorted by stamp; numeric
     stems give ``stamp_ns``. Sparse depth is zeroed where a validity map says 0.
+
+    When ``root`` (a ``void_1500`` folder, or ``void_release`` holding ``void_1500/``) has the
+    release's ``<split>_image.txt``, the frames are exactly those its lists name, in list order
+    (``split='test'``: the 800 test frames; ``split=None`` ignores the lists). A listed path is
+    read relative to the folder holding the lists or to its parents (the release writes them from
+    its own root), else by its ``<sequence>/<kind>/<file>`` tail under ``data/``. A listed file
+    that is absent fails the first frame's check at construction, or else the reading of its
+    frame only (``FileNotFoundError`` naming it).
     """
 
     kind = 'void'
 
-    def __init__(self, root: str | Path, protocol: SamplingProtocol | None = None) -> None:
+    def __init__(self, root: str | Path, protocol: SamplingProtocol | None = None,
+                 split: str | None = 'test') -> None:
         super().__init__(protocol)
         self.root = root = Path(root)
+        self.split = split
+        lists = None
+        if split is not None:
+            lists = next((d for d in (root, root / 'void_1500')
+                          if (d / f'{split}_image.txt').is_file()), None)
+        if lists is not None:
+            self._items = self._from_lists(lists, split)
+            return
         if (root / 'image').is_dir():
             sequences = [root]
         else:
@@ -89,6 +121,54 @@ class VOID(FrameDataset):
             frames.sort(key=lambda item: item[0])
             items.extend(frames)
         self._items = items
+
+    def _resolve(self, base: Path, line: str, list_name: str, required: bool) -> Path:
+        relative = Path(line.strip())
+        candidates = [relative] if relative.is_absolute() else [
+            folder / relative for folder in (base, *list(base.parents)[:3])]
+        parts = relative.parts
+        if 'data' in parts:  # the <sequence>/... tail after the release's data/ folder
+            tail = parts[len(parts) - 1 - parts[::-1].index('data') + 1:]
+            candidates.append(base.joinpath('data', *tail))
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+        if required:
+            raise layout_error(self.name, self.root, _VOID_LAYOUT,
+                               f'{list_name} names {line.strip()!r}, which is not a file')
+        return candidates[-1]  # reading the frame fails, naming it: the frame alone is lost
+
+    def _from_lists(self, base: Path, split: str) -> list:
+        columns = {}
+        for role in LIST_ROLES:
+            path = base / f'{split}_{role}.txt'
+            if not path.is_file():
+                if role == 'validity_map':
+                    continue
+                raise layout_error(self.name, self.root, _VOID_LAYOUT, f'no {path.name} beside '
+                                   f'{split}_image.txt')
+            columns[role] = [line for line in path.read_text().splitlines() if line.strip()]
+        count = len(columns['image'])
+        for role, lines in columns.items():
+            if len(lines) != count:
+                raise layout_error(self.name, self.root, _VOID_LAYOUT,
+                                   f'{split}_{role}.txt has {len(lines)} lines, '
+                                   f'{split}_image.txt {count}')
+        items = []
+        for i in range(count):
+            # The first frame checks the layout; a later missing file costs its frame only.
+            paths = {role: self._resolve(base, lines[i], f'{split}_{role}.txt line {i + 1}',
+                                         required=i == 0)
+                     for role, lines in columns.items()}
+            image = paths['image']
+            sequence = image.parent.parent.name
+            stamp = stem_stamp_ns(image.stem)
+            items.append(((stamp if stamp is not None else -1, image.stem), sequence, image,
+                          paths['sparse_depth'], paths['ground_truth'],
+                          paths.get('validity_map'), paths['intrinsics'], stamp))
+        if not items:
+            raise layout_error(self.name, self.root, _VOID_LAYOUT, f'{split}_image.txt is empty')
+        return items
 
     def _load(self, index: int) -> Frame:
         (_, stem), sequence, image, sparse_path, gt_path, validity, k_path, stamp = \

@@ -1,0 +1,377 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``lrda benchmark``: the paper's accuracy table in one command, on the paper's protocols.
+
+Each given dataset is opened under its protocol (:data:`PROTOCOLS`; the loaders' docstrings
+name the sources), every method runs on every frame, and each frame's results are appended to
+``frames/<dataset>.jsonl`` at once, so an interrupted run continues with ``--resume`` where it
+stopped (methods resumed mid-sequence start cold). A frame that cannot be read is reported,
+recorded as skipped and left out; a method failing on a frame is recorded as failed. The report
+(``benchmark.md``, ``benchmark.json``, ``benchmark.png``; :mod:`lrda_ros.eval.benchmark_report`)
+sets our MAE / RMSE beside the paper's row for the same backbone and method.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+import json
+import math
+from pathlib import Path
+import sys
+import time
+from typing import Callable
+import zlib
+
+import numpy as np
+from tqdm import tqdm
+
+from .benchmark_report import write_report
+from .datasets import DDAD, FrameDataset, IBims, KittiDepthCompletion, NYU_PROTOCOL, NYUv2
+from .datasets import NYUv2Mat, VOID
+from .methods import build_method, METHODS
+from .metrics import aggregate, compute_metrics, DepthMetrics
+from .paper import backbone_of, PAPER_BACKBONES
+from .profiling import Measure
+from ..engine import TTOConfig
+from ..engine.loading import load_depth_model
+from ..errors import ConfigError, InputError
+
+
+def _open_nyu(root: Path, seed: int) -> FrameDataset:
+    """Open NYUv2 from the labelled .mat (with splits.mat), Ma & Karaman's .h5 or sync frames."""
+    protocol = replace(NYU_PROTOCOL, seed=seed)
+    labelled = root / 'nyu_depth_v2_labeled.mat' if root.is_dir() else root
+    if labelled.is_file():
+        return NYUv2Mat(labelled, protocol=protocol)
+    if root.is_dir() and not (root / 'rgb').is_dir() and any(root.rglob('*.h5')):
+        return NYUv2Mat(root, protocol=protocol)
+    return NYUv2(root, protocol=protocol)
+
+
+@dataclass(frozen=True)
+class BenchmarkProtocol:
+    """One dataset of the table: how to open it, and what its protocol is."""
+
+    key: str
+    label: str
+    #: Frames of the full protocol.
+    frames: int
+    #: What is evaluated, for the report.
+    description: str
+    #: (root, seed) -> the dataset under its protocol.
+    opener: Callable[[Path, int], FrameDataset]
+    #: Longer side of the network input (None: the image's size, the paper's default).
+    processing_size: int | None = None
+
+
+PROTOCOLS = {p.key: p for p in (
+    BenchmarkProtocol('ibims', 'iBims-1', 100, '640x480, 1,000 GT points (Marigold-DC draw, '
+                      'seed 2024)', lambda root, seed: IBims(root)),
+    BenchmarkProtocol('void', 'VOID', 800, '640x480, void_1500 test list, ~1,500 VIO points',
+                      lambda root, seed: VOID(root, split='test')),
+    BenchmarkProtocol('nyuv2', 'NYUv2', 654, 'official test split, 320x240 -> 304x228 crop, '
+                      'GT <= 10 m, 500 GT points', _open_nyu),
+    BenchmarkProtocol('kitti_dc', 'KITTI DC', 1000, 'val_selection_cropped 1216x352, '
+                      'velodyne_raw after the 7x7 / 1.5 m outlier filter',
+                      lambda root, seed: KittiDepthCompletion(root, crop_to_official=True)),
+    # The paper feeds DDAD at about 1274x728 (sides multiples of 14); the engine keeps the
+    # aspect ratio: a 1274 longer side gives 1274x798.
+    BenchmarkProtocol('ddad', 'DDAD', 3950, 'val split, CAMERA_01 1936x1216, 20 % of the '
+                      'LiDAR after the 1.5 m filter, GT after the 3 m filter',
+                      lambda root, seed: DDAD(root, split='val', seed=seed),
+                      processing_size=1274),
+)}
+
+
+@dataclass
+class BenchmarkOptions:
+    """Everything ``lrda benchmark`` needs; ``roots`` maps dataset keys to their folders."""
+
+    roots: dict[str, Path]
+    output: Path = Path('out/benchmark')
+    methods: tuple[str, ...] = ('scale-shift', 'lrda')
+    model: str = 'auto'
+    device: str = 'auto'
+    iterations: int = 40
+    warm_iterations: int = 10
+    learning_rate: float = 1e-2
+    #: None: each protocol's (the image size; DDAD 1274).
+    processing_size: int | None = None
+    dtype: str = 'float32'
+    seed: int = 0
+    max_frames: int | None = None
+    resume: bool = False
+    overwrite: bool = False
+    #: The paper backbone to compare with; None: from the model's name.
+    paper_backbone: str | None = None
+    progress: bool = True
+
+
+#: Settings a resumed run must share with the run it continues (methods may be added).
+RESUME_KEYS = ('model', 'iterations', 'warm_iterations', 'learning_rate', 'processing_size',
+               'dtype', 'seed')
+
+
+def check_options(options: BenchmarkOptions) -> None:
+    """Reject unusable options, naming the option."""
+    unknown = [m for m in options.methods if m not in METHODS]
+    problems = [
+        (not options.methods, '--methods', '--methods names no method'),
+        (bool(unknown), '--methods', f'unknown methods {unknown}; choose from '
+                                     f'{", ".join(METHODS)}'),
+        (options.max_frames is not None and options.max_frames < 1, '--max-frames',
+         f'--max-frames must be at least 1, got {options.max_frames}'),
+        (options.resume and options.overwrite, '--resume', '--resume continues the results in '
+         f'{options.output}, --overwrite deletes them: give one'),
+        (options.paper_backbone is not None and options.paper_backbone not in PAPER_BACKBONES,
+         '--paper-backbone', f'--paper-backbone must be one of {", ".join(PAPER_BACKBONES)}'),
+    ]
+    for key, root in options.roots.items():
+        problems.append((key not in PROTOCOLS, f'--{key}', f'unknown dataset {key!r}'))
+        problems.append((not Path(root).exists(), f'--{key.replace("_", "-")}',
+                         f'--{key.replace("_", "-")} {root}: no such file or folder'))
+    for rejected, option, message in problems:
+        if rejected:
+            raise ConfigError(message, field=option)
+
+
+# --------------------------------------------------------------------------- per-frame store
+
+class FrameStore:
+    """The per-frame results of one dataset: one JSON object per line, appended and flushed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.records: list[dict] = []
+        self._methods: dict[int, set[str]] = {}
+        if path.is_file():
+            text = path.read_text()
+            if text and not text.endswith('\n'):
+                with path.open('a') as f:  # end a cut line, so the next record starts anew
+                    f.write('\n')
+            for number, line in enumerate(text.splitlines(), 1):
+                try:
+                    self._add(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    # An interrupted write leaves at most a partial last line: redo that frame.
+                    print(f'{path}:{number}: unreadable line ignored', file=sys.stderr)
+
+    def _add(self, record: dict) -> None:
+        if record.get('kind') == 'method':
+            self._methods.setdefault(int(record['index']), set()).add(record['method'])
+        self.records.append(record)
+
+    def done(self, index: int) -> set[str]:
+        """Return the methods recorded for frame ``index`` (a skipped frame is tried again)."""
+        return self._methods.get(index, set())
+
+    def append(self, record: dict) -> None:
+        """Record one result now (a crash loses at most the frame in progress)."""
+        self._add(record)
+        with self.path.open('a') as f:
+            f.write(json.dumps(record) + '\n')
+
+
+def _clean(value):
+    """Return ``value`` with non-finite floats as None (valid JSON)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _clean(v) for k, v in value.items()}
+    return value
+
+
+# --------------------------------------------------------------------------- the run
+
+def _prepare_output(options: BenchmarkOptions, settings: dict) -> None:
+    frames_dir = options.output / 'frames'
+    run_file = options.output / 'run.json'
+    existing = sorted(frames_dir.glob('*.jsonl')) if frames_dir.is_dir() else []
+    if existing and not (options.resume or options.overwrite):
+        raise ConfigError(f'{options.output} holds the results of an earlier run: --resume to '
+                          'continue it, --overwrite to start again, or another --output',
+                          field='--output')
+    if options.overwrite:
+        for path in existing:
+            path.unlink()
+    if options.resume and run_file.is_file():
+        earlier = json.loads(run_file.read_text())
+        changed = [k for k in RESUME_KEYS if earlier.get(k) != settings.get(k)]
+        if changed:
+            raise ConfigError(f'--resume: the run in {options.output} used other settings '
+                              f'({", ".join(f"{k}={earlier.get(k)!r}" for k in changed)}); '
+                              'give the same, or --overwrite', field='--resume')
+    frames_dir.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(json.dumps(settings, indent=2) + '\n')
+
+
+def _config(options: BenchmarkOptions, protocol: BenchmarkProtocol) -> TTOConfig:
+    size = options.processing_size or protocol.processing_size
+    return TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
+                     learning_rate=options.learning_rate, processing_size=size,
+                     device=options.device, dtype=options.dtype, seed=options.seed,
+                     min_points=8)
+
+
+#: What reading a damaged or missing frame raises (the loaders' errors included).
+FRAME_ERRORS = (OSError, ValueError, KeyError, EOFError, zlib.error, IndexError)
+#: What a method raises on a frame it cannot complete (bad input, out of memory).
+METHOD_ERRORS = (InputError, RuntimeError, ValueError)
+
+
+def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
+                 options: BenchmarkOptions, model, bar: tqdm) -> None:
+    count = len(dataset) if options.max_frames is None else min(len(dataset), options.max_frames)
+    pending = {i: set(options.methods) - store.done(i) for i in range(count)}
+    if not any(pending.values()):
+        return
+    config = _config(options, protocol)
+    methods = {name: build_method(name, model, config) for name in options.methods}
+    device = str(model.device) if model is not None else 'cpu'
+    # The (sequence, index) each method completed last in this run: a warm start needs the
+    # previous frame of the same sequence, computed just before by the same method.
+    last: dict[str, tuple] = {}
+    for index in range(count):
+        todo = [m for m in options.methods if m in pending[index]]
+        if not todo:
+            continue
+        bar.set_postfix_str(f'{protocol.label} {index + 1}/{count}')
+        try:
+            frame = dataset[index]
+            if frame.gt_depth is None or not np.any(frame.gt_depth > 0):
+                raise InputError('no valid ground truth', field='gt_depth')
+        except FRAME_ERRORS as error:
+            message = f'{type(error).__name__}: {(str(error).splitlines() or [""])[0]}'
+            tqdm.write(f'{protocol.label}: frame {index} skipped: {message}', file=sys.stderr)
+            store.append({'kind': 'skipped', 'index': index, 'error': message})
+            bar.update(1)
+            continue
+        store.append(_clean({'kind': 'frame', 'index': index, 'frame': frame.name,
+                             'input_points': int(np.count_nonzero(frame.sparse_depth)),
+                             'gt_points': int(np.count_nonzero(frame.gt_depth > 0)),
+                             'notes': frame.notes}))
+        for name in todo:
+            method = methods[name]
+            if frame.sequence is None or last.get(name) != (frame.sequence, index - 1):
+                method.reset()
+            last[name] = (frame.sequence, index)
+            record = {'kind': 'method', 'index': index, 'frame': frame.name, 'method': name}
+            try:
+                with Measure(device) as measured:
+                    output = method.complete(frame.rgb, frame.sparse_depth)
+                metrics = compute_metrics(output.depth, frame.gt_depth)
+            except METHOD_ERRORS as error:
+                method.reset()
+                record.update(status='failed', error=f'{type(error).__name__}: {error}')
+                tqdm.write(f'{protocol.label}: {name} failed on {frame.name}: {error}',
+                           file=sys.stderr)
+            else:
+                record.update(status=output.status, seconds=measured.seconds,
+                              peak_mb=measured.peak_mb, iterations=output.iterations,
+                              metrics=metrics.to_dict())
+            store.append(_clean(record))
+        bar.update(1)
+
+
+def summarize(store: FrameStore, methods: tuple[str, ...], count: int) -> dict:
+    """Aggregate one dataset's records: per method the mean of per-frame metrics."""
+    records = [r for r in store.records if r.get('index', count) < count]
+    latest_read = {}  # the last attempt to read each frame decides: read or skipped
+    for r in records:
+        if r.get('kind') in ('frame', 'skipped'):
+            latest_read[r['index']] = r
+    frames = {i: r for i, r in latest_read.items() if r['kind'] == 'frame'}
+    skipped = [r for r in latest_read.values() if r['kind'] == 'skipped']
+    removed = [f.get('notes', {}).get('outliers_removed') for f in frames.values()]
+    removed = [n for n in removed if n is not None]
+    summary = {'frames_evaluated': len(frames), 'frames_skipped': len(skipped),
+               'skipped': [{'index': r['index'], 'error': r.get('error', '')} for r in skipped],
+               'input_points_mean': float(np.mean([f['input_points'] for f in frames.values()]))
+               if frames else None,
+               'outliers_removed_mean': float(np.mean(removed)) if removed else None,
+               'methods': {}}
+    for method in methods:
+        latest = {}
+        for r in records:
+            if r.get('kind') == 'method' and r.get('method') == method \
+                    and r['index'] in frames:
+                latest[r['index']] = r  # a redone frame replaces the earlier record
+        scored = [r for r in latest.values() if r.get('metrics') and
+                  r['metrics'].get('mae') is not None]
+        entry = {'frames': len(scored), 'failures': len(latest) - len(scored)}
+        if scored:
+            values = [DepthMetrics(**{k: (math.nan if v is None else v)
+                                      for k, v in r['metrics'].items()}) for r in scored]
+            entry.update(_clean(aggregate(values).to_dict()))
+            entry['seconds_per_frame'] = float(np.mean([r['seconds'] for r in scored]))
+            entry['peak_mb'] = float(np.max([r['peak_mb'] for r in scored]))
+        summary['methods'][method] = entry
+    return summary
+
+
+def run_benchmark(options: BenchmarkOptions) -> dict:
+    """Run every given dataset under its protocol, write the report and return its data."""
+    check_options(options)
+    options.output = Path(options.output)
+    opened = []
+    for key, protocol in PROTOCOLS.items():
+        if key in options.roots:
+            # Layout problems surface here, before hours of computing.
+            opened.append((protocol, protocol.opener(Path(options.roots[key]), options.seed)))
+    if not opened:
+        raise ConfigError('no dataset given: pass at least one of '
+                          + ', '.join(f'--{k.replace("_", "-")}' for k in PROTOCOLS),
+                          field='--datasets')
+    needs_model = any(METHODS[m].scope is not None for m in options.methods)
+    model = load_depth_model(options.model, options.device) if needs_model else None
+    if model is not None and model.warning:
+        print(f'warning: {model.warning}', file=sys.stderr)
+    settings = {k: v for k, v in asdict(options).items() if k in RESUME_KEYS}
+    settings.update(methods=list(options.methods), model_source=model.source if model else None,
+                    roots={k: str(v) for k, v in options.roots.items()})
+    _prepare_output(options, settings)
+    stores = {p.key: FrameStore(options.output / 'frames' / f'{p.key}.jsonl') for p, _ in opened}
+    counts = {p.key: len(d) if options.max_frames is None else min(len(d), options.max_frames)
+              for p, d in opened}
+    done = sum(1 for p, _ in opened for i in range(counts[p.key])
+               if set(options.methods) <= stores[p.key].done(i))
+    started = time.time()
+    with tqdm(total=sum(counts.values()), initial=done, unit='frame', desc='benchmark',
+              disable=not options.progress) as bar:
+        for protocol, dataset in opened:
+            _run_dataset(protocol, dataset, stores[protocol.key], options, model, bar)
+    results = {p.key: dict(summarize(stores[p.key], options.methods, counts[p.key]),
+                           label=p.label, root=str(options.roots[p.key]),
+                           frames_protocol=p.frames, frames_available=len(d),
+                           description=p.description,
+                           processing_size=options.processing_size or p.processing_size)
+               for p, d in opened}
+    inferred = backbone_of(model.source) if model else None
+    if options.paper_backbone:
+        backbone, origin = options.paper_backbone, 'as given'
+    elif inferred:
+        backbone, origin = inferred, 'from the model name'
+    else:
+        backbone, origin = 'DAv2-L', "assumed: the model is none of the paper's backbones"
+    data = {'settings': settings, 'device': str(model.device) if model else 'cpu',
+            'demo_prior': bool(model and model.is_demo_prior),
+            'paper_backbone': backbone, 'backbone_origin': origin,
+            'seconds': time.time() - started, 'datasets': results,
+            'skipped_datasets': [{'key': k, 'label': p.label,
+                                  'option': f'--{k.replace("_", "-")}'}
+                                 for k, p in PROTOCOLS.items() if k not in options.roots]}
+    write_report(data, options.output)
+    return data
