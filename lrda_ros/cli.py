@@ -81,11 +81,11 @@ def _add_eval(commands) -> None:
     parser.add_argument('--max-frames', type=int)
     parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
     parser.add_argument('--save-depth', action='store_true',
-                        help='write each method\'s depth as depth/<method>/<frame>.npy '
+                        help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
     parser.add_argument('--dtype', default='float32',
                         help='engine precision: float32, bfloat16, float16 or auto (the '
-                             'node\'s dtype parameter)')
+                             "node's dtype parameter)")
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
@@ -284,7 +284,23 @@ def _run_demo(args) -> int:
     return 0
 
 
+#: Seconds a command has from SIGINT/SIGTERM to its end (ros2 launch waits longer).
+_EXIT_GRACE_S = 1.5
+
+
 def _run_eval(args) -> int:
+    from .interrupts import exit_within
+
+    # SIGINT and SIGTERM stop it: the frames done so far are reported, exit code 0.
+    with exit_within(_EXIT_GRACE_S):
+        try:
+            return _evaluate(args)
+        except KeyboardInterrupt:
+            print('lrda eval: interrupted before any frame was evaluated', file=sys.stderr)
+            return 0
+
+
+def _evaluate(args) -> int:
     from .eval.report import summary_markdown
     from .eval.run import EvalOptions, run_evaluation
     from .messages.rosbag import BagTopics
@@ -306,8 +322,11 @@ def _run_eval(args) -> int:
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
         dtype=args.dtype, save_depth=args.save_depth)
-    _, summary = run_evaluation(options)
+    result, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    if result.interrupted:
+        print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
+              file=sys.stderr)
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
           'speed_accuracy.png, frames/*.png')
     return 0

@@ -71,7 +71,7 @@ def test_mask_argument():
     assert m.mae == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize('bad', [np.nan, np.inf, -np.inf, 0.0, -2.0])
+@pytest.mark.parametrize('bad', [np.inf, -np.inf, 0.0, -2.0])
 def test_invalid_prediction_is_counted_not_nan(bad):
     pred = PRED.copy()
     pred[0, 0] = bad
@@ -79,6 +79,17 @@ def test_invalid_prediction_is_counted_not_nan(bad):
     assert m.num_invalid_pred == 1
     assert all(math.isfinite(v) for v in m.to_dict().values())
     assert m.mae > 0.0
+
+
+def test_nan_prediction_is_no_depth_left_out_and_counted():
+    pred = PRED.copy()
+    pred[0, 0] = np.nan  # REP 118: no depth here (the node's far limit)
+    m = compute_metrics(pred, GT)
+    kept = np.ones(GT.shape, bool)
+    kept[0, 0] = False
+    assert m.num_no_depth == 1 and m.num_invalid_pred == 0
+    assert m.coverage == pytest.approx(2 / 3)  # of the three valid ground-truth pixels
+    assert m.mae == pytest.approx(compute_metrics(PRED, GT, mask=kept).mae)
 
 
 def test_no_valid_gt_raises():
@@ -111,6 +122,6 @@ def test_aggregate_empty_raises():
 def test_to_dict():
     d = compute_metrics(PRED, GT).to_dict()
     assert set(d) == {'mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1', 'delta2', 'delta3',
-                      'num_valid', 'num_invalid_pred'}
+                      'num_valid', 'num_invalid_pred', 'num_no_depth', 'coverage'}
     assert isinstance(d['num_valid'], int) and isinstance(d['mae'], float)
     assert DepthMetrics(**d) == compute_metrics(PRED, GT)

@@ -59,7 +59,7 @@ def bag(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope='module')
 def extrinsic(bag) -> list[float]:
-    """The bag's T_camera_lidar, given to both programs (tf2 may be absent here)."""
+    """Return the bag's T_camera_lidar, given to both programs (tf2 may be absent here)."""
     with RosbagSource(bag, TOPICS) as source:
         camera_frame, lidar_frame = source.first_frame_ids()
         T_cam_lidar = source.transform_tree().lookup(camera_frame, lidar_frame)
@@ -81,8 +81,8 @@ def _eval_depth(bag: Path, extrinsic: list[float], output: Path) -> dict[int, np
                       '--figures', '0', '--save-depth',
                       '--lidar-to-camera-matrix', ','.join(map(repr, extrinsic))])
     assert code == 0
-    # Frame names are '<index>_<image stamp ns>'.
-    return {int(path.stem.split('_')[1]): np.load(path)
+    # Frame names are the image stamp, '<sec>.<nanosec>' (as the live evaluator's).
+    return {int(path.stem.replace('.', '')): np.load(path)
             for path in sorted((output / 'depth' / 'lrda').glob('*.npy'))}
 
 

@@ -76,6 +76,15 @@ def suggested_slop_s(spread_ns: int) -> float:
     return max(0.01, math.ceil(spread_ns * 1.2 / (NS_PER_S / 100)) / 100)
 
 
+def describe_loss(loss: SyncLoss, topics: Sequence[str]) -> str:
+    """Describe a lost message: its topic and stamp, and each other input's nearest offset."""
+    others = ', '.join(
+        f'{topic} ' + ('none in range' if offset is None else f'{offset / NS_PER_S:+.3f} s')
+        for index, (topic, offset) in enumerate(zip(topics, loss.offsets_ns))
+        if index != loss.index)
+    return f'{topics[loss.index]} at {loss.stamp_ns / NS_PER_S:.3f} s: nearest {others}'
+
+
 class SyncLossTracker:
     """
     Remember recent stamps per input and classify the ones a synchronizer drops.
@@ -137,6 +146,23 @@ class SyncLossTracker:
         for recent in self._recent:
             for stamp in [s for s in recent if s > limit_ns]:
                 del recent[stamp]
+
+    def summary(self, topics: Sequence[str]) -> dict:
+        """
+        Return the counts as a report records them (JSON-ready), naming ``topics``.
+
+        ``suggested_slop_s`` is set when messages were lost beyond the slop; ``examples`` has
+        the latest loss of each reason, described by :func:`describe_loss`.
+        """
+        spread = self.largest_spread_ns
+        return {
+            **{reason: self.counts[reason] for reason in LOSS_REASONS},
+            'stamp_backwards': {topics[i]: n for i, n in sorted(self.time_jumps.items())},
+            'largest_offset_s': spread / NS_PER_S if spread else None,
+            'suggested_slop_s': suggested_slop_s(spread) if spread else None,
+            'examples': {reason: describe_loss(loss, topics)
+                         for reason, loss in self.last.items()},
+        }
 
     def _nearest_unused(self, index: int, stamp_ns: int) -> int | None:
         offsets = [s - stamp_ns for s, used in self._recent[index].items()

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
-from ..messages.sync_losses import NO_PARTNER, SyncLoss, SyncLossTracker
+from ..messages.sync_losses import describe_loss, NO_PARTNER, SyncLoss, SyncLossTracker
 
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
@@ -201,11 +201,7 @@ class SynchronizedSubscriptions:
 
     def offsets_text(self, loss: SyncLoss) -> str:
         """Describe a dropped message: its topic and stamp, and each other input's offset."""
-        others = ', '.join(
-            f'{topic} ' + ('none in range' if offset is None else f'{offset / NS_PER_S:+.3f} s')
-            for index, (topic, offset) in enumerate(zip(self.topics, loss.offsets_ns))
-            if index != loss.index)
-        return f'{self.topics[loss.index]} at {loss.stamp_ns / NS_PER_S:.3f} s: nearest {others}'
+        return describe_loss(loss, self.topics)
 
     @property
     def num_emitted(self) -> int | None:
