@@ -342,7 +342,23 @@ def _run_demo(args) -> int:
     return 0
 
 
+#: Seconds a command has from SIGINT/SIGTERM to its end (ros2 launch waits longer).
+_EXIT_GRACE_S = 1.5
+
+
 def _run_eval(args) -> int:
+    from .interrupts import exit_within
+
+    # SIGINT and SIGTERM stop it: the frames done so far are reported, exit code 0.
+    with exit_within(_EXIT_GRACE_S):
+        try:
+            return _evaluate(args)
+        except KeyboardInterrupt:
+            print('lrda eval: interrupted before any frame was evaluated', file=sys.stderr)
+            return 0
+
+
+def _evaluate(args) -> int:
     from .eval.report import summary_markdown
     from .eval.run import EvalOptions, run_evaluation
     from .messages.rosbag import BagTopics
@@ -365,8 +381,11 @@ def _run_eval(args) -> int:
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
         dtype=args.dtype, save_depth=args.save_depth,
         outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on')
-    _, summary = run_evaluation(options)
+    result, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    if result.interrupted:
+        print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
+              file=sys.stderr)
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
           'speed_accuracy.png, frames/*.png')
     return 0

@@ -22,6 +22,7 @@ cameras.
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -67,19 +68,21 @@ def jpeg(rgb: np.ndarray, header) -> CompressedImage:
 
 def write_scene_bag(path: Path, frames, images=('raw',), depth: str | None = None,
                     transforms_topic: str | None = '/tf_static',
-                    camera: CameraModel | None = None) -> Path:
+                    camera: CameraModel | None = None,
+                    cloud_offsets_ns: tuple[int, ...] = ()) -> Path:
     """
     Write the synthetic frames as a bag the way a robot records them.
 
     ``images``: 'raw' on /cam/image_raw and/or 'jpeg' on /cam/image_raw/compressed. ``depth``:
     None, 'compressedDepth' (32FC1) or 'image' (32FC1 Image). ``transforms_topic``: where the
-    base_link -> lidar -> camera chain goes, or None for none.
+    base_link -> lidar -> camera chain goes, or None for none. ``cloud_offsets_ns``: per
+    frame, the cloud's stamp minus the image's (default 0).
     """
     T_lidar_camera = RigidTransform.from_matrix(frames[0].T_cam_lidar).inverse()
     chain = [('base_link', LIDAR, RigidTransform.identity()), (LIDAR, CAMERA, T_lidar_camera)]
 
     def messages():
-        for frame in frames:
+        for index, frame in enumerate(frames):
             stamp = START_NS + frame.stamp_ns
             header = stamped_header(CAMERA, stamp)
             if 'raw' in images:
@@ -87,8 +90,9 @@ def write_scene_bag(path: Path, frames, images=('raw',), depth: str | None = Non
             if 'jpeg' in images:
                 yield IMAGE + '/compressed', stamp, jpeg(frame.rgb, header)
             yield INFO, stamp, camera_model_to_camera_info(camera or frame.camera, header)
+            offset = cloud_offsets_ns[index] if index < len(cloud_offsets_ns) else 0
             yield POINTS, stamp + 1000, xyz_to_pointcloud2(
-                frame.points_lidar[:, :3], stamped_header(LIDAR, stamp))
+                frame.points_lidar[:, :3], stamped_header(LIDAR, stamp + offset))
             truth = np.where(frame.depth > 0, frame.depth, np.nan).astype(np.float32)
             if depth == 'compressedDepth':
                 encoded = compressed_depth_32fc1(truth)
@@ -277,3 +281,29 @@ def test_bag_frames_are_indexable(tmp_path, frames):
     assert len(dataset) == len(streamed) >= 2
     np.testing.assert_array_equal(dataset[1].rgb, streamed[1].rgb)
     np.testing.assert_array_equal(dataset[-1].sparse_depth, streamed[-1].sparse_depth)
+
+
+def test_lrda_eval_counts_a_cloud_beyond_the_slop_and_names_the_slop(tmp_path, frames, capsys):
+    # The last frame's cloud is stamped 55 ms before its image (a DDAD-like rig): at the
+    # default slop (0.05 s) its image, camera_info and cloud never pair.
+    bag = write_scene_bag(tmp_path / 'bag', frames, cloud_offsets_ns=(0, 0, -55_000_000))
+    output = tmp_path / 'eval'
+    assert lrda_main(['eval', '--bag', str(bag), '--output', str(output), '--methods',
+                      'scale-shift', '--model', 'demo', '--device', 'cpu', '--figures',
+                      '0']) == 0
+    warning = capsys.readouterr().err
+    assert 'beyond_slop 3' in warning and '--slop 0.07' in warning, warning
+    assert POINTS in warning and '0.055 s' in warning, warning
+    metadata = json.loads((output / 'summary.json').read_text())['metadata']
+    losses = metadata['sync_losses']
+    assert (losses['beyond_slop'], losses['no_partner'], losses['superseded']) == (3, 0, 0)
+    assert losses['suggested_slop_s'] == pytest.approx(0.07)
+    assert losses['largest_offset_s'] == pytest.approx(0.055)
+    assert metadata['frames'] == 2
+
+    # With the slop it names, every frame pairs.
+    assert lrda_main(['eval', '--bag', str(bag), '--output', str(output), '--methods',
+                      'scale-shift', '--model', 'demo', '--device', 'cpu', '--figures', '0',
+                      '--slop', '0.07']) == 0
+    metadata = json.loads((output / 'summary.json').read_text())['metadata']
+    assert metadata['frames'] == 3 and metadata['sync_losses']['beyond_slop'] == 0

@@ -81,6 +81,17 @@ def test_invalid_prediction_is_counted_not_nan(bad):
     assert m.mae > 0.0
 
 
+def test_nan_prediction_is_no_depth_left_out_and_counted():
+    pred = PRED.copy()
+    pred[0, 0] = np.nan  # REP 118: no depth here (the node's far limit)
+    m = compute_metrics(pred, GT)
+    kept = np.ones(GT.shape, bool)
+    kept[0, 0] = False
+    assert m.num_no_depth == 1 and m.num_invalid_pred == 0
+    assert m.coverage == pytest.approx(2 / 3)  # of the three valid ground-truth pixels
+    assert m.mae == pytest.approx(compute_metrics(PRED, GT, mask=kept).mae)
+
+
 def test_no_valid_gt_raises():
     with pytest.raises(ValueError, match='no valid ground-truth'):
         compute_metrics(PRED, np.zeros_like(GT))

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from conftest import spin_until
 import numpy as np
@@ -32,6 +33,53 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import Image  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
+
+
+def strict_json(path: Path) -> dict:
+    """Parse ``path`` as strict JSON: NaN and Infinity are not JSON."""
+    def refuse(constant: str):
+        raise ValueError(f'{path.name} holds {constant}, which is not JSON')
+
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+def report_files(folder: Path) -> list[str]:
+    return sorted(str(path.relative_to(folder)) for path in folder.rglob('*') if path.is_file())
+
+
+class LiveEvaluation:
+    """An evaluator node and a harness publishing its inputs."""
+
+    def __init__(self, context, namespace: str, output: Path, **parameters) -> None:
+        values = {'output_dir': str(output), 'method_name': 'live', **parameters}
+        self.node = EvaluatorNode(context=context, namespace=namespace, parameter_overrides=[
+            Parameter(name, value=value) for name, value in values.items()])
+        self.harness = rclpy.create_node('harness', namespace=namespace, context=context)
+        self.publishers = {name: self.harness.create_publisher(Image, name, 10)
+                           for name in ('depth', 'ground_truth', 'image')}
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.executor.add_node(self.harness)
+        assert spin_until(self.executor, lambda: all(p.get_subscription_count() > 0
+                                                     for p in self.publishers.values()), 10)
+
+    def score(self, stamp_ns: int, depth: np.ndarray, truth: np.ndarray,
+              rgb: np.ndarray | None = None) -> None:
+        """Publish one frame and spin until the evaluator has scored it."""
+        header = Header(frame_id='camera', stamp=Time(sec=stamp_ns // 10**9,
+                                                      nanosec=stamp_ns % 10**9))
+        name = f'{stamp_ns // 10**9}.{stamp_ns % 10**9:09d}'
+        if rgb is not None:
+            self.publishers['image'].publish(rgb_to_image_msg(rgb, header))
+        self.publishers['depth'].publish(depth_to_image_msg(depth, header))
+        self.publishers['ground_truth'].publish(depth_to_image_msg(truth, header))
+        assert spin_until(self.executor, lambda: self.node.result.records and
+                          self.node.result.records[-1].frame == name, 10)
+
+    def close(self) -> None:
+        self.executor.shutdown()
+        self.node.destroy_node()  # writes the final report
+        self.harness.destroy_node()
 
 
 def test_metrics_and_report_of_known_errors(ros_context, namespace, tmp_path):
@@ -81,3 +129,72 @@ def test_metrics_and_report_of_known_errors(ros_context, namespace, tmp_path):
     executor.shutdown()
     node.destroy_node()
     harness.destroy_node()
+
+
+def test_nan_depth_is_no_depth_and_the_report_is_strict_json(ros_context, namespace, tmp_path):
+    live = LiveEvaluation(ros_context, namespace, tmp_path)
+    truth = np.full((20, 30), 5.0, np.float32)
+    depth = np.full((20, 30), 6.0, np.float32)
+    depth[:, :15] = np.nan  # no depth: left out, not scored as the 1 mm clamp
+    live.score(100 * 10**9, depth, truth)
+    live.close()
+    saved = strict_json(tmp_path / 'summary.json')  # no diagnostics: NaN time and memory
+    entry = saved['methods']['live']
+    assert entry['mae'] == pytest.approx(1.0) and entry['coverage'] == pytest.approx(0.5)
+    assert entry['peak_mb'] is None
+    assert live.node.result.records[0].metrics.num_no_depth == 300
+
+
+def test_the_report_has_lrda_evals_files_and_metadata(ros_context, namespace, tmp_path):
+    pytest.importorskip('cv2', reason='opencv-python-headless is not installed')
+    from lrda_ros import world
+    from lrda_ros.cli import main as lrda_main
+    from lrda_ros.eval.datasets.rosbag import RosbagDataset
+    from test_bag_inputs import START_NS, write_scene_bag
+
+    config = world.SequenceConfig('indoor', num_frames=2, width=56, height=42, seed=3,
+                                  lidar=world.LidarConfig.indoor(beams=16))
+    frames = world.make_sequence(config)
+    bag = write_scene_bag(tmp_path / 'bag', frames)
+    assert lrda_main(['eval', '--bag', str(bag), '--output', str(tmp_path / 'eval'),
+                      '--methods', 'scale-shift', '--model', 'demo', '--device', 'cpu',
+                      '--figures', '2']) == 0
+    live = LiveEvaluation(ros_context, namespace, tmp_path / 'live', figures=2,
+                          source=str(bag))
+    # The frames lrda eval scored, published at their stamps, as the node would.
+    for frame, scored in zip(frames, RosbagDataset(bag)):
+        stamp_ns = START_NS + frame.stamp_ns
+        live.score(stamp_ns, frame.depth.astype(np.float32) * 1.1,
+                   np.where(scored.gt_depth > 0, scored.gt_depth, np.nan), frame.rgb)
+    assert spin_until(live.executor, lambda: len(list(
+        (tmp_path / 'live' / 'frames').glob('*.png'))) == 2, 30)
+    live.close()
+
+    assert report_files(tmp_path / 'live') == report_files(tmp_path / 'eval')
+    live_summary = strict_json(tmp_path / 'live' / 'summary.json')
+    eval_summary = strict_json(tmp_path / 'eval' / 'summary.json')
+    assert set(live_summary['metadata']) >= set(eval_summary['metadata']) - {'interrupted'}
+    metadata = live_summary['metadata']
+    assert metadata['methods'] == ['live'] and metadata['frames'] == 2
+    assert metadata['source'] == str(bag)
+    assert metadata['topics']['depth'] == f'{namespace}/depth'
+    assert metadata['sync_losses']['beyond_slop'] == 0
+    assert eval_summary['metadata']['frames'] == 2
+    assert eval_summary['metadata']['topics']['image'] == '/cam/image_raw'
+
+
+def test_a_looping_input_reports_each_loop_in_its_own_folder(ros_context, namespace,
+                                                             tmp_path):
+    live = LiveEvaluation(ros_context, namespace, tmp_path)
+    truth = np.full((20, 30), 5.0, np.float32)
+    for loop, error in enumerate((0.5, 1.5)):
+        for second in (10, 11, 12):
+            live.score(second * 10**9, truth + error, truth)
+        assert live.node.loop == loop
+    live.close()
+    first = strict_json(tmp_path / 'summary.json')
+    second = strict_json(tmp_path / 'loop_1' / 'summary.json')
+    assert first['methods']['live']['frames'] == 3
+    assert first['methods']['live']['mae'] == pytest.approx(0.5)
+    assert second['methods']['live']['mae'] == pytest.approx(1.5)
+    assert second['metadata']['loop'] == 1

@@ -81,8 +81,8 @@ def _eval_depth(bag: Path, extrinsic: list[float], output: Path) -> dict[int, np
                       '--figures', '0', '--save-depth',
                       '--lidar-to-camera-matrix', ','.join(map(repr, extrinsic))])
     assert code == 0
-    # Frame names are '<index>_<image stamp ns>'.
-    return {int(path.stem.split('_')[1]): np.load(path)
+    # Frame names are the image stamp, '<sec>.<nanosec>' (as the live evaluator's).
+    return {int(path.stem.replace('.', '')): np.load(path)
             for path in sorted((output / 'depth' / 'lrda').glob('*.npy'))}
 
 

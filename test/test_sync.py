@@ -22,6 +22,7 @@ import uuid
 
 from lrda_ros.messages.stamps import header_stamp_ns as stamp_ns
 from lrda_ros.messages.sync import ApproximateTimeSync, InvalidSyncConfigError
+from lrda_ros.messages.sync_losses import suggested_slop_s
 from lrda_ros.ros.subscriptions import create_synchronized_subscriptions, message_filters_available
 import numpy as np
 import pytest
@@ -297,6 +298,9 @@ def test_never_synchronizing_inputs_are_counted_with_their_offset(ros_node,
     # 12 messages, 2 still queued per input (queue_size 2).
     assert handle.num_evicted == 12 - 4 and handle.num_emitted == 0
     assert handle.stamp_offsets() == {'lidar': pytest.approx(0.2)}
+    # Each had a partner 0.2 s away (the other sensor's nearest message): beyond the slop.
+    assert handle.loss_counts() == {'beyond_slop': 8}
+    assert handle.largest_spread_s() == pytest.approx(0.2)
 
 
 def test_builtin_backend_when_message_filters_not_preferred(ros_node):
@@ -311,7 +315,8 @@ def test_builtin_backend_when_message_filters_not_preferred(ros_node):
 
 
 def test_message_filters_backend_wiring(monkeypatch):
-    # message_filters is not installed here: a stand-in records how it would be called.
+    # message_filters is not installed here: a stand-in with its structure (callbacks called
+    # in registration order, queues keyed by stamp under a lock) matching exact stamps.
     calls = []
 
     class Subscriber:
@@ -319,17 +324,34 @@ def test_message_filters_backend_wiring(monkeypatch):
             calls.append(('Subscriber', node, msg_type, topic, qos_profile))
             self.callbacks = []
 
-        def registerCallback(self, callback):  # noqa: N802 (message_filters' name)
-            self.callbacks.append(callback)
+        def registerCallback(self, callback, *args):  # noqa: N802 (message_filters' name)
+            self.callbacks.append((callback, args))
+
+        def deliver(self, msg):
+            for callback, args in self.callbacks:
+                callback(msg, *args)
 
     class ApproximateTimeSynchronizer:
         def __init__(self, subscribers, queue_size, slop):
             calls.append(('Synchronizer', len(subscribers), queue_size, slop))
-            self.subscribers, self.queues, self.lock = subscribers, [{}, {}], threading.Lock()
+            self.queue_size, self.lock = queue_size, threading.Lock()
+            self.queues = [{} for _ in subscribers]
+            for index, subscriber in enumerate(subscribers):
+                subscriber.registerCallback(self.add, self.queues[index])
 
         def registerCallback(self, callback):  # noqa: N802
             calls.append(('registerCallback', callback))
             self.callback = callback
+
+        def add(self, msg, queue):
+            with self.lock:
+                queue[stamp_ns(msg)] = msg
+                while len(queue) > self.queue_size:
+                    del queue[min(queue)]
+                if all(stamp_ns(msg) in q for q in self.queues):
+                    self.callback(*[q[stamp_ns(msg)] for q in self.queues])
+                    for q in self.queues:
+                        del q[stamp_ns(msg)]
 
     fake = types.ModuleType('message_filters')
     fake.Subscriber = Subscriber
@@ -337,23 +359,72 @@ def test_message_filters_backend_wiring(monkeypatch):
     monkeypatch.setitem(sys.modules, 'message_filters', fake)
     assert message_filters_available()
 
-    node, qos = object(), 7
+    node, qos, emitted = object(), 7, []
     handle = create_synchronized_subscriptions(
-        node, [(int, 'a'), (float, 'b')], qos, 5, 0.05, callback=print)
+        node, [(int, 'a'), (float, 'b')], qos, 2, 0.05, callback=lambda *m: emitted.append(m))
     assert handle.backend == 'message_filters' and handle.num_evicted == 0
     assert len(handle.subscriptions) == 2
     assert calls[:3] == [('Subscriber', node, int, 'a', 7), ('Subscriber', node, float, 'b', 7),
-                         ('Synchronizer', 2, 5, 0.05)]
+                         ('Synchronizer', 2, 2, 0.05)]
     assert calls[3][0] == 'registerCallback'
 
-    # Evictions are derived from what the subscribers saw, the sets emitted and the queues:
-    # three messages on 'a', one on 'b' 0.2 s later, one set emitted, one message queued.
-    synchronizer = handle.synchronizer
+    # 'a' at 1.0, 1.1, 1.2 (queue of 2: 1.0 pushed out while 'b' has nothing), 'b' at 1.4,
+    # then 'a' at 1.4: 1.1 pushed out while 1.4 s on 'b' was unused (0.3 s: beyond the
+    # slop), and the 1.4 pair is emitted.
     a, b = handle.subscriptions
-    for stamp_s, subscriber in ((1.0, a), (1.1, a), (1.2, a), (1.4, b)):
-        subscriber.callbacks[0](_stamped(int(stamp_s * 1e9)))
-    synchronizer.callback('set a', 'set b')
-    synchronizer.queues[0][1] = 'still queued'
-    assert handle.num_emitted == 1
-    assert handle.num_evicted == 4 - 2 * 1 - 1
-    assert handle.stamp_offsets() == {'b': pytest.approx(0.2)}
+    for stamp_s, subscriber in ((1.0, a), (1.1, a), (1.2, a), (1.4, b), (1.4, a)):
+        subscriber.deliver(_stamped(int(stamp_s * 1e9)))
+    assert handle.num_emitted == 1 and len(emitted) == 1
+    assert handle.loss_counts() == {'no_partner': 1, 'beyond_slop': 1}
+    assert handle.num_evicted == 2
+    beyond = handle.last_losses()['beyond_slop']
+    assert (beyond.index, beyond.stamp_ns) == (0, 1_100_000_000)
+    assert beyond.offsets_ns == (0, 300 * MS)
+    assert handle.offsets_text(beyond) == 'a at 1.100 s: nearest b +0.300 s'
+    assert handle.largest_spread_s() == pytest.approx(0.3)
+    assert handle.stamp_offsets() == {'b': pytest.approx(0.0)}
+
+
+def test_losses_beyond_the_slop_name_the_offset_and_the_slop_it_needs():
+    # A DDAD-like rig: the LiDAR stamped 55 ms before the camera, frames 0.5 s apart.
+    sync, recorder = make_sync(num_inputs=2, queue_size=2, slop_s=0.05)
+    for frame in range(4):
+        feed(sync, [(0, frame * 500 * MS), (1, frame * 500 * MS - 55 * MS)])
+    sync.flush()
+    assert recorder.sets == []
+    assert dict(sync.losses.counts) == {'beyond_slop': 8}
+    loss = sync.losses.last['beyond_slop']
+    assert loss.spread_ns == 55 * MS
+    assert sync.losses.largest_spread_ns == 55 * MS
+    assert suggested_slop_s(sync.losses.largest_spread_ns) == pytest.approx(0.07)
+
+
+def test_losses_without_any_partner_and_to_faster_inputs_are_no_partner():
+    # Camera at 30 Hz, LiDAR at 10 Hz: two images in three have no LiDAR left to pair with.
+    sync, recorder = make_sync(num_inputs=2, queue_size=3, slop_s=0.01)
+    for k in range(30):
+        feed(sync, [(0, k * 33_333_333)] + ([(1, k * 33_333_333)] if k % 3 == 0 else []))
+    # The silent input: nothing on input 1 near the last images.
+    feed(sync, [(0, 2_000 * MS + k * 100 * MS) for k in range(5)])
+    assert len(recorder.sets) == 10
+    assert set(sync.losses.counts) == {'no_partner'}
+    assert sync.losses.counts['no_partner'] == 20 + 5 - 3  # three still queued
+    assert sync.losses.last['no_partner'].offsets_ns[1] is None
+
+
+def test_a_stamp_going_back_is_a_time_jump_that_clears_the_old_timeline():
+    jumps = []
+    recorder = Recorder()
+    sync = ApproximateTimeSync(2, 4, 0.01, recorder,
+                               on_time_jump=lambda *jump: jumps.append(jump))
+    # Input 1 is missing its 15.0 s message: image 15.0 waits in the queue when the bag loops.
+    feed(sync, [(0, 14_000 * MS), (1, 14_000 * MS), (0, 15_000 * MS), (0, 9_000 * MS)])
+    assert jumps == [(0, 15_000 * MS, 9_000 * MS)]
+    assert sync.losses.time_jumps == {0: 1}
+    assert dict(sync.losses.counts) == {'no_partner': 1}  # 15.0 of the old timeline
+    feed(sync, [(1, 9_000 * MS)])
+    assert recorder.sets == [(14_000 * MS, 14_000 * MS), (9_000 * MS, 9_000 * MS)]
+    # Without the callback the rule stays message_filters': counted, nothing dropped.
+    plain, _ = make_sync(num_inputs=2)
+    feed(plain, [(0, 15_000 * MS), (0, 9_000 * MS)])
+    assert plain.losses.time_jumps == {0: 1} and plain.num_evicted == 0

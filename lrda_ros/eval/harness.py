@@ -66,6 +66,13 @@ class EvalResult:
 
     methods: list[str]
     records: list[FrameRecord] = field(default_factory=list)
+    #: Set when SIGINT/SIGTERM (KeyboardInterrupt) ended the run early: the records so far.
+    interrupted: bool = False
+
+    @property
+    def num_frames(self) -> int:
+        """Return how many frames have a record."""
+        return len({record.frame for record in self.records})
 
     def summary(self) -> dict[str, dict]:
         """Aggregate per method: mean of per-frame metrics, time, memory and failures."""
@@ -94,11 +101,27 @@ def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = '
 
     ``on_frame(frame, {method: depth})`` is called after each frame (figures, live plots).
     A method failing on a frame is recorded with its error and left out of the metrics.
+    A KeyboardInterrupt (Ctrl-C, or SIGTERM where the caller maps it so) ends the run: the
+    records so far are returned with ``interrupted`` set.
     """
     result = EvalResult([m.name for m in methods])
     if total is not None and max_frames is not None:
         total = min(total, max_frames)
     bar = tqdm(total=total or max_frames, desc='evaluating', unit='frame', disable=not progress)
+    try:
+        _evaluate_frames(frames, methods, result, device, max_frames, min_depth, max_depth,
+                         on_frame, bar)
+    except KeyboardInterrupt:
+        result.interrupted = True
+    bar.close()
+    return result
+
+
+def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result: EvalResult,
+                     device: str, max_frames: int | None, min_depth: float,
+                     max_depth: float | None,
+                     on_frame: Callable[[Frame, dict[str, np.ndarray]], None] | None,
+                     bar: tqdm) -> None:
     previous_sequence = None
     for index, frame in enumerate(frames):
         if max_frames is not None and index >= max_frames:
@@ -133,5 +156,3 @@ def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = '
         bar.set_postfix({m: f'{r.metrics.mae:.3f}' for m, r in
                          ((r.method, r) for r in result.records[-len(methods):])
                          if r.metrics is not None})
-    bar.close()
-    return result

@@ -15,6 +15,11 @@
 """
 Evaluation reports: per-frame CSV, summary table (Markdown + JSON) and figures (PNG).
 
+``lrda eval`` and the live evaluator write the same files through :func:`write_report`:
+``frames.csv``, ``summary.json`` (strict JSON: null where a number is NaN or infinite),
+``summary.md``, ``speed_accuracy.png`` and ``frames/<frame>.png`` (:func:`figure_path`), with
+the same metadata keys (:func:`report_metadata`).
+
 Figures: per frame, RGB | sparse input | ground truth on top and one row per method with its
 prediction and absolute error (depth and error each on one colour scale shared by all panels,
 with a colour bar in metres); and a speed/accuracy plot, time per frame against MAE with one
@@ -25,13 +30,22 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+import os
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 
 from .datasets import Frame
 from .harness import EvalResult, METRIC_NAMES
 from ..colormap import colorize_depth, depth_display_range
+
+FRAMES_CSV = 'frames.csv'
+SUMMARY_JSON = 'summary.json'
+SUMMARY_MD = 'summary.md'
+SPEED_ACCURACY_PNG = 'speed_accuracy.png'
+FIGURES_DIR = 'frames'
 
 _COLUMNS = {'mae': 'MAE (m)', 'rmse': 'RMSE (m)', 'imae': 'iMAE (1/km)',
             'irmse': 'iRMSE (1/km)', 'absrel': 'AbsRel', 'delta1': 'δ<1.25'}
@@ -42,10 +56,12 @@ def write_csv(result: EvalResult, path: Path) -> None:
     rows = [record.row() for record in result.records]
     if not rows:
         return
-    with open(path, 'w', newline='') as handle:
+    partial = path.with_name(path.name + '.partial')
+    with open(partial, 'w', newline='') as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+    os.replace(partial, path)
 
 
 def summary_markdown(summary: dict[str, dict], title: str) -> str:
@@ -74,13 +90,73 @@ def _number(value: float, digits: int) -> str:
     return '–' if value != value else f'{value:.{digits}f}'
 
 
+def json_ready(value: Any) -> Any:
+    """
+    Return ``value`` as strict JSON can hold it: NaN and infinities become None (null).
+
+    Numpy scalars become Python numbers and other objects (paths, enums) their text, in
+    nested dicts, lists and tuples too.
+    """
+    if isinstance(value, dict):
+        return {str(key): json_ready(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_ready(item) for item in value]
+    if isinstance(value, (bool, str)) or value is None:
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    return str(value)
+
+
+def _write_text(path: Path, text: str) -> None:
+    """Replace ``path`` at once: a reader (or an interrupted run) never sees half a file."""
+    partial = path.with_name(path.name + '.partial')
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
 def write_summary(result: EvalResult, folder: Path, title: str,
                   metadata: dict | None = None) -> dict:
-    """Write summary.json and summary.md; return the summary."""
+    """Write summary.json (strict JSON) and summary.md; return the summary."""
     summary = result.summary()
-    (folder / 'summary.json').write_text(json.dumps(
-        {'title': title, 'metadata': metadata or {}, 'methods': summary}, indent=2) + '\n')
-    (folder / 'summary.md').write_text(summary_markdown(summary, title))
+    document = json_ready({'title': title, 'metadata': metadata or {}, 'methods': summary})
+    _write_text(folder / SUMMARY_JSON, json.dumps(document, indent=2, allow_nan=False) + '\n')
+    _write_text(folder / SUMMARY_MD, summary_markdown(summary, title))
+    return summary
+
+
+def figure_path(folder: Path, frame_name: str) -> Path:
+    """Return where a frame's figure goes in a report folder (every report names them so)."""
+    return Path(folder) / FIGURES_DIR / f'{frame_name}.png'
+
+
+def report_metadata(*, methods: Sequence[str], model: str | None, device: str | None,
+                    demo_prior: bool, options: dict[str, Any], source: str | None,
+                    topics: dict[str, str] | None, frames: int,
+                    sync_losses: dict | None, **extra: Any) -> dict:
+    """
+    Return a report's metadata: the same keys for ``lrda eval`` and the live evaluator.
+
+    ``source``: the dataset folder or bag (None when not known); ``topics``: the topics
+    read, by role (None for datasets); ``frames``: frames scored; ``sync_losses``: the
+    synchronizer's losses per reason (None when nothing was synchronized); ``extra``:
+    anything the writer adds.
+    """
+    return {'methods': list(methods), 'model': model, 'device': device,
+            'demo_prior': demo_prior, 'options': options, 'source': source, 'topics': topics,
+            'frames': frames, 'sync_losses': sync_losses, **extra}
+
+
+def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,
+                 plot_title: str) -> dict:
+    """Write frames.csv, summary.json/.md and speed_accuracy.png; return the summary."""
+    folder = Path(folder)
+    (folder / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
+    write_csv(result, folder / FRAMES_CSV)
+    summary = write_summary(result, folder, title, metadata)
+    speed_accuracy_plot(summary, folder / SPEED_ACCURACY_PNG, plot_title)
     return summary
 
 

@@ -18,6 +18,8 @@
 Output folder: ``frames.csv`` (per frame and method), ``summary.md`` / ``summary.json``,
 ``speed_accuracy.png``, ``frames/<name>.png`` for the first ``figures`` frames and, with
 ``save_depth``, ``depth/<method>/<name>.npy`` (float32 metres, NaN = no depth, as published).
+Bags also record what their synchronizer could not pair (``metadata.sync_losses``) and warn
+with the slop the data needs. Interrupted (SIGINT/SIGTERM), it writes the frames done so far.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from .datasets import (
     DEFAULT_PROTOCOLS, Frame, FrameDataset, LIDAR_KINDS, open_dataset, SamplingProtocol)
 from .harness import EvalResult, evaluate
 from .methods import build_method, check_method_names, METHODS
-from .report import frame_figure, speed_accuracy_plot, write_csv, write_summary
+from .report import figure_path, frame_figure, report_metadata, write_report
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform, SPARSE_INPUT_FILTER
 from ..messages.rosbag import BagTopics
+from ..messages.sync_losses import LOSS_REASONS
 
 DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
 #: Fraction of LiDAR pixels held out as ground truth where a source has none (bags, KITTI object).
@@ -176,6 +179,7 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     """Evaluate, write the report into ``options.output`` and return (records, summary)."""
     check_method_names(options.methods)
     dataset = open_source(options)
+    _warn_sync_losses(getattr(dataset, 'sync_losses', None))
     needs_model = any(METHODS[m].needs_network for m in options.methods)
     model = load_depth_model(options.model, options.device) if needs_model else None
     if model is not None and model.warning:
@@ -197,8 +201,8 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 np.save(path, depth)
         if len(drawn) < options.figures:
-            path = output / 'frames' / f'{frame.name}.png'
-            path.parent.mkdir(parents=True, exist_ok=True)
+            path = figure_path(output, frame.name)
+            path.parent.mkdir(parents=True, exist_ok=True)  # names may hold folders (VOID, DDAD)
             frame_figure(frame, predictions, path)
             drawn.append(frame.name)
 
@@ -208,19 +212,38 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
                       min_depth=options.min_depth, max_depth=options.max_depth,
                       total=len(dataset), on_frame=draw, progress=options.progress)
     if not result.records:
+        if result.interrupted:
+            raise KeyboardInterrupt
         raise ValueError(f'{options.root}: no frame was evaluated')
     title = f'{options.kind}: {Path(options.root).name}'
-    metadata = {'options': {k: str(v) for k, v in asdict(options).items()},
-                'model': model.source if model else None,
-                'demo_prior': bool(model and model.is_demo_prior),
-                'device': device}
-    write_csv(result, output / 'frames.csv')
-    summary = write_summary(result, output, title, metadata)
-    speed_accuracy_plot(summary, output / 'speed_accuracy.png',
-                        f'{title} — time per frame vs MAE')
-    if options.budgets:
+    sync_losses = getattr(dataset, 'sync_losses', None)
+    metadata = report_metadata(
+        methods=options.methods, model=model.source if model else None, device=device,
+        demo_prior=bool(model and model.is_demo_prior),
+        options={k: str(v) for k, v in asdict(options).items()}, source=str(options.root),
+        topics=getattr(dataset, 'topic_roles', None), frames=result.num_frames,
+        sync_losses=sync_losses, interrupted=result.interrupted)
+    summary = write_report(result, output, title, metadata,
+                           f'{title} — time per frame vs MAE')
+    if options.budgets and not result.interrupted:
         _write_budget_curve(options, dataset, model, config, summary, title)
     return result, summary
+
+
+def _warn_sync_losses(losses: dict | None) -> None:
+    """Say on stderr which bag messages could not be synchronized, and the slop to use."""
+    if not losses or not any(losses[reason] for reason in LOSS_REASONS):
+        return
+    counts = ', '.join(f'{reason} {losses[reason]}' for reason in LOSS_REASONS
+                       if losses[reason])
+    examples = '; '.join(f'{reason}: {text}' for reason, text in losses['examples'].items())
+    advice = ''
+    if losses['suggested_slop_s'] is not None:
+        advice = (f'; stamps up to {losses["largest_offset_s"]:.3f} s apart are beyond the '
+                  f'slop {losses["slop_s"]:g} s: this bag needs --slop '
+                  f'{losses["suggested_slop_s"]:g}')
+    print(f'warning: bag messages not synchronized ({counts}): {examples}{advice}',
+          file=sys.stderr)
 
 
 def _write_budget_curve(options: EvalOptions, dataset, model: DepthModel | None,

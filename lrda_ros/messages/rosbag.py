@@ -33,6 +33,7 @@ import numpy as np
 from .conversions import transform_to_rigid
 from .stamps import header_stamp_ns, sec_nanosec_to_ns, stamp_from_ns
 from .sync import ApproximateTimeSync
+from .sync_losses import SyncLossTracker
 from ..errors import InputError
 from ..geometry import TransformTree
 
@@ -196,13 +197,25 @@ class RosbagSource:
     def synchronized_stamps(self, queue_size: int = 10,
                             slop_s: float = 0.05) -> list[tuple[int, ...]]:
         """Match header stamps as the node would; cheap (only headers are read)."""
+        return self.synchronize(queue_size, slop_s)[0]
+
+    def synchronize(self, queue_size: int = 10, slop_s: float = 0.05
+                    ) -> tuple[list[tuple[int, ...]], SyncLossTracker]:
+        """
+        Match header stamps as the node would; return the sets and what could not pair.
+
+        A stamp going back on a topic is a time jump, as in the node. Messages still queued
+        at the end of the bag are lost too (classified like the rest).
+        """
         topics = self._synchronized_topics
         matches: list[tuple[int, ...]] = []
         sync = ApproximateTimeSync(len(topics), queue_size, slop_s,
-                                   lambda *msgs: matches.append(tuple(m.stamp_ns for m in msgs)))
+                                   lambda *msgs: matches.append(tuple(m.stamp_ns for m in msgs)),
+                                   on_time_jump=lambda *jump: None)
         for topic, _, _, raw in self.raw_messages(topics):
             sync.add(topics.index(topic), _stamped(cdr_header_stamp(raw)))
-        return matches
+        sync.flush()
+        return matches, sync.losses
 
     def no_match_reason(self, queue_size: int, slop_s: float) -> str:
         """

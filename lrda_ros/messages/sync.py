@@ -29,6 +29,7 @@ import time
 from typing import Any, Callable
 
 from .stamps import header_stamp_ns, NS_PER_S
+from .sync_losses import NO_PARTNER, SyncLossTracker
 from ..errors import ConfigError
 
 
@@ -57,6 +58,10 @@ def validate_sync_settings(num_inputs: int, queue_size: int, slop_s: float,
                                      field='callback')
 
 
+#: Called with (input index, previous newest stamp, new stamp) when an input's stamp goes back.
+TimeJumpCallback = Callable[[int, int, int], None]
+
+
 class ApproximateTimeSync:
     """
     Match messages from ``num_inputs`` streams whose stamps lie within ``slop_s``.
@@ -69,6 +74,14 @@ class ApproximateTimeSync:
     whose spread ``max - min`` is strictly below ``slop`` is passed to ``callback`` in
     input order and removed from the queues.
 
+    Every dropped message is counted by reason (:mod:`~lrda_ros.messages.sync_losses`):
+    ``losses`` holds the counts and offsets; :meth:`flush` drops (and counts) what is still
+    queued when a stream ends. A stamp older than its input's previous one is counted in
+    ``losses.time_jumps``; with ``on_time_jump`` it is a time jump (a bag loop, a clock
+    reset), unlike in message_filters: queued messages after the new stamp (plus the slop)
+    belong to the old timeline and are dropped, so they cannot crowd out the new one, and
+    ``on_time_jump(index, previous_ns, stamp_ns)`` is called outside the lock.
+
     ``add`` is thread-safe; the callback runs outside the internal lock, so it may call
     back into this object. Callbacks from concurrent ``add`` calls may interleave.
     Messages without ``header.stamp`` are rejected and counted unless
@@ -77,7 +90,8 @@ class ApproximateTimeSync:
 
     def __init__(self, num_inputs: int, queue_size: int, slop_s: float,
                  callback: Callable[..., None], allow_headerless: bool = False,
-                 now_ns: Callable[[], int] = time.time_ns) -> None:
+                 now_ns: Callable[[], int] = time.time_ns,
+                 on_time_jump: TimeJumpCallback | None = None) -> None:
         validate_sync_settings(num_inputs, queue_size, slop_s, callback)
         self._queues: list[dict[int, Any]] = [{} for _ in range(num_inputs)]
         self._queue_size = queue_size
@@ -85,14 +99,21 @@ class ApproximateTimeSync:
         self._callback = callback
         self._allow_headerless = allow_headerless
         self._now_ns = now_ns
+        self._on_time_jump = on_time_jump
         self._lock = threading.Lock()
         self._num_emitted = 0
-        self._num_evicted = 0
         self._num_rejected_headerless = 0
+        #: Dropped messages by reason, with their offsets (read under ``lock``).
+        self.losses = SyncLossTracker(num_inputs, self._slop_ns)
 
     @property
     def num_inputs(self) -> int:
         return len(self._queues)
+
+    @property
+    def lock(self) -> threading.Lock:
+        """Return the lock guarding the queues and ``losses``."""
+        return self._lock
 
     @property
     def num_emitted(self) -> int:
@@ -102,9 +123,9 @@ class ApproximateTimeSync:
 
     @property
     def num_evicted(self) -> int:
-        """Count messages dropped unused: pushed out of a full queue, or replaced."""
+        """Count messages dropped unused, for any reason."""
         with self._lock:
-            return self._num_evicted
+            return sum(self.losses.counts.values())
 
     @property
     def num_rejected_headerless(self) -> int:
@@ -116,27 +137,51 @@ class ApproximateTimeSync:
         if not 0 <= index < len(self._queues):
             raise IndexError(f'input index {index} out of range 0..{len(self._queues) - 1}')
         stamp = header_stamp_ns(msg)
+        jumped_from = None
         with self._lock:
             if stamp is None:
                 if not self._allow_headerless:
                     self._num_rejected_headerless += 1
                     return
                 stamp = int(self._now_ns())
+            previous = self.losses.seen(index, stamp)
+            if previous is not None and self._on_time_jump is not None:
+                jumped_from = previous
+                self._drop_after(stamp + self._slop_ns)
             matched = self._insert_and_match(index, stamp, msg)
             if matched is not None:
                 self._num_emitted += 1
+        if jumped_from is not None:
+            self._on_time_jump(index, jumped_from, stamp)
         if matched is not None:
             self._callback(*matched)
+
+    def flush(self) -> None:
+        """Drop and count every queued message (the streams ended: none can pair any more)."""
+        with self._lock:
+            for index, queue in enumerate(self._queues):
+                for stamp in sorted(queue):
+                    self.losses.lost(index, stamp)
+                queue.clear()
+
+    def _drop_after(self, limit_ns: int) -> None:
+        """Drop queued messages stamped after ``limit_ns``: the old timeline of a time jump."""
+        for index, queue in enumerate(self._queues):
+            for stamp in sorted(s for s in queue if s > limit_ns):
+                self.losses.lost(index, stamp, NO_PARTNER)
+                del queue[stamp]
+        self.losses.forget_after(limit_ns)
 
     def _insert_and_match(self, index: int, stamp: int, msg: Any) -> list[Any] | None:
         """Queue ``msg`` and return the first matching set (removed from queues), if any."""
         queue = self._queues[index]
         if stamp in queue:
-            self._num_evicted += 1
+            self.losses.lost(index, stamp)
         queue[stamp] = msg
         while len(queue) > self._queue_size:
-            del queue[min(queue)]
-            self._num_evicted += 1
+            oldest = min(queue)
+            del queue[oldest]
+            self.losses.lost(index, oldest)
         if stamp not in queue:
             return None  # older than everything in a full queue: evicted at once
 
@@ -154,5 +199,6 @@ class ApproximateTimeSync:
             stamps = list(combination)
             stamps.insert(index, stamp)
             if max(stamps) - min(stamps) < self._slop_ns:
+                self.losses.used(stamps)
                 return [q.pop(s) for q, s in zip(self._queues, stamps)]
         return None

@@ -34,6 +34,10 @@ KEY_PROCESSING_S = 'processing time (s)'
 _STATE_MESSAGES = {'unconfigured': 'unconfigured: configure loads the model',
                    'inactive': 'inactive: activate subscribes to the inputs',
                    'finalized': 'finalized: shut down, no longer processing'}
+#: Counted per input whose stamp went back (a time jump: bag loop, clock reset).
+STAMP_BACKWARDS = 'stamp_backwards'
+#: Synchronizer losses shown per reason (superseded sets have their own key).
+SYNC_LOSS_REASONS = ('beyond_slop', 'no_partner')
 
 
 @dataclass
@@ -47,6 +51,10 @@ class NodeStatistics:
     statuses: Counter = field(default_factory=Counter)
     #: Input messages the synchronizer dropped without a partner (never became a frame).
     unsynchronized: int = 0
+    #: The same, per reason (beyond_slop, no_partner).
+    sync_losses: Counter = field(default_factory=Counter)
+    #: Stamps older than the previous one on the same input, per input topic.
+    stamp_backwards: Counter = field(default_factory=Counter)
     last_loss: float = float('nan')
     last_iterations: int = 0
     last_points: int = 0
@@ -96,6 +104,10 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         'dropped (superseded by a newer frame)': stats.replaced,
         **{f'dropped ({reason})': n for reason, n in sorted(stats.dropped.items())},
         'unsynchronized messages': stats.unsynchronized,
+        **{f'unsynchronized ({reason})': stats.sync_losses[reason]
+           for reason in SYNC_LOSS_REASONS},
+        **{f'{STAMP_BACKWARDS} ({topic})': n
+           for topic, n in sorted(stats.stamp_backwards.items())},
         **{f'status {status}': n for status, n in sorted(stats.statuses.items())},
         'frame rate (Hz)': f'{stats.output_rate_hz:.2f}',
         KEY_PROCESSING_S: f'{stats.last_processing_s:.3f}',
@@ -117,6 +129,10 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
     if errors:
         level, message = DiagnosticStatus.WARN, f'{errors} frames dropped for errors'
+    beyond_slop = stats.sync_losses['beyond_slop']
+    if beyond_slop:
+        level = DiagnosticStatus.WARN
+        message = f'{beyond_slop} input messages beyond sync.slop (the log names the slop needed)'
     if stats.unsynchronized and stats.received == 0:
         level = DiagnosticStatus.WARN
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'

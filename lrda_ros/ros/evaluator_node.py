@@ -16,10 +16,15 @@
 Live evaluation: score the completion node's ``depth`` against a ground-truth depth topic.
 
 Run it beside ``ros2 bag play`` and the completion node; it writes the same report as
-``lrda eval`` (frames.csv, summary.md/.json, speed_accuracy.png, frame figures when ``image``
-is available) every ``report_every`` frames and at shutdown. Ground truth is any depth Image
-topic (32FC1 metres or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion
-node's own ``holdout_depth`` when it runs with ``evaluation.holdout_fraction`` > 0.
+``lrda eval``, through the same writer (frames.csv, summary.md/.json, speed_accuracy.png,
+frames/<stamp>.png when ``image`` is available, the same metadata keys) every
+``report_every`` frames and at shutdown. Ground truth is any depth Image topic (32FC1 metres
+or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion node's own
+``holdout_depth`` when it runs with ``evaluation.holdout_fraction`` > 0. NaN depth is no depth
+(left out of the errors, counted in ``coverage``), as in ``lrda eval``.
+
+A depth stamp older than the previous one starts a new loop (a looping bag): the finished
+loop's report stays where it is and the next one goes to ``loop_<k>/`` in ``output_dir``.
 
 Each frame's iterations and processing time come from the completion node's /diagnostics
 (it publishes them after every frame during live evaluation), matched by the frame's stamp;
@@ -47,9 +52,14 @@ from .subscriptions import create_synchronized_subscriptions
 from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
-from ..eval.report import frame_figure, speed_accuracy_plot, write_csv, write_summary
+from ..eval.report import figure_path, frame_figure, report_metadata, write_report
+from ..interrupts import exit_within
 from ..messages.conversions import depth_image_to_array, image_to_rgb
 from ..messages.stamps import stamp_text, stamp_to_ns
+from ..messages.sync_losses import LOSS_REASONS
+
+#: Seconds from SIGINT/SIGTERM to the process's end, final report included.
+_EXIT_GRACE_S = 1.5
 
 
 class EvaluatorNode(Node):
@@ -63,8 +73,15 @@ class EvaluatorNode(Node):
         self.max_depth = declare('max_depth', 0.0, 'Ignore ground truth beyond (m); 0 = none.')
         self.figures = declare('figures', 5, 'Frames drawn as PNG (needs the image topic).')
         self.report_every = declare('report_every', 10, 'Rewrite the report every N frames.')
-        slop = declare('sync.slop', 0.01, 'Largest stamp difference of a pair (s).')
+        self.slop = declare('sync.slop', 0.01, 'Largest stamp difference of a pair (s).')
+        self.source = declare('source', '', 'What is evaluated, for the report (e.g. the bag '
+                              'played); empty: not recorded.')
         self.result = EvalResult([self.method])
+        #: Loops of a looping bag seen so far (0: the first pass), and the last depth stamp.
+        self.loop = 0
+        self._last_stamp_ns: int | None = None
+        #: The completion node's model and device, from its /diagnostics.
+        self._model: dict[str, str] = {}
         self._images: dict[int, Image] = {}
         self._lock = threading.Lock()
         self._last_arrival: float | None = None
@@ -74,11 +91,11 @@ class EvaluatorNode(Node):
         self._frame_stats: dict[str, tuple[int, float]] = {}
         self._unmatched: dict[str, FrameRecord] = {}
         self._reported = False
-        self.output.mkdir(parents=True, exist_ok=True)
-        (self.output / 'frames').mkdir(exist_ok=True)
+        (self.output / 'frames').mkdir(parents=True, exist_ok=True)
         qos = QoSProfile(depth=10)
         self._sync = create_synchronized_subscriptions(
-            self, [(Image, 'depth'), (Image, 'ground_truth')], qos, 20, slop, self._on_pair)
+            self, [(Image, 'depth'), (Image, 'ground_truth')], qos, 20, self.slop,
+            self._on_pair, on_time_jump=lambda *jump: None)
         # Reliable: megabyte images between processes are mostly lost best effort. A
         # best-effort camera needs qos_overrides./<image topic>.subscription.reliability.
         overrides = QoSOverridingOptions.with_default_policies()
@@ -95,6 +112,8 @@ class EvaluatorNode(Node):
     def _on_diagnostics(self, message: DiagnosticArray) -> None:
         for status in message.status:
             values = {kv.key: kv.value for kv in status.values}
+            if values.get('model'):
+                self._model = {key: values.get(key, '') for key in ('model', 'device')}
             if values.get(KEY_FRAME_STAMP):
                 try:
                     stats = (int(values[KEY_ITERATIONS]), float(values[KEY_PROCESSING_S]))
@@ -125,8 +144,9 @@ class EvaluatorNode(Node):
     def _draw(self, image: Image, name: str, prediction: np.ndarray, truth: np.ndarray) -> None:
         try:
             frame = Frame(name, image_to_rgb(image), np.zeros_like(truth), truth)
-            frame_figure(frame, {self.method: prediction},
-                         self.output / 'frames' / f'{name}.png')
+            path = figure_path(self.folder, name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            frame_figure(frame, {self.method: prediction}, path)
         except ValueError as error:
             self.get_logger().warning(f'frame {name}: no figure: {error}')
             return
@@ -139,6 +159,9 @@ class EvaluatorNode(Node):
         self._last_arrival = now
         stamp = depth_msg.header.stamp
         name = stamp_text(stamp)
+        if self._last_stamp_ns is not None and stamp_to_ns(stamp) < self._last_stamp_ns:
+            self._start_next_loop()
+        self._last_stamp_ns = stamp_to_ns(stamp)
         try:
             prediction = np.frombuffer(bytes(depth_msg.data), np.float32).reshape(
                 depth_msg.height, depth_msg.width)
@@ -174,8 +197,43 @@ class EvaluatorNode(Node):
             self._reported = True
             summary = self.write_report()
             if summary:
-                self.get_logger().info(f'final report in {self.output}: {summary}')
+                self.get_logger().info(f'final report in {self.folder}: {summary}')
         super().destroy_node()
+
+    @property
+    def folder(self) -> Path:
+        """Return the report folder of the current loop."""
+        return self.output / f'loop_{self.loop}' if self.loop else self.output
+
+    def _start_next_loop(self) -> None:
+        """Finish the loop's report and start the next one in a folder of its own."""
+        self.write_report()
+        with self._lock:
+            self.loop += 1
+            self.result = EvalResult([self.method])
+            self._figures_drawn = 0
+            self._waiting_figures.clear()
+            # Stamps repeat in the next loop: per-frame numbers of this one must not match.
+            self._frame_stats.clear()
+            self._unmatched.clear()
+        self.get_logger().info(f'the depth stamp went back: loop {self.loop} of the input, '
+                               f'reported in {self.folder}')
+
+    def metadata(self, result: EvalResult) -> dict:
+        """Return what the report records besides the scores: the keys lrda eval writes."""
+        counts = self._sync.loss_counts() or {}
+        return report_metadata(
+            methods=[self.method], model=self._model.get('model') or None,
+            device=self._model.get('device') or None, demo_prior=False,
+            options={'max_depth': self.max_depth, 'sync.slop': self.slop,
+                     'figures': self.figures, 'report_every': self.report_every,
+                     'output_dir': str(self.output)},
+            source=self.source or None,
+            topics={role: self.resolve_topic_name(role)
+                    for role in ('depth', 'ground_truth', 'image')},
+            frames=result.num_frames,
+            sync_losses={reason: counts.get(reason, 0) for reason in LOSS_REASONS},
+            loop=self.loop)
 
     def write_report(self) -> dict:
         """Write frames.csv, summary.md/.json and speed_accuracy.png; return the summary."""
@@ -183,16 +241,16 @@ class EvaluatorNode(Node):
             result = EvalResult(list(self.result.methods), list(self.result.records))
         if not result.records:
             return {}
-        write_csv(result, self.output / 'frames.csv')
-        summary = write_summary(result, self.output, f'live evaluation: {self.method}')
-        speed_accuracy_plot(summary, self.output / 'speed_accuracy.png',
-                            'live: time between depth frames vs MAE')
-        return summary
+        return write_report(result, self.folder, f'live evaluation: {self.method}',
+                            self.metadata(result), 'live: time between depth frames vs MAE')
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the evaluator until SIGINT/SIGTERM, then write the final report and exit 0."""
-    return run_node('evaluator_node', EvaluatorNode, args)
+    # Mid-callback (a large figure), the signal waits for Python: the process still ends in
+    # time, with the last complete report (files are replaced whole).
+    with exit_within(_EXIT_GRACE_S):
+        return run_node('evaluator_node', EvaluatorNode, args)
 
 
 if __name__ == '__main__':

@@ -32,6 +32,7 @@ unload); :class:`CompletionNode` runs the first three at construction, and the m
 
 from __future__ import annotations
 
+from collections import Counter
 import sys
 import threading
 import time
@@ -54,7 +55,7 @@ from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
 from .declaration import (
     coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
     warn_unknown_parameters)
-from .diagnostics import completion_status, NodeStatistics
+from .diagnostics import completion_status, NodeStatistics, STAMP_BACKWARDS
 from .latest_slot import LatestSlot
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
@@ -68,7 +69,8 @@ from ..errors import InputError
 from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
 from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, transform_to_rigid
-from ..messages.stamps import stamp_error, stamp_text, stamp_to_ns
+from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
+from ..messages.sync_losses import BEYOND_SLOP, suggested_slop_s, SUPERSEDED, SyncLoss
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 
 NODE_NAME = 'completion_node'
@@ -114,7 +116,9 @@ class CompletionCore:
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
         self._last_warning: dict[str, float] = {}
-        self._last_unsynchronized = 0
+        self._reported_losses: Counter[str] = Counter()
+        #: The last processed frame's image stamp: an older one means time went back.
+        self._last_frame_ns: int | None = None
         self._stop = threading.Event()      # the worker ends
         self._active = threading.Event()    # frames are processed only while set
         # Each set carries its arrival time (time.monotonic): the time budget starts there.
@@ -163,7 +167,7 @@ class CompletionCore:
         self.subscriptions_handle = create_synchronized_subscriptions(
             self, [self._image_input(), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
             qos_profile_sensor_data, self.settings.sync_queue_size,
-            self.settings.sync_slop, self._on_synchronized,
+            self.settings.sync_slop, self._on_synchronized, on_time_jump=self._on_time_jump,
             qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _unsubscribe(self) -> None:
@@ -265,18 +269,43 @@ class CompletionCore:
         if self._slot.put((image, info, cloud, time.monotonic())):
             with self._stats_lock:
                 self.stats.replaced += 1
+                replaced = self.stats.replaced
+            self._warn_throttled(SUPERSEDED, (
+                f'unsynchronized ({SUPERSEDED}, {replaced} so far): a synchronized set was '
+                'replaced by a newer one before the worker took it: frames arrive faster than '
+                'they are completed (time_budget bounds the time per frame)'))
+
+    def _on_time_jump(self, topic: str, previous_ns: int, stamp_ns: int) -> None:
+        """Count and report a stamp going back on an input; the synchronizer has reset."""
+        with self._stats_lock:
+            self.stats.stamp_backwards[topic] += 1
+            count = self.stats.stamp_backwards[topic]
+        self._warn_throttled(f'{STAMP_BACKWARDS}:{topic}', (
+            f'{STAMP_BACKWARDS} on {topic} ({count} so far): '
+            f'{previous_ns / NS_PER_S:.3f} s, then {stamp_ns / NS_PER_S:.3f} s; treated as a '
+            'time jump (a bag loop, a clock reset): queued messages of the old timeline are '
+            'dropped and the next frame starts cold (no warm start)'))
 
     def _warn_throttled(self, key: str, message: str) -> None:
+        """Log ``message`` unless one with the same ``key`` was logged in the last seconds."""
         now = time.monotonic()
         if now - self._last_warning.get(key, -_THROTTLE_S) >= _THROTTLE_S:
             self._last_warning[key] = now
             self.get_logger().warning(message)
 
-    def _drop(self, reason: str, message: str) -> None:
+    def _drop(self, reason: str, message: str, kind: str = '') -> None:
+        """
+        Count a dropped frame and warn, throttled per reason and ``kind`` of input.
+
+        ``kind`` (the input at fault: image, camera_info, points) keeps a second fault of
+        another input visible within the throttle window.
+        """
         with self._stats_lock:
             self.stats.dropped[reason] += 1
             count = self.stats.dropped[reason]
-        self._warn_throttled(reason, f'dropped frame ({reason}, {count} so far): {message}')
+        what = f'{reason} {kind}' if kind else reason
+        self._warn_throttled(f'{reason}:{kind}',
+                             f'dropped frame ({what}, {count} {reason} so far): {message}')
 
     def _extrinsic(self, cloud_frame: str, camera_frame: str,
                    stamp: Any) -> RigidTransform | None:
@@ -301,19 +330,23 @@ class CompletionCore:
         for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
             problem = stamp_error(message.header.stamp)
             if problem:
-                self._drop('malformed', f'{topic}: {problem}')
+                self._drop('malformed', f'{topic}: {problem}', topic)
                 return None
         try:
             camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
         except InvalidCameraError as error:
-            self._drop('bad_camera_info', f'camera_info field {error}')
+            self._drop('bad_camera_info', f'camera_info field {error}', 'camera_info')
             return None
         try:
             rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
+        except InputError as error:
+            self._drop('malformed', f'image: {error}', 'image')
+            return None
+        try:
             points = self._reader.pointcloud2_to_xyz(cloud)
         except InputError as error:
-            self._drop('malformed', str(error))
+            self._drop('malformed', f'points: {error}', 'points')
             return None
         transform = self._extrinsic(cloud.header.frame_id, image.header.frame_id,
                                     cloud.header.stamp)
@@ -337,7 +370,7 @@ class CompletionCore:
             except CompletionCancelledError:
                 continue  # stopping or deactivated: the frame is abandoned on purpose
             except InputError as error:  # a frame the pipeline cannot use: counted, not fatal
-                self._drop('malformed', f'{type(error).__name__}: {error}')
+                self._drop('malformed', f'{type(error).__name__}: {error}', error.field or '')
             except Exception:  # a defect, not an input: stop the node loudly (exit code 1)
                 self.get_logger().fatal(f'internal error, stopping:\n{traceback.format_exc()}')
                 self.failed = True
@@ -359,6 +392,10 @@ class CompletionCore:
             return
         with self._settings_lock:
             settings, pipeline = self.settings, self.pipeline
+        if self._last_frame_ns is not None and inputs.stamp_ns < self._last_frame_ns:
+            # Time went back (a bag loop): the adapted decoder belongs to another sequence.
+            pipeline.completer.reset()
+        self._last_frame_ns = inputs.stamp_ns
         prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
         if prepared.heldout_depth is not None:
             self.pub_holdout.publish(_depth_image(prepared.heldout_depth, image.header))
@@ -433,20 +470,52 @@ class CompletionCore:
     # --- diagnostics ------------------------------------------------------------------------
 
     def _check_synchronization(self) -> None:
-        """Count messages the synchronizer dropped unmatched; warn with the stamp offsets."""
+        """Count what the synchronizer dropped, per reason; warn naming offsets and slop."""
         handle = self.subscriptions_handle
-        evicted = handle.num_evicted if handle is not None else None
-        if evicted is None or evicted <= self._last_unsynchronized:
+        counts = handle.loss_counts() if handle is not None else None
+        if counts is None:
             return
         with self._stats_lock:
-            self.stats.unsynchronized = evicted
-        self._last_unsynchronized = evicted
-        offsets = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in
-                            handle.stamp_offsets().items())
-        self._warn_throttled('unsynchronized', (
-            f'{evicted} input messages found no partner within sync.slop '
-            f'{self.settings.sync_slop} s and were dropped ({handle.backend}); latest stamps '
-            f'relative to image: {offsets or "unknown"}'))
+            self.stats.sync_losses.update({reason: n - self.stats.sync_losses[reason]
+                                           for reason, n in counts.items()})
+            self.stats.unsynchronized = sum(counts.values())
+        last = handle.last_losses()
+        for reason, count in counts.items():
+            if count > self._reported_losses[reason] and reason in last:
+                self._reported_losses[reason] = count
+                self._warn_throttled(f'unsynchronized:{reason}',
+                                     self._loss_message(handle, reason, count, last[reason]))
+        self._check_first_sets(handle)
+
+    def _loss_message(self, handle: SynchronizedSubscriptions, reason: str, count: int,
+                      loss: SyncLoss) -> str:
+        slop = self.settings.sync_slop
+        text = (f'unsynchronized ({reason}, {count} so far): {handle.backend} dropped '
+                f'{handle.offsets_text(loss)}')
+        if reason == BEYOND_SLOP:
+            needed = suggested_slop_s(round(handle.largest_spread_s() * NS_PER_S))
+            return (f'{text}; stamps up to {handle.largest_spread_s():.3f} s apart are beyond '
+                    f'sync.slop {slop:g} s: this data needs sync.slop {needed:g} (read-only: '
+                    f'-p sync.slop:={needed:g}), or stamps fixed at the source')
+        return (f'{text}; no unused message of every input within the slop {slop:g} s: an '
+                'input is silent or slower, or sync.queue_size '
+                f'{self.settings.sync_queue_size} is too small for the delays between inputs')
+
+    def _check_first_sets(self, handle: SynchronizedSubscriptions) -> None:
+        """Warn early when the first messages cannot pair, before the queues overflow."""
+        monitor = handle.monitor
+        if monitor is None or handle.num_emitted or min(monitor.received) < 3:
+            return
+        offsets = handle.stamp_offsets()
+        spread = max([0.0, *offsets.values()]) - min([0.0, *offsets.values()])
+        if len(offsets) < len(handle.topics) - 1 or spread < self.settings.sync_slop:
+            return
+        described = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in offsets.items())
+        needed = suggested_slop_s(round(spread * NS_PER_S))
+        self._warn_throttled('unsynchronized:first_sets', (
+            f'no synchronized set yet: latest stamps relative to {handle.topics[0]}: '
+            f'{described}; beyond sync.slop {self.settings.sync_slop:g} s: this data needs '
+            f'sync.slop {needed:g} (-p sync.slop:={needed:g})'))
 
     def _lifecycle_state(self) -> str:
         """Return the lifecycle state label; a plain node is active from construction."""

@@ -20,12 +20,14 @@ Both backends behind one handle that counts what was emitted and what found no p
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 import threading
 from typing import Any, Callable, Sequence
 
 from ..messages.stamps import header_stamp_ns, NS_PER_S
-from ..messages.sync import ApproximateTimeSync, validate_sync_settings
+from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
+from ..messages.sync_losses import describe_loss, NO_PARTNER, SyncLoss, SyncLossTracker
 
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
@@ -65,13 +67,86 @@ class _SyncMonitor:
         return emit
 
 
+class _MessageFiltersLosses:
+    """
+    Classify what message_filters' synchronizer drops: it counts nothing itself.
+
+    Every message is noted before the synchronizer sees it and the queues are compared after:
+    a noted message neither emitted in a set nor still queued was dropped. A stamp going
+    backwards is a time jump, handled as :class:`ApproximateTimeSync` handles it. Locks are
+    always taken synchronizer first, as its own callback (``emitted``) runs under its lock.
+    """
+
+    def __init__(self, num_inputs: int, slop_ns: int,
+                 on_time_jump: TimeJumpCallback | None) -> None:
+        self.lock = threading.Lock()
+        self.losses = SyncLossTracker(num_inputs, slop_ns)
+        self._slop_ns = slop_ns
+        self._pending: list[Counter[int]] = [Counter() for _ in range(num_inputs)]
+        self._on_time_jump = on_time_jump
+        self.synchronizer: Any = None
+
+    def before(self, index: int, msg: Any) -> None:
+        """Note a message the synchronizer is about to get; handle a time jump first."""
+        stamp = header_stamp_ns(msg)
+        if stamp is None or self.synchronizer is None:
+            return
+        with self.synchronizer.lock, self.lock:
+            previous = self.losses.seen(index, stamp)
+            if previous is not None and self._on_time_jump is not None:
+                self._drop_after(stamp + self._slop_ns)
+            self._pending[index][stamp] += 1
+        if previous is not None and self._on_time_jump is not None:
+            self._on_time_jump(index, previous, stamp)
+
+    def emitted(self, msgs: Sequence[Any]) -> None:
+        """Note a synchronized set (called under the synchronizer's lock, still queued)."""
+        stamps = [header_stamp_ns(msg) for msg in msgs]
+        with self.lock:
+            # What this message pushed out was dropped before the match: classified while
+            # the set's messages were still unused partners, as ApproximateTimeSync does.
+            self._count_dropped()
+            self.losses.used(stamps)
+            for pending, stamp in zip(self._pending, stamps):
+                pending[stamp] -= 1
+                if pending[stamp] <= 0:
+                    del pending[stamp]
+
+    def after(self, index: int, msg: Any) -> None:
+        """Count the noted messages that are neither in a set nor queued any more."""
+        if self.synchronizer is None:
+            return
+        with self.synchronizer.lock, self.lock:
+            self._count_dropped()
+
+    def _count_dropped(self) -> None:
+        for index, (pending, queue) in enumerate(zip(self._pending, self.synchronizer.queues)):
+            for stamp, count in list(pending.items()):
+                queued = int(stamp in queue)
+                for _ in range(count - queued):
+                    self.losses.lost(index, stamp)
+                if queued:
+                    pending[stamp] = 1
+                else:
+                    del pending[stamp]
+
+    def _drop_after(self, limit_ns: int) -> None:
+        for index, (pending, queue) in enumerate(zip(self._pending, self.synchronizer.queues)):
+            for stamp in sorted(s for s in queue if s > limit_ns):
+                del queue[stamp]
+                self.losses.lost(index, stamp, NO_PARTNER)
+                pending.pop(stamp, None)
+        self.losses.forget_after(limit_ns)
+
+
 @dataclass
 class SynchronizedSubscriptions:
     """
     Handle on synchronized subscriptions; keep it alive as long as messages should flow.
 
     ``backend`` is ``'message_filters'`` or ``'builtin'``. Both report how many sets were
-    emitted, how many messages were dropped unmatched (``num_evicted``) and how far apart the
+    emitted, how many messages were dropped unmatched and why (``loss_counts``,
+    ``last_losses``: see :mod:`~lrda_ros.messages.sync_losses`), and how far apart the
     inputs' latest stamps are (``stamp_offsets``), so a constant offset larger than the slop
     shows up instead of frames silently never arriving.
     """
@@ -81,25 +156,52 @@ class SynchronizedSubscriptions:
     synchronizer: Any = field(repr=False)
     topics: list[str] = field(default_factory=list)
     monitor: _SyncMonitor | None = field(default=None, repr=False)
+    #: message_filters only: what its synchronizer dropped (None where it cannot be told).
+    dropped: _MessageFiltersLosses | None = field(default=None, repr=False)
+
+    def _tracker(self) -> tuple[threading.Lock, SyncLossTracker] | None:
+        if isinstance(self.synchronizer, ApproximateTimeSync):
+            return self.synchronizer.lock, self.synchronizer.losses
+        if self.dropped is not None:
+            return self.dropped.lock, self.dropped.losses
+        return None
 
     @property
     def num_evicted(self) -> int | None:
-        """
-        Count input messages dropped without being part of a set (None if unknown).
+        """Count input messages dropped without being part of a set (None if unknown)."""
+        counts = self.loss_counts()
+        return None if counts is None else sum(counts.values())
 
-        message_filters does not count them; they are the messages received, less those in
-        emitted sets, less those still queued.
-        """
-        if isinstance(self.synchronizer, ApproximateTimeSync):
-            return self.synchronizer.num_evicted
-        queues = getattr(self.synchronizer, 'queues', None)
-        lock = getattr(self.synchronizer, 'lock', None)
-        if self.monitor is None or queues is None or lock is None:
+    def loss_counts(self) -> dict[str, int] | None:
+        """Return the dropped messages per reason (None if unknown)."""
+        tracker = self._tracker()
+        if tracker is None:
             return None
+        lock, losses = tracker
         with lock:
-            queued = sum(len(queue) for queue in queues)
-        monitor = self.monitor
-        return max(0, sum(monitor.received) - len(monitor.received) * monitor.emitted - queued)
+            return dict(losses.counts)
+
+    def last_losses(self) -> dict[str, SyncLoss]:
+        """Return the latest dropped message of each reason."""
+        tracker = self._tracker()
+        if tracker is None:
+            return {}
+        lock, losses = tracker
+        with lock:
+            return dict(losses.last)
+
+    def largest_spread_s(self) -> float:
+        """Return the largest stamp spread of the messages dropped beyond the slop (s)."""
+        tracker = self._tracker()
+        if tracker is None:
+            return 0.0
+        lock, losses = tracker
+        with lock:
+            return losses.largest_spread_ns / NS_PER_S
+
+    def offsets_text(self, loss: SyncLoss) -> str:
+        """Describe a dropped message: its topic and stamp, and each other input's offset."""
+        return describe_loss(loss, self.topics)
 
     @property
     def num_emitted(self) -> int | None:
@@ -129,6 +231,7 @@ def create_synchronized_subscriptions(
         node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
         slop_s: float, callback: Callable[..., None],
         prefer_message_filters: bool = True,
+        on_time_jump: Callable[[str, int, int], None] | None = None,
         **subscription_options: Any) -> SynchronizedSubscriptions:
     """
     Subscribe ``node`` to ``topics`` (``(msg_type, topic)`` pairs) and synchronize them.
@@ -136,27 +239,22 @@ def create_synchronized_subscriptions(
     ``callback`` receives one message per topic, in ``topics`` order. Uses
     ``message_filters.ApproximateTimeSynchronizer`` when it is importable and
     ``prefer_message_filters`` is set, else ``ApproximateTimeSync``. ``subscription_options``
-    (e.g. ``qos_overriding_options``) go to every underlying subscription.
+    (e.g. ``qos_overriding_options``) go to every underlying subscription. With
+    ``on_time_jump(topic, previous_ns, stamp_ns)``, a stamp going backwards on a topic is a
+    time jump: the queued messages of the old timeline are dropped (counted as
+    ``no_partner``) and the callback is told.
     """
     validate_sync_settings(len(topics), queue_size, slop_s, callback)
     monitor = _SyncMonitor(len(topics))
     names = [topic for _, topic in topics]
+    jump = None if on_time_jump is None else (
+        lambda index, previous, stamp: on_time_jump(names[index], previous, stamp))
     if prefer_message_filters and message_filters_available():
-        import message_filters
+        return _message_filters_subscriptions(node, topics, qos, queue_size, slop_s, callback,
+                                              monitor, jump, subscription_options)
 
-        subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
-                                                  **subscription_options)
-                       for msg_type, topic in topics]
-        synchronizer = message_filters.ApproximateTimeSynchronizer(
-            subscribers, queue_size, slop_s)
-        synchronizer.registerCallback(monitor.counting(callback))
-        for index, subscriber in enumerate(subscribers):
-            # Registered after the synchronizer's own input: counts what it has already seen.
-            subscriber.registerCallback(lambda msg, index=index: monitor.on_message(index, msg))
-        return SynchronizedSubscriptions(BACKEND_MESSAGE_FILTERS, subscribers, synchronizer,
-                                         names, monitor)
-
-    synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback)
+    synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback,
+                                       on_time_jump=jump)
 
     def add(index: int, msg: Any) -> None:
         monitor.on_message(index, msg)
@@ -168,3 +266,46 @@ def create_synchronized_subscriptions(
         for index, (msg_type, topic) in enumerate(topics)]
     return SynchronizedSubscriptions(BACKEND_BUILTIN, subscriptions, synchronizer, names,
                                      monitor)
+
+
+def _message_filters_subscriptions(
+        node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
+        slop_s: float, callback: Callable[..., None], monitor: _SyncMonitor,
+        on_time_jump: TimeJumpCallback | None,
+        subscription_options: dict[str, Any]) -> SynchronizedSubscriptions:
+    import message_filters
+
+    subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
+                                              **subscription_options)
+                   for msg_type, topic in topics]
+    dropped = _MessageFiltersLosses(len(topics), round(slop_s * NS_PER_S), on_time_jump)
+    for index, subscriber in enumerate(subscribers):
+        # Registered before the synchronizer's input, so this runs first on each message.
+        subscriber.registerCallback(lambda msg, index=index: dropped.before(index, msg))
+    synchronizer = message_filters.ApproximateTimeSynchronizer(subscribers, queue_size, slop_s)
+    emit = monitor.counting(callback)
+
+    def emit_and_note(*msgs: Any) -> None:
+        dropped.emitted(msgs)
+        emit(*msgs)
+
+    synchronizer.registerCallback(emit_and_note)
+    # A message_filters without queues and lock by stamp cannot tell its losses: left unknown.
+    inspectable = all(getattr(synchronizer, name, None) is not None
+                      for name in ('queues', 'lock'))
+    if inspectable:
+        dropped.synchronizer = synchronizer
+    tracked = dropped if inspectable else None
+    for index, subscriber in enumerate(subscribers):
+        # Registered after the synchronizer's own input: sees what it has already done.
+        subscriber.registerCallback(lambda msg, index=index: _after(monitor, tracked, index,
+                                                                    msg))
+    return SynchronizedSubscriptions(BACKEND_MESSAGE_FILTERS, subscribers, synchronizer,
+                                     [topic for _, topic in topics], monitor, tracked)
+
+
+def _after(monitor: _SyncMonitor, dropped: _MessageFiltersLosses | None, index: int,
+           msg: Any) -> None:
+    monitor.on_message(index, msg)
+    if dropped is not None:
+        dropped.after(index, msg)

@@ -34,6 +34,7 @@ from ...geometry import TransformTree
 from ...messages.compressed import any_depth_to_array, any_image_to_rgb
 from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
 from ...messages.rosbag import BagError, BagTopics, RosbagSource
+from ...messages.stamps import stamp_from_ns, stamp_text
 from ...pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
 
 EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
@@ -69,7 +70,14 @@ class RosbagDataset(FrameDataset):
         self.holdout_fraction = holdout_fraction
         self.seed = seed
         self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
-        self._stamps = self.source.synchronized_stamps(queue_size, slop_s)
+        self._stamps, losses = self.source.synchronize(queue_size, slop_s)
+        roles = {'image': self.source.topics.image, 'camera_info': self.source.topics.camera_info,
+                 'points': self.source.topics.points, 'depth': self.source.topics.depth}
+        #: The topic read for each role (depth: None without a depth topic).
+        self.topic_roles = roles
+        #: What the synchronizer could not pair, per reason (the report's sync_losses).
+        self.sync_losses = {**losses.summary([t for t in roles.values() if t]),
+                            'slop_s': slop_s, 'queue_size': queue_size}
         if not self._stamps:
             raise BagError(f'{self.source.path}: no synchronized frames: '
                            f'{self.source.no_match_reason(queue_size, slop_s)}')
@@ -119,7 +127,8 @@ class RosbagDataset(FrameDataset):
                            f' on {self.source.topics.image}): {error}',
                            field=error.field) from None
         gt = any_depth_to_array(messages[3]) if with_depth_topic else prepared.heldout_depth
-        return Frame(name=f'{index:05d}_{stamp}', rgb=inputs.rgb,
+        # Named by the image stamp, as the live evaluator names the same frame.
+        return Frame(name=stamp_text(stamp_from_ns(stamp)), rgb=inputs.rgb,
                      sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
                      sequence=self.source.path.name, stamp_ns=stamp,
                      notes={'outliers_removed': prepared.projection.num_dropped_outliers})

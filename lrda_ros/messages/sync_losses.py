@@ -1,0 +1,170 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Why messages left a synchronizer without a set: counted per reason, with the stamp offsets.
+
+A message is lost when its synchronizer drops it (pushed out of a full queue, replaced by one
+with the same stamp, discarded at a time jump, or still queued when a recording ends). It is
+classified against the other inputs' recent messages that no set used:
+
+- ``beyond_slop``: every other input had an unused message within :data:`PARTNER_RANGE_S`,
+  but their stamps were too far apart for the slop: the sensors' stamps are offset, and a
+  larger slop (:func:`suggested_slop_s`) pairs them.
+- ``no_partner``: some other input had no unused message in range (silent, slower, or its
+  nearby messages went to other sets), the partners were within the slop but never met in the
+  queues (raise the queue size), or a time jump discarded it.
+
+The node adds ``superseded`` itself: a synchronized set replaced by a newer one before it was
+processed (its worker was busy).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+import math
+from typing import Sequence
+
+from .stamps import NS_PER_S
+
+BEYOND_SLOP = 'beyond_slop'
+NO_PARTNER = 'no_partner'
+SUPERSEDED = 'superseded'
+#: Every reason a message or a set is lost, in the order reports list them.
+LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, SUPERSEDED)
+#: How far (s) another input's message may be from a lost one and still count as its partner;
+#: at least ten slops.
+PARTNER_RANGE_S = 1.0
+#: Recent stamps remembered per input for classifying.
+HISTORY_LENGTH = 64
+
+
+@dataclass(frozen=True)
+class SyncLoss:
+    """One message a synchronizer dropped, why, and where the other inputs' stamps were."""
+
+    reason: str
+    index: int
+    stamp_ns: int
+    #: Per input, the nearest unused message's stamp minus this one's (ns); 0 for this input,
+    #: None where that input had none in range.
+    offsets_ns: tuple[int | None, ...]
+
+    @property
+    def spread_ns(self) -> int | None:
+        """Return the stamp spread of the nearest partners (None when one is missing)."""
+        if any(offset is None for offset in self.offsets_ns):
+            return None
+        return max(self.offsets_ns) - min(self.offsets_ns)
+
+
+def suggested_slop_s(spread_ns: int) -> float:
+    """Return a slop that pairs stamps ``spread_ns`` apart, with a fifth more for jitter."""
+    # Rounded up to 10 ms: a value a user types; the matching rule wants spread < slop.
+    return max(0.01, math.ceil(spread_ns * 1.2 / (NS_PER_S / 100)) / 100)
+
+
+def describe_loss(loss: SyncLoss, topics: Sequence[str]) -> str:
+    """Describe a lost message: its topic and stamp, and each other input's nearest offset."""
+    others = ', '.join(
+        f'{topic} ' + ('none in range' if offset is None else f'{offset / NS_PER_S:+.3f} s')
+        for index, (topic, offset) in enumerate(zip(topics, loss.offsets_ns))
+        if index != loss.index)
+    return f'{topics[loss.index]} at {loss.stamp_ns / NS_PER_S:.3f} s: nearest {others}'
+
+
+class SyncLossTracker:
+    """
+    Remember recent stamps per input and classify the ones a synchronizer drops.
+
+    Not thread-safe: the synchronizer calls it under its own lock. ``seen`` also notices a
+    stamp going backwards on an input (a bag loop, a clock reset): the caller then discards
+    what it queued from the old timeline (:meth:`forget_after`).
+    """
+
+    def __init__(self, num_inputs: int, slop_ns: int) -> None:
+        self.slop_ns = int(slop_ns)
+        self.partner_range_ns = max(int(PARTNER_RANGE_S * NS_PER_S), 10 * self.slop_ns)
+        #: Per input: stamp -> whether a set used it, oldest first.
+        self._recent: list[dict[int, bool]] = [{} for _ in range(num_inputs)]
+        self._newest: list[int | None] = [None] * num_inputs
+        self.counts: Counter[str] = Counter()
+        #: Times a stamp went backwards, per input index.
+        self.time_jumps: Counter[int] = Counter()
+        #: The latest loss of each reason.
+        self.last: dict[str, SyncLoss] = {}
+        #: The largest spread among ``beyond_slop`` losses (ns): what the slop must exceed.
+        self.largest_spread_ns = 0
+
+    def seen(self, index: int, stamp_ns: int) -> int | None:
+        """Note a message; return the input's newest earlier stamp when this one is older."""
+        newest = self._newest[index]
+        recent = self._recent[index]
+        recent.pop(stamp_ns, None)  # a repeated stamp is a new, unused message
+        recent[stamp_ns] = False
+        while len(recent) > HISTORY_LENGTH:
+            del recent[next(iter(recent))]
+        if newest is not None and stamp_ns < newest:
+            self.time_jumps[index] += 1
+            self._newest[index] = stamp_ns
+            return newest
+        self._newest[index] = stamp_ns
+        return None
+
+    def used(self, stamps_ns: Sequence[int]) -> None:
+        """Note a synchronized set (one stamp per input, in input order)."""
+        for recent, stamp in zip(self._recent, stamps_ns):
+            recent[stamp] = True
+
+    def lost(self, index: int, stamp_ns: int, reason: str | None = None) -> SyncLoss:
+        """Classify (unless ``reason`` is given), count and return a dropped message."""
+        offsets = tuple(0 if other == index else self._nearest_unused(other, stamp_ns)
+                        for other in range(len(self._recent)))
+        loss = SyncLoss(reason or NO_PARTNER, index, stamp_ns, offsets)
+        spread = loss.spread_ns
+        if reason is None and spread is not None and spread >= self.slop_ns:
+            loss = SyncLoss(BEYOND_SLOP, index, stamp_ns, offsets)
+            self.largest_spread_ns = max(self.largest_spread_ns, spread)
+        self.counts[loss.reason] += 1
+        self.last[loss.reason] = loss
+        return loss
+
+    def forget_after(self, limit_ns: int) -> None:
+        """Forget stamps after ``limit_ns`` (an old timeline, after a time jump)."""
+        for recent in self._recent:
+            for stamp in [s for s in recent if s > limit_ns]:
+                del recent[stamp]
+
+    def summary(self, topics: Sequence[str]) -> dict:
+        """
+        Return the counts as a report records them (JSON-ready), naming ``topics``.
+
+        ``suggested_slop_s`` is set when messages were lost beyond the slop; ``examples`` has
+        the latest loss of each reason, described by :func:`describe_loss`.
+        """
+        spread = self.largest_spread_ns
+        return {
+            **{reason: self.counts[reason] for reason in LOSS_REASONS},
+            'stamp_backwards': {topics[i]: n for i, n in sorted(self.time_jumps.items())},
+            'largest_offset_s': spread / NS_PER_S if spread else None,
+            'suggested_slop_s': suggested_slop_s(spread) if spread else None,
+            'examples': {reason: describe_loss(loss, topics)
+                         for reason, loss in self.last.items()},
+        }
+
+    def _nearest_unused(self, index: int, stamp_ns: int) -> int | None:
+        offsets = [s - stamp_ns for s, used in self._recent[index].items()
+                   if not used and abs(s - stamp_ns) <= self.partner_range_ns]
+        return min(offsets, key=abs) if offsets else None

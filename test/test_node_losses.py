@@ -1,0 +1,129 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Counted losses over real rclpy/DDS: sync losses per reason, per-kind warnings, time jumps.
+
+Each loss shows on /diagnostics and in a log line with its reason. Runs with whichever
+synchronizer is installed (message_filters in a ROS 2 install, the built-in one otherwise).
+"""
+
+from __future__ import annotations
+
+from conftest import spin_until
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from lrda_ros.ros.builders import (  # noqa: E402, I100
+    camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
+from test_node import CAMERA_FRAME, frames, header, LIDAR_FRAME, system  # noqa: E402, F401
+
+MS = 1_000_000
+
+
+class LoggedWarnings:
+    """Record the node's warnings (and still log them)."""
+
+    def __init__(self, node) -> None:
+        self.lines: list[str] = []
+        logger = node.get_logger()
+        original = logger.warning
+
+        def warning(message, *args, **kwargs):
+            self.lines.append(str(message))
+            return original(message, *args, **kwargs)
+
+        logger.warning = warning
+
+    def matching(self, *words: str) -> list[str]:
+        return [line for line in self.lines if all(word in line for word in words)]
+
+
+def diagnostic_values(node, harness) -> dict[str, str]:
+    ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+    return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
+
+
+def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa: F811
+    # A DDAD-like rig at the default sync.slop (0.05 s): every frame is lost, each message
+    # counted, and the log names the slop that pairs them.
+    node, harness, executor = system(**{'sync.queue_size': 2})
+    warnings = LoggedWarnings(node)
+    for k in range(5):
+        harness.publish(frames[k % len(frames)], 20_000_000_000 + k * 500 * MS,
+                        cloud_delay_ns=-55 * MS)
+        spin_until(executor, lambda: False, 0.1)
+
+    def counted() -> bool:
+        return int(diagnostic_values(node, harness).get('unsynchronized (beyond_slop)', 0)) > 0
+
+    assert spin_until(executor, counted, 20), diagnostic_values(node, harness)
+    values = diagnostic_values(node, harness)
+    assert int(values['unsynchronized (no_partner)']) == 0
+    assert node.stats.received == 0 and node.stats.sync_losses['beyond_slop'] >= 3
+    lines = warnings.matching('beyond_slop', 'sync.slop 0.07')
+    assert lines, warnings.lines
+    assert '-0.055 s' in lines[0] or '+0.055 s' in lines[0], lines[0]
+    assert values['synchronization'] in lines[0]
+
+
+def test_two_kinds_of_malformed_input_in_one_window_both_warn(system, frames):  # noqa: F811
+    node, harness, executor = system()
+    warnings = LoggedWarnings(node)
+    frame, base = frames[0], 30_000_000_000
+
+    image = rgb_to_image_msg(frame.rgb, header(CAMERA_FRAME, base))
+    image.encoding = '16UC1'
+    harness.publish(frame, base, image=image)
+    assert spin_until(executor, lambda: node.stats.dropped['malformed'] == 1, 30)
+
+    camera_header = header(CAMERA_FRAME, base + 10**8)
+    cloud = xyz_to_pointcloud2(frame.points_lidar[:, :3],
+                               header(LIDAR_FRAME, base + 10**8 + 3 * MS))
+    cloud.row_step += 4  # the data no longer fills the rows it claims
+    harness.pub_image.publish(rgb_to_image_msg(frame.rgb, camera_header))
+    harness.pub_info.publish(camera_model_to_camera_info(frame.camera, camera_header))
+    harness.pub_points.publish(cloud)
+    assert spin_until(executor, lambda: node.stats.dropped['malformed'] == 2, 30)
+
+    assert len(warnings.matching('malformed image')) == 1, warnings.lines
+    assert len(warnings.matching('malformed points')) == 1, warnings.lines
+
+
+def test_a_stamp_going_back_is_counted_warned_and_restarts_cold(system, frames):  # noqa: F811
+    node, harness, executor = system(warm_start=True)
+    warnings = LoggedWarnings(node)
+    resets = []
+    completer = node.pipeline.completer
+    original_reset = completer.reset
+
+    def reset() -> None:
+        resets.append(node.stats.processed)
+        original_reset()
+
+    completer.reset = reset
+    for k, stamp_s in enumerate((10, 15, 9)):
+        harness.publish(frames[k], stamp_s * 10**9)
+        assert spin_until(executor, lambda: node.stats.processed == k + 1, 60), node.stats
+    assert [m.header.stamp.sec for m in harness.received['depth']][-1] == 9
+    # The frame at 9 s started cold: the warm start of the 15 s frame was reset before it.
+    assert resets == [2]
+    assert node.stats.stamp_backwards['image'] == 1
+    assert warnings.matching('stamp_backwards on image', '15.000 s, then 9.000 s')
+
+    assert spin_until(executor, lambda: diagnostic_values(node, harness).get(
+        'stamp_backwards (image)') == '1', 10)
+    values = diagnostic_values(node, harness)
+    assert values['stamp_backwards (points)'] == '1'
