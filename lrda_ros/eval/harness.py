@@ -115,7 +115,7 @@ def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = '
                 method.reset()
             try:
                 with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth)
+                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
             except InputError as error:  # a frame this method cannot complete
                 result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
                                                   0, 'failed', math.nan, None, str(error)))
