@@ -15,13 +15,15 @@
 """
 ``lrda bench``: time and peak memory of test-time optimization, measured side by side.
 
-Speed part (random weights are fine for timing): for each backbone size and resolution, after
+Speed part (random weights are fine for timing): for each backbone and resolution, after
 a warm-up, per-frame time and peak memory of ``lrda`` (decoder LoRA, cold, paper's 40 steps),
 ``lrda-warm`` (warm-started frames of a sequence), ``lrda-strips`` (the decoder's
 high-resolution tail in strips under activation checkpointing: less memory, more time),
 ``encoder-lora`` and ``prompt`` (tuning through the whole network), with ratios against
 ``lrda``; plus the cost structure (one encoder pass vs one decoder step, with the dense and
-the sparse head) and the ablations.
+the sparse head) and the ablations. Backbones: Depth Anything V2 ``vits`` ... ``vitg`` and
+UniDepthV2 ``unidepth-vits``, ``unidepth-vitb``, ``unidepth-vitl`` (given the camera's K, as
+the node runs it; the DPT-specific sparse head and strips do not apply to it).
 
 Accuracy part (``--accuracy``, needs a trained model, default the demo prior): a synthetic
 sequence scored for scale/shift, cold, cold with the dense head, and warm start, so speed-ups
@@ -46,11 +48,16 @@ from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
 from ..engine.precision import resolve_precision
 from ..engine.sparse_head import SparseHeadPlan
+from ..engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 
 #: (height, width) of the named resolutions.
 RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
 #: Strips of the decoder tail for ``lrda-strips`` (memory-saving mode, engine/strips.py).
 BENCH_TAIL_STRIPS = 16
+#: UniDepthV2 backbones by bench name (the official sizes, random weights).
+UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
+#: Every backbone name ``--backbones`` takes.
+BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES)
 
 
 @dataclass(frozen=True)
@@ -115,7 +122,7 @@ class BenchOptions:
 
     def __post_init__(self) -> None:
         """Reject unknown names and out-of-range numbers before anything runs."""
-        for option, given, known in (('--backbones', self.backbones, VARIANTS),
+        for option, given, known in (('--backbones', self.backbones, BACKBONES),
                                      ('--resolutions', self.resolutions, RESOLUTIONS),
                                      ('--methods', self.methods, SPEED_METHODS)):
             unknown = [name for name in given if name not in known]
@@ -149,6 +156,21 @@ def random_network(variant: str, seed: int):
     with torch.no_grad():
         network.head.conv3.bias.fill_(1.0)
     return network
+
+
+def bench_model(backbone: str, seed: int, device: torch.device | str = 'cpu'):
+    """Return the engine model of a bench backbone name with random weights."""
+    if backbone in UNIDEPTH_BACKBONES:
+        torch.manual_seed(seed)  # PyTorch's default init: non-degenerate, as random_network
+        config = UniDepthV2Config.official(UNIDEPTH_BACKBONES[backbone])
+        return UniDepthModel(UniDepthV2Network(config), device)
+    return DepthModel(random_network(backbone, seed), device)
+
+
+def bench_intrinsics(height: int, width: int) -> np.ndarray:
+    """Return the bench frames' camera: focal length one image width, centred."""
+    return np.array([[float(width), 0.0, (width - 1) / 2], [0.0, float(width), (height - 1) / 2],
+                     [0.0, 0.0, 1.0]])
 
 
 def bench_frames(height: int, width: int, count: int, lidar: LidarPattern,
@@ -189,10 +211,11 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
     rows, cols = (torch.from_numpy(a).to(model.device) for a in np.nonzero(sparse > 0))
     plan = SparseHeadPlan.build(rows, cols, rgb.shape[:2], tuple(pixel_values.shape[-2:]))
     parameters = completer.adaptation.parameters
+    intrinsics = bench_intrinsics(*rgb.shape[:2])
 
     def encoder():
         with completer._autocast():
-            return model.encode(pixel_values, rgb.shape[:2])
+            return model.encode(pixel_values, rgb.shape[:2], intrinsics)
 
     encoded = encoder()
 
@@ -207,9 +230,10 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
             values = plan.evaluate(model, encoded)
         torch.autograd.grad(values.sum(), parameters, allow_unused=True)
 
-    timings = {}
-    for name, call in (('encoder_s', encoder), ('decoder_step_dense_s', dense_step),
-                       ('decoder_step_sparse_s', sparse_step)):
+    timings = {'decoder_step_sparse_s': math.nan}  # the sparse head: DPT decoders only
+    steps = (('encoder_s', encoder), ('decoder_step_dense_s', dense_step)) + (
+        (('decoder_step_sparse_s', sparse_step),) if model.dpt_decoder else ())
+    for name, call in steps:
         call()  # warm-up
         _sync(model.device)
         start = time.perf_counter()
@@ -230,15 +254,16 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
     """
     height, width = RESOLUTIONS[resolution]
     frames = bench_frames(height, width, frame_index + 1, lidar, seed)
-    model = DepthModel(random_network(variant, seed), resolve_device(config.device))
+    intrinsics = bench_intrinsics(height, width)
+    model = bench_model(variant, seed, resolve_device(config.device))
     completer = DepthCompleter(model, replace(config, warm_start=warm,
                                               iterations=config.iterations if warm else 2))
-    completer.complete(*frames[0])
+    completer.complete(*frames[0], intrinsics=intrinsics)
     completer.config = replace(config, warm_start=warm)
     if not warm:
         completer.reset()
     with Measure(model.device) as measured:
-        result = completer.complete(*frames[frame_index])
+        result = completer.complete(*frames[frame_index], intrinsics=intrinsics)
     return {'seconds': measured.seconds, 'peak_mb': measured.peak_mb,
             'iterations': result.iterations, 'final_loss': result.final_loss}
 
@@ -252,13 +277,19 @@ def _in_fresh_process(function, *args):
         return pool.submit(function, *args).result()
 
 
-def _plan(options: BenchOptions, config: TTOConfig) -> list[tuple[str, TTOConfig, bool]]:
-    methods = [(name, SPEED_METHODS[name]) for name in options.methods]
+def _plan(options: BenchOptions, config: TTOConfig,
+          backbone: str = 'vits') -> list[tuple[str, TTOConfig, bool]]:
+    dpt = backbone not in UNIDEPTH_BACKBONES  # strips and the sparse head exist for DPT only
+    methods = [(name, SPEED_METHODS[name]) for name in options.methods
+               if dpt or SPEED_METHODS[name].tail_strips == 1]
     plan = [(name, replace(config, scope=method.scope, tail_strips=method.tail_strips),
              method.warm) for name, method in methods]
     if options.ablations and 'lrda' in options.methods:  # each optimization off
         if resolve_precision(resolve_device(config.device), config.dtype) != 'float32':
             plan.append(('lrda, float32', replace(config, dtype='float32'), False))
+        if not dpt:
+            plan.append(('lrda, contiguous', replace(config, channels_last=False), False))
+            return plan
         plan += [('lrda, dense head', replace(config, sparse_head=False), False),
                  ('lrda, contiguous', replace(config, channels_last=False), False),
                  ('lrda, neither (baseline)',
@@ -300,7 +331,7 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
                                dtype=options.dtype, processing_size=None,
                                sparse_head=options.sparse_head, seed=options.seed,
                                divergence_factor=math.inf, backtrack_fraction=1.0)
-            plan = _plan(options, config)
+            plan = _plan(options, config, variant)
             samples: dict[str, list[dict]] = {name: [] for name, _, _ in plan}
             for index in range(1, options.frames + 1):
                 for name, method_config, warm in plan:
@@ -332,7 +363,7 @@ def _steps_in_this_process(variant: str, height: int, width: int, lidar: LidarPa
                            seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
     frame = bench_frames(height, width, 1, lidar, seed)[0]
-    return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
+    return cost_structure(bench_model(variant, seed), *frame, repeats=3,
                           tune_cpu_allocator=tuned, dtype=dtype)
 
 
