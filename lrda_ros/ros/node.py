@@ -141,6 +141,8 @@ class CompletionCore:
             completer = DepthCompleter(choice, settings.tto)
         except UnsupportedPrecisionError as error:
             raise InvalidParameterError('dtype', str(error)) from error
+        for notice in completer.notices:  # options the model runs without, and why
+            self.get_logger().info(notice)
         with self._settings_lock:
             self.model_choice = choice
             self.pipeline = CompletionPipeline(completer, settings.projection,
