@@ -163,7 +163,9 @@ def _add_bench(commands) -> None:
     parser = commands.add_parser('bench', help='time and memory of TTO, side by side',
                                  parents=[_common()])
     parser.add_argument('--backbones', type=_csv, default=defaults.backbones,
-                        help='comma-separated: vits, vitb, vitl, vitg (random weights)')
+                        help='comma-separated: vits, vitb, vitl, vitg (Depth Anything V2), '
+                        'unidepth-vits, unidepth-vitb, unidepth-vitl (UniDepthV2); random '
+                        'weights')
     parser.add_argument('--resolutions', type=_csv, default=defaults.resolutions,
                         help=f'comma-separated, from: {", ".join(RESOLUTIONS)}')
     parser.add_argument('--methods', type=_csv, default=defaults.methods,

@@ -133,6 +133,19 @@ class FrameOutputs:
         """Return the LiDAR input the engine saw."""
         return self.prepared.sparse_depth
 
+    @property
+    def confidence(self) -> np.ndarray | None:
+        """
+        Return the model's (H, W) confidence output, NaN where the depth is, or None.
+
+        Only models with a confidence head have one (UniDepthV2: a per-image ranking of the
+        network's own expected error, larger = less reliable, no unit).
+        """
+        confidence = self.completion.confidence
+        if confidence is None:
+            return None
+        return np.where(np.isnan(self.depth), np.nan, confidence).astype(np.float32)
+
 
 def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
                   holdout: HoldoutRule = HoldoutRule()) -> PreparedFrame:
@@ -150,16 +163,18 @@ def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
 
 def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np.ndarray,
                     deadline: float | None = None,
-                    should_stop: Callable[[], bool] | None = None
+                    should_stop: Callable[[], bool] | None = None,
+                    intrinsics: np.ndarray | None = None
                     ) -> tuple[np.ndarray, CompletionResult]:
     """
     Run the engine on an image and its sparse map; return (published depth, engine result).
 
     The published depth is the engine's with NaN at its far limit. Every completion (node,
     bag and dataset evaluation) ends here. Engine errors (too few LiDAR points under the
-    'error' policy, non-finite network output) propagate to the caller.
+    'error' policy, non-finite network output) propagate to the caller. ``intrinsics`` (the
+    image's K) goes to models that take the camera.
     """
-    result = completer.complete(rgb, sparse_depth, deadline, should_stop)
+    result = completer.complete(rgb, sparse_depth, deadline, should_stop, intrinsics)
     return mask_far_limit(result.depth, completer.config.max_depth), result
 
 
@@ -185,7 +200,8 @@ class CompletionPipeline:
         ``should_stop`` goes to :meth:`DepthCompleter.complete`.
         """
         depth, result = complete_sparse(self.completer, prepared.inputs.rgb,
-                                        prepared.sparse_depth, deadline, should_stop)
+                                        prepared.sparse_depth, deadline, should_stop,
+                                        prepared.inputs.camera.K)
         return FrameOutputs(depth, prepared, result)
 
     def process(self, inputs: FrameInputs, deadline: float | None = None,

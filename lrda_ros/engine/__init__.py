@@ -22,6 +22,10 @@ Typical use::
     model = load_depth_model('auto', device='auto')   # or a hub id, a directory, a .pth, 'demo'
     completer = DepthCompleter(model, TTOConfig(iterations=40, warm_start=True))
     result = completer.complete(rgb, sparse_depth)   # result.depth: (H, W) metres
+
+UniDepthV2 (``load_depth_model('lpiccinelli/unidepth-v2-vits14')``, or a folder or weights file
+of it) takes the camera, ``complete(rgb, sparse_depth, intrinsics=K)``, and also returns
+``result.confidence``.
 """
 
 from .alignment import (
@@ -35,6 +39,7 @@ from .precision import UnsupportedPrecisionError
 from .tto import (
     CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter,
     InsufficientSparseDepthError, NonFiniteDepthError)
+from .unidepth import UniDepthModel
 
 __all__ = [
     'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
@@ -43,5 +48,5 @@ __all__ = [
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'NonFiniteDepthError', 'PredictionSpace', 'resolve_device',
     'ScaleShift', 'Scope',
-    'TTOConfig', 'UnsupportedPrecisionError',
+    'TTOConfig', 'UniDepthModel', 'UnsupportedPrecisionError',
 ]

@@ -28,8 +28,7 @@ from contextlib import AbstractContextManager, nullcontext
 import torch
 
 from .config import Scope, TTOConfig
-from .lora import (
-    adaptable_layers, DECODER_PREFIXES, ENCODER_PREFIXES, LoraAdapters, ParameterSnapshot)
+from .lora import adaptable_layers, LoraAdapters, ParameterSnapshot
 from .model import DepthModel, EncodedImage
 
 
@@ -70,7 +69,7 @@ class Adaptation:
         """Return the features the decoder consumes at this step."""
         if not self.reencodes:
             return cached
-        return model.encode_differentiable(pixel_values, cached.input_size)
+        return model.encode_differentiable(pixel_values, cached.input_size, cached.intrinsics)
 
 
 class LoraAdaptation(Adaptation):
@@ -81,7 +80,7 @@ class LoraAdaptation(Adaptation):
         self.adapters = LoraAdapters(model.network, layers, config.lora_rank, config.lora_alpha,
                                      config.lora_dropout, config.seed)
         super().__init__(self.adapters.snapshot)
-        self.reencodes = any(p in ENCODER_PREFIXES for p in prefixes)
+        self.reencodes = any(p in model.encoder_prefixes for p in prefixes)
 
     def optimizing(self) -> AbstractContextManager[None]:
         """Apply LoRA dropout during the steps only."""
@@ -93,7 +92,7 @@ class DecoderFullAdaptation(Adaptation):
 
     def __init__(self, model: DepthModel) -> None:
         parameters = [p for n, p in model.network.named_parameters()
-                      if n.startswith(DECODER_PREFIXES)]
+                      if n.startswith(model.decoder_prefixes)]
         for parameter in parameters:
             parameter.requires_grad_(True)
         super().__init__(ParameterSnapshot(parameters))
@@ -119,17 +118,19 @@ class PromptAdaptation(Adaptation):
                  cached: EncodedImage) -> EncodedImage:
         """Encode the prompted image with autograd."""
         prompt = self.snapshot.parameters[0]
-        return model.encode_differentiable(pixel_values + prompt, cached.input_size)
+        return model.encode_differentiable(pixel_values + prompt, cached.input_size,
+                                           cached.intrinsics)
 
 
 def build_adaptation(model: DepthModel, config: TTOConfig) -> Adaptation:
     """Attach the scope's trainable state to the model."""
+    # Each model names its own encoder and decoder (module name prefixes).
     if config.scope is Scope.DECODER_LORA:
-        return LoraAdaptation(model, config, DECODER_PREFIXES)
+        return LoraAdaptation(model, config, model.decoder_prefixes)
     if config.scope is Scope.ENCODER_LORA:
-        return LoraAdaptation(model, config, ENCODER_PREFIXES)
+        return LoraAdaptation(model, config, model.encoder_prefixes)
     if config.scope is Scope.FULL_LORA:
-        return LoraAdaptation(model, config, ENCODER_PREFIXES + DECODER_PREFIXES)
+        return LoraAdaptation(model, config, model.encoder_prefixes + model.decoder_prefixes)
     if config.scope is Scope.DECODER_FULL:
         return DecoderFullAdaptation(model)
     return PromptAdaptation()

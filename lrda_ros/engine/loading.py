@@ -16,8 +16,9 @@
 Load the depth model any ``model`` spec names: the one loader of the package.
 
 A spec is a Hugging Face hub id, a local Hugging Face directory (``save_pretrained`` layout), an
-official Depth Anything V2 ``.pth`` file (converted by :mod:`lrda_ros.engine.checkpoint`), or
-one of two keywords:
+official Depth Anything V2 ``.pth`` file (converted by :mod:`lrda_ros.engine.checkpoint`),
+UniDepthV2 weights (hub ids ``lpiccinelli/unidepth-v2-vit{s,b,l}14``, a folder or file of
+them; :mod:`lrda_ros.engine.unidepth.loading`), or one of two keywords:
 
 - ``demo``: the small prior shipped with this package, trained on the procedural world of
   :mod:`lrda_ros.world`. It demonstrates the system offline; it is not a foundation model.
@@ -43,6 +44,7 @@ from .checkpoint import (
     build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
     read_official_state_dict)
 from .model import DepthModel, resolve_device
+from .unidepth.loading import is_unidepth_source
 from ..errors import ModelError
 
 DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
@@ -54,6 +56,8 @@ HUB_PROBE_TIMEOUT_S = 1.5
 _HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json + '
                 'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
                 'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), '
+                'a UniDepthV2 hub id (lpiccinelli/unidepth-v2-vits14, -vitb14, -vitl14) or a '
+                'folder or weights file of one, '
                 "'demo' for the embedded demonstration prior, or a hub id that is reachable or "
                 f'already cached (default {DEFAULT_MODEL!r}).')
 
@@ -124,8 +128,25 @@ def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
         return _demo_prior(torch_device)
     if text == AUTO:
         return _auto(torch_device)
+    if is_unidepth_source(text):
+        return _load_unidepth(text, torch_device, local_files_only)
     network = _load_network(text, depth_estimation_type, max_depth, local_files_only)
     return DepthModel(network, torch_device, source=text)
+
+
+def _load_unidepth(text: str, device: torch.device, local_files_only: bool):
+    """Return a UniDepthModel of a hub id, folder or weights file (errors say what to pass)."""
+    from .unidepth import load_unidepth_network, UniDepthModel
+
+    try:
+        network = load_unidepth_network(text, local_files_only, hub_unreachable_reason)
+    except ModelError as error:
+        raise ModelLoadError(f'cannot load UniDepthV2 {text!r}: {error}. {_HOW_TO_PASS}'
+                             ) from error
+    except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
+        raise ModelLoadError(f'cannot load UniDepthV2 {text!r} ({type(error).__name__}: '
+                             f'{error}). {_HOW_TO_PASS}') from error
+    return UniDepthModel(network, device, source=text)
 
 
 def _demo_prior(device: torch.device, warning: str = '') -> DepthModel:

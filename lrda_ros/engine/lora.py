@@ -67,6 +67,21 @@ def adaptable_layers(network: nn.Module, prefixes: Sequence[str],
     return names
 
 
+def _match_conv_padding(network: nn.Module, layer_names: Sequence[str]) -> None:
+    """
+    Give each conv adapter's down-projection the padding mode of the layer it adapts.
+
+    peft builds it with zero padding; for a layer that pads by reflection (UniDepthV2's
+    output convolutions) the adapter would then differ from a weight update at the borders.
+    With the same mode (and the 1x1 up-projection) it is exactly W + BA.
+    """
+    for name in layer_names:
+        layer = network.get_submodule(name)
+        base = getattr(layer, 'base_layer', None)
+        if isinstance(base, nn.Conv2d):
+            layer.lora_A[ADAPTER_NAME].padding_mode = base.padding_mode
+
+
 class LoraAdapters:
     """
     Rank-r LoRA adapters injected by peft; only their weights require gradients.
@@ -95,6 +110,7 @@ class LoraAdapters:
         self.dropouts = [layer.lora_dropout[ADAPTER_NAME] for layer in network.modules()
                          if isinstance(layer, LoraLayer)]
         network.requires_grad_(False)
+        _match_conv_padding(network, layer_names)
         self.network = network
         self.layer_names = list(layer_names)
         self.parameters = [p for n, p in network.named_parameters() if '.lora_' in n]

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .alignment import PredictionSpace
+from .lora import DECODER_PREFIXES, ENCODER_PREFIXES
 from .precision import full_precision
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -42,6 +43,8 @@ class EncodedImage:
     hidden_states: tuple[torch.Tensor, ...]
     patch_grid: tuple[int, int]
     input_size: tuple[int, int]
+    #: The input image's 3x3 camera matrix, for models that take one (re-encoding needs it).
+    intrinsics: np.ndarray | None = None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -194,6 +197,13 @@ class DepthModel:
     should know about the choice ('' when the requested model was loaded as asked).
     """
 
+    #: The decoder is transformers' DPT: the sparse head and tail strips apply to it.
+    dpt_decoder = True
+    #: Depth Anything V2 has no confidence output.
+    has_confidence = False
+    encoder_prefixes = ENCODER_PREFIXES
+    decoder_prefixes = DECODER_PREFIXES
+
     def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
         self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
@@ -234,19 +244,21 @@ class DepthModel:
         return (pixel_values.shape[-2] // self.patch_size,
                 pixel_values.shape[-1] // self.patch_size)
 
-    def encode(self, pixel_values: torch.Tensor, input_size: tuple[int, int]) -> EncodedImage:
-        """Run the backbone once, outside autograd, and keep its features."""
+    def encode(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
+               intrinsics: np.ndarray | None = None) -> EncodedImage:
+        """Run the backbone once, outside autograd, and keep its features (K is unused)."""
         with torch.inference_mode():
             features = self.network.backbone(pixel_values).feature_maps
         # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
         return EncodedImage(tuple(f.clone() for f in features), self._patch_grid(pixel_values),
-                            input_size)
+                            input_size, intrinsics)
 
-    def encode_differentiable(self, pixel_values: torch.Tensor,
-                              input_size: tuple[int, int]) -> EncodedImage:
+    def encode_differentiable(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
+                              intrinsics: np.ndarray | None = None) -> EncodedImage:
         """Run the backbone with autograd (encoder adaptation and prompt tuning)."""
         features = self.network.backbone(pixel_values).feature_maps
-        return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size)
+        return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size,
+                            intrinsics)
 
     def reassembled(self, encoded: EncodedImage, level: int, resize: bool = True) -> torch.Tensor:
         """

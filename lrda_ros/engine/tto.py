@@ -40,7 +40,7 @@ from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, 
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
 from .strips import decode_in_strips
-from ..errors import InputError, LrdaError
+from ..errors import ConfigError, InputError, LrdaError
 
 
 #: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
@@ -119,6 +119,10 @@ class CompletionResult:
     encode_seconds: float = 0.0
     optimize_seconds: float = 0.0
     total_seconds: float = 0.0
+    #: (H, W) float32 confidence output of models that have one (UniDepthV2: a per-image
+    #: ranking of the network's own expected error, larger = less reliable, no unit), from
+    #: the pass that gave ``depth``; None for models without one.
+    confidence: np.ndarray | None = None
 
 
 @dataclass
@@ -157,6 +161,9 @@ class DepthCompleter:
             self.model.network.to(memory_format=torch.channels_last)
         if self.config.tune_cpu_allocator and self.model.device.type == 'cpu':
             keep_freed_memory_in_heap()
+        #: What this completer does differently from its configuration, and why.
+        self.notices: list[str] = []
+        self._check_model_options()
         self.adaptation = build_adaptation(model, self.config)
         self._warm_input_shape: tuple[int, ...] | None = None
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
@@ -167,6 +174,31 @@ class DepthCompleter:
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
+
+    def _check_model_options(self) -> None:
+        """
+        Reject options the model cannot honour; note the speed-ups it runs without.
+
+        The sparse head and tail strips are built on Depth Anything V2's DPT decoder. Without
+        the sparse head the steps decode the full depth map (same result, more time), so it is
+        only noted; tail strips are asked for to bound memory, so their absence is an error.
+        """
+        if self.model.dpt_decoder:
+            return
+        name = type(self.model).__name__
+        if self.config.tail_strips > 1:
+            raise ConfigError(
+                f'tail_strips={self.config.tail_strips}: decoder tail strips exist only for '
+                f"Depth Anything V2's DPT decoder, not for {name}; set tail_strips to 1 "
+                '(or lower processing_size to save memory)', field='tail_strips')
+        if self.config.sparse_head:
+            self.notices.append(
+                f"sparse_head: Depth Anything V2's sparse head does not apply to {name}; "
+                'the optimization steps decode the full depth map')
+
+    @property
+    def _uses_sparse_head(self) -> bool:
+        return self.config.sparse_head and self.model.dpt_decoder
 
     def _probe_precision(self) -> None:
         """
@@ -185,7 +217,7 @@ class DepthCompleter:
             with self._autocast():
                 encoded = self.model.encode(pixel_values, (size, size))
             plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
-                    if self.config.sparse_head else None)
+                    if self._uses_sparse_head else None)
             with self._autocast():
                 features = self.adaptation.features(self.model, pixel_values, encoded)
                 points = self._points_prediction(features, samples, plan)
@@ -240,7 +272,8 @@ class DepthCompleter:
         for group in self._optimizer.param_groups:  # an earlier frame's backtrack lowered it
             group['lr'] = config.learning_rate
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:])) if config.sparse_head else None
+                                    tuple(pixel_values.shape[-2:])
+                                    ) if self._uses_sparse_head else None
         # Any prediction, once aligned, does at least as well as this constant one.
         constant_loss = float(((target - target.mean()) ** 2).sum())
         for _ in range(iterations):
@@ -298,14 +331,21 @@ class DepthCompleter:
         return before - losses[-1] < tol * before
 
     @torch.no_grad()
-    def _dense_prediction(self, pixel_values: torch.Tensor,
-                          encoded: EncodedImage) -> torch.Tensor:
+    def _dense_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage
+                          ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Return the (H, W) prediction and, for models that have one, the confidence."""
+        confidence = None
         with self._autocast():
             features = self.adaptation.features(self.model, pixel_values, encoded)
-            strips = self.config.tail_strips
-            prediction = (decode_in_strips(self.model, features, strips) if strips > 1
-                          else self.model.decode(features))
-        return resize_prediction(prediction.float(), encoded.input_size)[0]
+            if self.model.has_confidence:
+                prediction, confidence = self.model.decode_with_confidence(features)
+            else:
+                strips = self.config.tail_strips if self.model.dpt_decoder else 1
+                prediction = (decode_in_strips(self.model, features, strips) if strips > 1
+                              else self.model.decode(features))
+        if confidence is not None:
+            confidence = resize_prediction(confidence.float(), encoded.input_size)[0]
+        return resize_prediction(prediction.float(), encoded.input_size)[0], confidence
 
     def _final_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                           samples: SparseSamples, target: torch.Tensor, trace: _Trace,
@@ -317,23 +357,24 @@ class DepthCompleter:
         after divergence.
         """
         deadline.begin_finish()
-        dense = self._dense_prediction(pixel_values, encoded)
+        dense, confidence = self._dense_prediction(pixel_values, encoded)
         loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         final_is_worse = not math.isfinite(float(loss)) or float(loss) > trace.best_loss
         deadline.end_finish()
         if trace.best_state is not None and (
                 trace.diverged or (final_is_worse and deadline.second_decode_fits())):
             self.adaptation.restore(trace.best_state)
-            dense = self._dense_prediction(pixel_values, encoded)
+            dense, confidence = self._dense_prediction(pixel_values, encoded)
             loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         if not bool(torch.isfinite(dense).all()):
             raise NonFiniteDepthError('the depth model produced non-finite values for this '
                                       'image even without adaptation')
-        return dense, loss, fit
+        return dense, confidence, loss, fit
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
                  deadline: float | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> CompletionResult:
+                 should_stop: Callable[[], bool] | None = None,
+                 intrinsics: np.ndarray | None = None) -> CompletionResult:
         """
         Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
 
@@ -344,6 +385,9 @@ class DepthCompleter:
 
         ``should_stop`` is polled before every optimization step; when it returns True the
         frame is abandoned with CompletionCancelledError (the warm-start state is reset).
+
+        ``intrinsics``: the image's 3x3 camera matrix K (pixels), for models that take the
+        camera (UniDepthV2; without it, UniDepthV2 predicts its own); others ignore it.
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -367,7 +411,7 @@ class DepthCompleter:
         if not warm:
             self.adaptation.reset(pixel_values)
         with self._autocast():  # the encoder in the reduced precision too
-            encoded = self.model.encode(pixel_values, rgb.shape[:2])
+            encoded = self.model.encode(pixel_values, rgb.shape[:2], intrinsics)
         self._synchronize()
         encoded_at = time.perf_counter()
 
@@ -380,8 +424,8 @@ class DepthCompleter:
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
             raise
-        dense, loss, fit = self._final_prediction(pixel_values, encoded, samples, target, trace,
-                                                  frame_deadline)
+        dense, confidence, loss, fit = self._final_prediction(
+            pixel_values, encoded, samples, target, trace, frame_deadline)
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
         result_depth = depth.cpu().numpy().astype(np.float32)
@@ -398,4 +442,5 @@ class DepthCompleter:
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
             losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
             stopped_at_deadline=frame_deadline.reached, encode_seconds=encoded_at - start,
-            optimize_seconds=end - encoded_at, total_seconds=end - start)
+            optimize_seconds=end - encoded_at, total_seconds=end - start,
+            confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32))

@@ -15,14 +15,17 @@
 """
 ``lrda bench``: time and peak memory of test-time optimization, measured side by side.
 
-Speed part (random weights are fine for timing): for each backbone size and resolution, after
+Speed part (random weights are fine for timing): for each backbone (Depth Anything V2
+or UniDepthV2) and resolution, after
 a warm-up, per-frame time and peak memory of methods of the one registry
 (:data:`~lrda_ros.eval.methods.METHODS`), by default ``lrda`` (decoder LoRA, cold, paper's 40
 steps), ``lrda-warm`` (warm-started frames of a sequence), ``lrda-strips`` (the decoder's
 high-resolution tail in strips under activation checkpointing: less memory, more time),
 ``encoder-lora`` and ``prompt`` (tuning through the whole network), with ratios against
 ``lrda``; plus the cost structure (one encoder pass vs one decoder step, with the dense and
-the sparse head) and the ablations.
+the sparse head) and the ablations. Backbones: Depth Anything V2 ``vits`` ... ``vitg`` and
+UniDepthV2 ``unidepth-vits``, ``unidepth-vitb``, ``unidepth-vitl`` (given the camera's K, as
+the node runs it; the DPT-specific sparse head and strips do not apply to it).
 
 Accuracy part (``--accuracy``, needs a trained model, default the demo prior): a synthetic
 sequence scored for scale/shift, cold, cold with the dense head, and warm start, so speed-ups
@@ -49,11 +52,16 @@ from ..engine.checkpoint import build_config, VARIANTS
 from ..engine.model import resolve_device
 from ..engine.precision import resolve_precision
 from ..engine.sparse_head import SparseHeadPlan
+from ..engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 
 #: (height, width) of the named resolutions.
 RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
 #: Methods timed unless ``--methods`` says otherwise: names of the registry (eval/methods.py).
 DEFAULT_BENCH_METHODS = ('lrda', 'lrda-warm', 'lrda-strips', 'encoder-lora', 'prompt')
+#: UniDepthV2 backbones by bench name (the official sizes, random weights).
+UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
+#: Every backbone name ``--backbones`` takes.
+BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES)
 
 
 @dataclass(frozen=True)
@@ -102,7 +110,7 @@ class BenchOptions:
 
     def __post_init__(self) -> None:
         """Reject unknown names and out-of-range numbers before anything runs."""
-        for option, given, known in (('--backbones', self.backbones, VARIANTS),
+        for option, given, known in (('--backbones', self.backbones, BACKBONES),
                                      ('--resolutions', self.resolutions, RESOLUTIONS)):
             unknown = [name for name in given if name not in known]
             if unknown or not given:
@@ -136,6 +144,21 @@ def random_network(variant: str, seed: int):
     with torch.no_grad():
         network.head.conv3.bias.fill_(1.0)
     return network
+
+
+def bench_model(backbone: str, seed: int, device: torch.device | str = 'cpu'):
+    """Return the engine model of a bench backbone name with random weights."""
+    if backbone in UNIDEPTH_BACKBONES:
+        torch.manual_seed(seed)  # PyTorch's default init: non-degenerate, as random_network
+        config = UniDepthV2Config.official(UNIDEPTH_BACKBONES[backbone])
+        return UniDepthModel(UniDepthV2Network(config), device)
+    return DepthModel(random_network(backbone, seed), device)
+
+
+def bench_intrinsics(height: int, width: int) -> np.ndarray:
+    """Return the bench frames' camera: focal length one image width, centred."""
+    return np.array([[float(width), 0.0, (width - 1) / 2], [0.0, float(width), (height - 1) / 2],
+                     [0.0, 0.0, 1.0]])
 
 
 def bench_frames(height: int, width: int, count: int, lidar: LidarPattern,
@@ -176,10 +199,11 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
     rows, cols = (torch.from_numpy(a).to(model.device) for a in np.nonzero(sparse > 0))
     plan = SparseHeadPlan.build(rows, cols, rgb.shape[:2], tuple(pixel_values.shape[-2:]))
     parameters = completer.adaptation.parameters
+    intrinsics = bench_intrinsics(*rgb.shape[:2])
 
     def encoder():
         with completer._autocast():
-            return model.encode(pixel_values, rgb.shape[:2])
+            return model.encode(pixel_values, rgb.shape[:2], intrinsics)
 
     encoded = encoder()
 
@@ -194,9 +218,10 @@ def cost_structure(model: DepthModel, rgb: np.ndarray, sparse: np.ndarray, repea
             values = plan.evaluate(model, encoded)
         torch.autograd.grad(values.sum(), parameters, allow_unused=True)
 
-    timings = {}
-    for name, call in (('encoder_s', encoder), ('decoder_step_dense_s', dense_step),
-                       ('decoder_step_sparse_s', sparse_step)):
+    timings = {'decoder_step_sparse_s': math.nan}  # the sparse head: DPT decoders only
+    steps = (('encoder_s', encoder), ('decoder_step_dense_s', dense_step)) + (
+        (('decoder_step_sparse_s', sparse_step),) if model.dpt_decoder else ())
+    for name, call in steps:
         call()  # warm-up
         _sync(model.device)
         start = time.perf_counter()
@@ -217,15 +242,16 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
     """
     height, width = RESOLUTIONS[resolution]
     frames = bench_frames(height, width, frame_index + 1, lidar, seed)
-    model = DepthModel(random_network(variant, seed), resolve_device(config.device))
+    intrinsics = bench_intrinsics(height, width)
+    model = bench_model(variant, seed, resolve_device(config.device))
     completer = DepthCompleter(model, replace(config, warm_start=warm,
                                               iterations=config.iterations if warm else 2))
-    completer.complete(*frames[0])
+    completer.complete(*frames[0], intrinsics=intrinsics)
     completer.config = replace(config, warm_start=warm)
     if not warm:
         completer.reset()
     with Measure(model.device) as measured:
-        result = completer.complete(*frames[frame_index])
+        result = completer.complete(*frames[frame_index], intrinsics=intrinsics)
     return {'seconds': measured.seconds, 'peak_mb': measured.peak_mb,
             'iterations': result.iterations, 'final_loss': result.final_loss}
 
@@ -264,17 +290,24 @@ class PlannedRun:
     config: TTOConfig | None
 
 
-def _plan(options: BenchOptions, config: TTOConfig) -> list[PlannedRun]:
+def _plan(options: BenchOptions, config: TTOConfig, backbone: str = 'vits') -> list[PlannedRun]:
+    dpt = backbone not in UNIDEPTH_BACKBONES  # strips and the sparse head exist for DPT only
+    names = [name for name in options.methods
+             if dpt or not (METHODS[name].tail_strips or 1) > 1]
     plan = [PlannedRun(name, METHODS[name].configure(config)
-                       if METHODS[name].needs_network else None) for name in options.methods]
+                       if METHODS[name].needs_network else None) for name in names]
     if options.ablations and 'lrda' in options.methods:  # each optimization off
         lrda = METHODS['lrda']
         ablations = []
         if resolve_precision(resolve_device(config.device), config.dtype) != 'float32':
             ablations.append(('lrda, float32', {'dtype': 'float32'}))
-        ablations += [('lrda, dense head', {'sparse_head': False}),
-                      ('lrda, contiguous', {'channels_last': False}),
-                      ('lrda, neither (baseline)', {'sparse_head': False, 'channels_last': False})]
+        if dpt:
+            ablations += [('lrda, dense head', {'sparse_head': False}),
+                          ('lrda, contiguous', {'channels_last': False}),
+                          ('lrda, neither (baseline)',
+                           {'sparse_head': False, 'channels_last': False})]
+        else:
+            ablations.append(('lrda, contiguous', {'channels_last': False}))
         plan += [PlannedRun(label, replace(lrda.configure(config), **changes))
                  for label, changes in ablations]
     return plan
@@ -324,7 +357,7 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
                                dtype=options.dtype, processing_size=None,
                                sparse_head=options.sparse_head, seed=options.seed,
                                divergence_factor=math.inf, backtrack_fraction=1.0)
-            plan = _plan(options, config)
+            plan = _plan(options, config, variant)
             samples: dict[str, list[dict]] = {run.label: [] for run in plan}
             for index in range(1, options.frames + 1):
                 for run in plan:
@@ -354,7 +387,7 @@ def _steps_in_this_process(variant: str, height: int, width: int, lidar: LidarPa
                            seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
     frame = bench_frames(height, width, 1, lidar, seed)[0]
-    return cost_structure(DepthModel(random_network(variant, seed)), *frame, repeats=3,
+    return cost_structure(bench_model(variant, seed), *frame, repeats=3,
                           tune_cpu_allocator=tuned, dtype=dtype)
 
 

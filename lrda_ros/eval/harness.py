@@ -138,7 +138,7 @@ def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result:
                 method.reset()
             try:
                 with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth)
+                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
             except InputError as error:  # a frame this method cannot complete
                 result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
                                                   0, 'failed', math.nan, None, str(error)))

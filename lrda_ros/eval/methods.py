@@ -119,8 +119,9 @@ class Method(Protocol):
 
     name: str
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
-        """Return dense metric depth for one frame."""
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
+        """Return dense metric depth for one frame (``intrinsics``: its K, when known)."""
 
     def reset(self) -> None:
         """Forget state carried between frames."""
@@ -132,12 +133,14 @@ class TTOMethod:
     def __init__(self, spec: MethodSpec, model: DepthModel, config: TTOConfig) -> None:
         network = copy.deepcopy(model.network)  # LoRA injection modifies the network
         self.name = spec.name
-        self.completer = DepthCompleter(DepthModel(network, model.device),
+        self.completer = DepthCompleter(type(model)(network, model.device),
                                         spec.configure(config))
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
         """Run the engine on one frame, as the node does (NaN at the far limit)."""
-        depth, result = complete_sparse(self.completer, rgb, sparse_depth)
+        depth, result = complete_sparse(self.completer, rgb, sparse_depth,
+                                        intrinsics=intrinsics)
         return MethodOutput(depth, result.iterations, result.status.value, result.final_loss)
 
     def reset(self) -> None:
@@ -153,8 +156,9 @@ class ClassicalMethod:
     def __init__(self, max_depth: float) -> None:
         self.max_depth = max_depth
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
-        """Fill the sparse depth; the image is not used."""
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
+        """Fill the sparse depth; the image and camera are not used."""
         return MethodOutput(ip_basic_complete(sparse_depth, max_depth=self.max_depth))
 
     def reset(self) -> None:

@@ -23,7 +23,10 @@ counted and dropped; it never stops the node.
 Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
-pixels withheld for live evaluation, when enabled) and ``/diagnostics``.
+pixels withheld for live evaluation, when enabled) and ``/diagnostics``; with a model that
+has a confidence output (UniDepthV2), also ``depth/confidence`` (32FC1, the depth's header,
+NaN where the depth is: a per-image ranking of the network's expected error, larger = less
+reliable, no unit).
 
 :class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
 unload); :class:`CompletionNode` runs the first three at construction, and the managed
@@ -104,6 +107,8 @@ class CompletionCore:
     model_choice: DepthModel | None = None
     pipeline: CompletionPipeline | None = None
     subscriptions_handle: SynchronizedSubscriptions | None = None
+    #: ``depth/confidence``, created only for models with a confidence output.
+    pub_confidence: Any = None
     _worker: threading.Thread | None = None
     #: Set when the worker met a defect: the process ends with exit code 1.
     failed: bool = False
@@ -147,6 +152,8 @@ class CompletionCore:
             completer = DepthCompleter(choice, settings.tto)
         except UnsupportedPrecisionError as error:
             raise InvalidParameterError('dtype', str(error)) from error
+        for notice in completer.notices:  # options the model runs without, and why
+            self.get_logger().info(notice)
         with self._settings_lock:
             self.model_choice = choice
             self.pipeline = CompletionPipeline(completer, settings.projection,
@@ -156,6 +163,10 @@ class CompletionCore:
         for attribute, (msg_type, topic) in _OUTPUTS.items():
             setattr(self, attribute, create_publisher(msg_type, topic, QoSProfile(depth=5),
                                                       qos_overriding_options=overrides))
+        if choice.has_confidence:
+            self.pub_confidence = create_publisher(Image, 'depth/confidence',
+                                                   QoSProfile(depth=5),
+                                                   qos_overriding_options=overrides)
         self._stop = threading.Event()
         self._slot = LatestSlot()
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
@@ -185,6 +196,9 @@ class CompletionCore:
             if publisher is not None:
                 destroy_publisher(publisher)
                 setattr(self, attribute, None)
+        if self.pub_confidence is not None:
+            destroy_publisher(self.pub_confidence)
+            self.pub_confidence = None
         self._tf_buffer = self._tf_listener = None
         with self._settings_lock:
             self.pipeline = self.model_choice = None
@@ -377,8 +391,9 @@ class CompletionCore:
                 return
 
     def _wants_completion(self) -> bool:
-        return any(p.get_subscription_count() > 0 for p in
-                   (self.pub_depth, self.pub_colored, self.pub_points, self.pub_info))
+        return any(p is not None and p.get_subscription_count() > 0 for p in
+                   (self.pub_depth, self.pub_colored, self.pub_points, self.pub_info,
+                    self.pub_confidence))
 
     def _deadline(self, received_at: float, budget: float) -> float | None:
         """Return when the optimization must end so the frame publishes within its budget."""
@@ -424,6 +439,9 @@ class CompletionCore:
         header = image.header
         if self.pub_depth.get_subscription_count() > 0:
             self.pub_depth.publish(depth_to_image_msg(outputs.depth, header))
+        confidence = self.pub_confidence
+        if confidence is not None and confidence.get_subscription_count() > 0:
+            confidence.publish(depth_to_image_msg(outputs.confidence, header))
         if self.pub_info.get_subscription_count() > 0:
             info.header = header
             self.pub_info.publish(info)
