@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 
-from lrda_ros.demo.job import world
+from lrda_ros import world
 from lrda_ros.demo.prior import PriorTrainingConfig, train_prior
 from lrda_ros.engine import TTOConfig
 from lrda_ros.engine.loading import demo_prior_dir, load_depth_model

@@ -25,7 +25,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
-from lrda_ros.demo import world  # noqa: E402
+from lrda_ros import world  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402

@@ -26,7 +26,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.demo import world  # noqa: E402, I100
+from lrda_ros import world  # noqa: E402, I100
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from rcl_interfaces.msg import ParameterType  # noqa: E402
 from rcl_interfaces.srv import DescribeParameters, SetParameters  # noqa: E402

@@ -17,7 +17,7 @@
 import math
 import time
 
-from lrda_ros.demo.job import world as syn
+from lrda_ros import world as syn
 import numpy as np
 import pytest
 
