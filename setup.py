@@ -50,7 +50,16 @@ setup(
     # `colcon test` runs pytest (the whole suite under test/, as `make test` does) only for a
     # package that names pytest as a test requirement; otherwise it runs unittest, which finds
     # none of these tests.
-    extras_require={'test': ['pytest']},
+    # Optional paths, each with its own extra so the core install stays small: the encoder on
+    # ONNX Runtime / TensorRT, recordings on a Ray cluster, LiDAR odometry for the temporal
+    # metric where a bag has no /tf.
+    extras_require={
+        'test': ['pytest'],
+        'onnx': ['onnx>=1.16', 'onnxruntime>=1.18'],
+        'tensorrt': ['tensorrt>=10'],
+        'cluster': ['ray>=2.30'],
+        'odometry': ['kiss-icp>=1.0'],
+    },
     zip_safe=True,
     maintainer='lrda_ros maintainers',
     maintainer_email='maintainers@lrda-ros.dev',
