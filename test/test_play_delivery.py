@@ -79,15 +79,23 @@ class Process:
     def __init__(self, *args: str) -> None:
         self.process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=ENV,
                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        text=True, start_new_session=True)
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
-                                        daemon=True)
+                                        start_new_session=True)
+        self._chunks: list[bytes] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+
+    def _read(self) -> None:
+        # Chunks, not lines: a progress bar redraws with carriage returns only.
+        while chunk := os.read(self.process.stdout.fileno(), 65536):
+            self._chunks.append(chunk)
 
     @property
     def output(self) -> str:
-        return ''.join(self.lines)
+        return b''.join(self._chunks).decode(errors='replace')
+
+    @property
+    def lines(self) -> list[str]:
+        return self.output.splitlines()
 
     def wait_for(self, pattern: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
