@@ -45,7 +45,7 @@ from launch.actions import ExecuteProcess, IncludeLaunchDescription  # noqa: E40
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_ros.substitutions import ExecutableInPackage  # noqa: E402
 import launch_testing.actions  # noqa: E402
-from lrda_ros.eval.datasets.rosbag import cdr_header_stamp, RosbagSource  # noqa: E402
+from lrda_ros.messages.rosbag import cdr_header_stamp, RosbagSource  # noqa: E402
 from rcl_interfaces.srv import GetParameters  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
