@@ -267,8 +267,10 @@ def _add_play(commands) -> None:
     parser.add_argument('--loop', action='store_true')
     parser.add_argument('--wait', type=float, default=10.0,
                         help='seconds to wait for a subscriber on every topic before playing')
-    parser.add_argument('--linger', type=float, default=2.0,
-                        help='seconds to keep the publishers alive after the last message')
+    parser.add_argument('--linger', type=float, default=10.0,
+                        help='at most this many seconds after the last message, wait for '
+                             'every reliable subscriber to acknowledge everything (what is '
+                             'not confirmed then is named)')
     parser.add_argument('--clock', type=float, nargs='?', const=40.0, default=0.0, metavar='HZ',
                         help='publish the bag time on /clock (default 40 Hz when given), for '
                              'nodes run with use_sim_time:=true')
@@ -321,6 +323,9 @@ def _run_hold_rate(args) -> int:
 
 
 def _run_play(args) -> int:
+    import threading
+
+    from .interrupts import exit_now, exit_within
     from .messages.rosbag import BagTopics
     from .ros.replay import play_bag
 
@@ -328,9 +333,17 @@ def _run_play(args) -> int:
         raise ValueError(f'--rate must be > 0, got {args.rate}')
     if args.clock < 0:
         raise ValueError(f'--clock must be > 0 Hz, got {args.clock}')
-    play_bag(args.bag, BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
-             args.rate, args.loop, wait_for_subscribers_s=args.wait, linger_s=args.linger,
-             clock_hz=args.clock)
+    if args.wait < 0 or args.linger < 0:
+        raise ValueError('--wait and --linger must be >= 0 s')
+    # SIGINT and SIGTERM end the replay between messages: a summary, exit code 0.
+    stop = threading.Event()
+    with exit_within(_EXIT_GRACE_S, on_signal=stop.set):
+        play_bag(args.bag, BagTopics(args.image_topic, args.camera_info_topic,
+                                     args.points_topic),
+                 args.rate, args.loop, wait_for_subscribers_s=args.wait, linger_s=args.linger,
+                 clock_hz=args.clock, stop=stop)
+        if stop.is_set():
+            exit_now(0)  # all is closed: no slow interpreter teardown
     return 0
 
 
@@ -349,15 +362,18 @@ _EXIT_GRACE_S = 1.5
 
 
 def _run_eval(args) -> int:
-    from .interrupts import exit_within
+    from .interrupts import exit_now, exit_within
 
     # SIGINT and SIGTERM stop it: the frames done so far are reported, exit code 0.
-    with exit_within(_EXIT_GRACE_S):
+    with exit_within(_EXIT_GRACE_S) as stop_requested:
         try:
-            return _evaluate(args)
+            code = _evaluate(args)
         except KeyboardInterrupt:
             print('lrda eval: interrupted before any frame was evaluated', file=sys.stderr)
-            return 0
+            code = 0
+        if stop_requested.is_set():
+            exit_now(code)  # the report is written: no slow interpreter teardown
+    return code
 
 
 def _evaluate(args) -> int:

@@ -112,3 +112,36 @@ def test_lrda_eval_on_the_kitti_bag_writes_the_report(shared_data, tiny_model_di
                       '--figures', '3'])
     assert code == 0
     _complete_report(tmp_path, ('scale-shift', 'lrda', 'classical'), 3)
+
+
+class _StoppedAtThirdFrame:
+    """A method whose third frame is interrupted (Ctrl-C or SIGTERM in its middle)."""
+
+    name = 'stopped'
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def reset(self) -> None:
+        pass
+
+    def complete(self, rgb, sparse_depth, K=None):
+        from lrda_ros.eval.methods import MethodOutput
+
+        self.calls += 1
+        if self.calls == 3:
+            raise KeyboardInterrupt
+        return MethodOutput(np.full(sparse_depth.shape, 2.0, np.float32))
+
+
+def test_an_interrupted_evaluation_returns_the_frames_done(tmp_path):
+    from lrda_ros.eval.datasets import Frame
+    from lrda_ros.eval.harness import evaluate
+    from lrda_ros.eval.report import write_report
+
+    truth = np.full((4, 6), 3.0, np.float32)
+    frames = [Frame(f'{k}', np.zeros((4, 6, 3), np.uint8), truth, truth) for k in range(5)]
+    result = evaluate(frames, [_StoppedAtThirdFrame()], progress=False)
+    assert result.interrupted and result.num_frames == 2
+    summary = write_report(result, tmp_path, 'interrupted', {'interrupted': True}, 'plot')
+    assert summary['stopped']['frames'] == 2 and summary['stopped']['mae'] == 1.0

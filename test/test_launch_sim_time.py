@@ -45,7 +45,7 @@ from launch.actions import ExecuteProcess, IncludeLaunchDescription  # noqa: E40
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from launch_ros.substitutions import ExecutableInPackage  # noqa: E402
 import launch_testing.actions  # noqa: E402
-from lrda_ros.eval.datasets.rosbag import cdr_header_stamp, RosbagSource  # noqa: E402
+from lrda_ros.messages.rosbag import cdr_header_stamp, RosbagSource  # noqa: E402
 from rcl_interfaces.srv import GetParameters  # noqa: E402
 import rclpy  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
@@ -58,9 +58,6 @@ TOPICS = {'image': '/kitti/camera_color_left/image_raw',
           'camera_info': '/kitti/camera_color_left/camera_info',
           'points': '/kitti/velo/pointcloud'}
 STATUS_NAME = '/completion_node: depth completion'
-#: Exit codes the replay command may end with at SIGINT: 0, or 130 (the shell convention for
-#: an interrupted command). The completion node must exit 0.
-PLAYER_EXIT_CODES = (0, 130)
 
 
 def _params_file() -> str:
@@ -168,8 +165,7 @@ class TestShutdown(unittest.TestCase):
 
     def test_every_process_exited_cleanly_and_none_survives(self, proc_info):
         for info in proc_info:
-            allowed = PLAYER_EXIT_CODES if 'lrda' in info.process_name.split('-')[0] else (0,)
-            self.assertIn(info.returncode, allowed, info.process_name)
+            self.assertEqual(info.returncode, 0, info.process_name)
             with self.assertRaises(ProcessLookupError, msg=f'{info.process_name} survives'):
                 os.kill(info.pid, 0)
         names = ' '.join(info.process_name for info in proc_info)

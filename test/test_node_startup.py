@@ -194,7 +194,7 @@ def test_a_second_signal_while_the_process_ends_is_harmless_and_the_exit_prompt(
     finally:
         observer.destroy_node()
     assert code == 0, node.output
-    assert seconds < 5, f'{seconds:.1f} s to exit: ros2 launch escalates to SIGTERM at 5 s'
+    assert seconds < 2.0, f'{seconds:.1f} s to exit'  # ros2 launch escalates at 5 s
 
 
 @pytest.mark.slow
@@ -253,5 +253,5 @@ def test_a_signal_mid_frame_exits_zero_at_once(large_data_transport, namespace, 
             node.process.kill()
     assert code == 0, node.output
     assert not depth  # the frame was abandoned, not finished
-    assert seconds < 30, f'took {seconds:.1f} s to exit'
+    assert seconds < 2.0, f'took {seconds:.1f} s to exit'
     assert 'Traceback' not in node.output and 'terminate called' not in node.output

@@ -53,13 +53,9 @@ from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import figure_path, frame_figure, report_metadata, write_report
-from ..interrupts import exit_within
 from ..messages.conversions import depth_image_to_array, image_to_rgb
 from ..messages.stamps import stamp_text, stamp_to_ns
 from ..messages.sync_losses import LOSS_REASONS
-
-#: Seconds from SIGINT/SIGTERM to the process's end, final report included.
-_EXIT_GRACE_S = 1.5
 
 
 class EvaluatorNode(Node):
@@ -248,9 +244,8 @@ class EvaluatorNode(Node):
 def main(args: list[str] | None = None) -> int:
     """Run the evaluator until SIGINT/SIGTERM, then write the final report and exit 0."""
     # Mid-callback (a large figure), the signal waits for Python: the process still ends in
-    # time, with the last complete report (files are replaced whole).
-    with exit_within(_EXIT_GRACE_S):
-        return run_node('evaluator_node', EvaluatorNode, args)
+    # time (run_node), with the last complete report (files are replaced whole).
+    return run_node('evaluator_node', EvaluatorNode, args)
 
 
 if __name__ == '__main__':

@@ -22,6 +22,12 @@ play``, for machines without ros2cli (``lrda play``): image (raw or compressed),
 points, the bag's ``/tf_static`` (transient local, first) and ``/tf``, and optionally ``/clock``
 for ``use_sim_time``. Both need only the rclpy PyPI wheels; transforms also need ``tf2_msgs``
 (part of ROS 2, not on PyPI) and are skipped with a warning without it.
+
+``lrda play`` delivers what it says it published, or says what it could not: reliable
+publishers with a deep history, a wait for subscribers (``--wait``) and for their
+acknowledgements at the end (``--linger``), and a warning per topic naming what could not be
+confirmed (:mod:`~lrda_ros.ros.delivery`). A stop request ends it between messages, before the
+context shuts down.
 """
 
 from __future__ import annotations
@@ -39,12 +45,14 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile
 from rclpy.serialization import deserialize_message
+from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bag_writer import stamped_header
-from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource
-from ..messages.stamps import stamp_to_ns
+from .delivery import DeliveryTracker, REPLAY_QOS, wait_for_subscribers
+from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource, TF_TOPICS
+from ..messages.stamps import NS_PER_S, stamp_to_ns
 
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
                   'sensor_msgs/msg/PointCloud2': PointCloud2,
@@ -188,8 +196,9 @@ class LockstepReplay:
 class _Pacer:
     """Wall-clock pacing of bag time at ``rate``, publishing /clock while it waits."""
 
-    def __init__(self, node, rate: float, clock_hz: float) -> None:
+    def __init__(self, node, rate: float, clock_hz: float, stop: threading.Event) -> None:
         self.rate = rate
+        self.stop = stop
         self.clock = node.create_publisher(Clock, '/clock', 10) if clock_hz > 0 else None
         self.period = 1.0 / clock_hz if clock_hz > 0 else None
         self.start_wall: float | None = None
@@ -207,20 +216,22 @@ class _Pacer:
         if self.start_wall is None:
             self.start_wall, self.start_log = time.monotonic(), log_ns
         due = self.start_wall + (log_ns - self.start_log) * 1e-9 / self.rate
-        while (remaining := due - time.monotonic()) > 0:
+        while (remaining := due - time.monotonic()) > 0 and not self.stop.is_set():
             if self.clock is None:
-                time.sleep(remaining)
+                self.stop.wait(remaining)
                 break
             elapsed = time.monotonic() - self.start_wall
             self._publish_clock(self.start_log + int(elapsed * self.rate * 1e9))
-            time.sleep(min(remaining, self.period))
-        if self.clock is not None:
+            self.stop.wait(min(remaining, self.period))
+        if self.clock is not None and not self.stop.is_set():
             self._publish_clock(log_ns)
 
 
 def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
                prefix: str = '', wait_for_subscribers_s: float = 0.0,
-               clock_hz: float = 0.0, stop_at: float | None = None) -> int:
+               clock_hz: float = 0.0, stop_at: float | None = None,
+               stop: threading.Event | None = None,
+               delivery: DeliveryTracker | None = None) -> int:
     """
     Publish the bag's image, camera_info, points and transforms at the recorded pace.
 
@@ -228,36 +239,46 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
     /clock, which are global). /tf_static goes out first, transient local; /tf at its pace.
     ``clock_hz`` > 0 also publishes the bag's time on /clock, at that rate and before each
     message, for nodes with ``use_sim_time``. Waits up to ``wait_for_subscribers_s`` for every
-    input topic to have a subscriber (messages published before discovery are lost). Returns
-    the number of messages published; ``rate`` scales the speed. ``stop_at``
-    (``time.monotonic()``) ends a looping replay.
+    input topic to have a subscriber (messages published before discovery are lost), and says
+    which has none. Publishers are reliable with a deep history (``REPLAY_QOS``); ``delivery``
+    records what subscribers acknowledged. Returns the number of messages published; ``rate``
+    scales the speed. ``stop_at`` (``time.monotonic()``) ends a looping replay, ``stop`` (set
+    by a signal handler) any replay, between messages.
     """
     if rate <= 0:
         raise ValueError('rate must be > 0')
     if clock_hz < 0:
         raise ValueError('clock_hz must be >= 0 (0: no /clock)')
+    stop = stop or threading.Event()
+    delivery = delivery if delivery is not None else DeliveryTracker()
     topics = [source.topics.image, source.topics.camera_info, source.topics.points]
     publishers = {topic: node.create_publisher(message_type(source.msgtype(topic)),
-                                               prefix + topic, 10) for topic in topics}
-    deadline = time.monotonic() + wait_for_subscribers_s
-    while time.monotonic() < deadline and not all(
-            p.get_subscription_count() > 0 for p in publishers.values()):
-        time.sleep(0.05)
+                                               prefix + topic, REPLAY_QOS) for topic in topics}
+    if wait_for_subscribers_s > 0:
+        unheard = wait_for_subscribers(publishers, wait_for_subscribers_s, stop)
+        if unheard and not stop.is_set():
+            node.get_logger().warning(
+                f'no subscriber on {", ".join(prefix + t for t in unheard)} after '
+                f'{wait_for_subscribers_s:g} s: publishing anyway')
     transforms = TransformReplay(node, source)
     if transforms.publisher is not None:
         publishers['/tf'] = transforms.publisher
-    pacer = _Pacer(node, rate, clock_hz)
+    pacer = _Pacer(node, rate, clock_hz, stop)
     published = transforms.static_count
-    while True:
+    while not stop.is_set():
         pacer.restart()
         for topic, msgtype, log_ns, raw in source.raw_messages(list(publishers)):
             pacer.wait_for(log_ns)
-            if stop_at is not None and time.monotonic() > stop_at:
+            if stop.is_set() or (stop_at is not None and time.monotonic() > stop_at):
                 return published
-            publishers[topic].publish(deserialize_message(raw, message_type(msgtype)))
+            publisher = publishers[topic]
+            stamp_ns = log_ns if topic in TF_TOPICS else cdr_header_stamp(raw)
+            delivery.before_publish(publisher.topic_name, publisher, node, stamp_ns / NS_PER_S)
+            publisher.publish(deserialize_message(raw, message_type(msgtype)))
             published += 1
         if not loop:
             return published
+    return published
 
 
 @contextmanager
@@ -364,21 +385,47 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
 
 
 def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,
-             wait_for_subscribers_s: float = 0.0, linger_s: float = 2.0,
-             clock_hz: float = 0.0) -> int:
-    """Replay ``bag`` at the recorded pace from a node of its own (``lrda play``)."""
+             wait_for_subscribers_s: float = 0.0, linger_s: float = 10.0,
+             clock_hz: float = 0.0, stop: threading.Event | None = None) -> DeliveryTracker:
+    """
+    Replay ``bag`` at the recorded pace from a node of its own (``lrda play``).
+
+    After the last message, waits up to ``linger_s`` for every reliable subscriber to
+    acknowledge everything, then logs what was published and, one warning per topic, what
+    could not be confirmed delivered. ``stop`` (set by the caller's signal handler) ends the
+    replay between messages; rclpy's own handlers are off, since they would shut the context
+    down under the publishing loop. Returns the delivery record.
+    """
     from .startup import prefer_large_data_transport
 
     prefer_large_data_transport()
-    rclpy.init()
+    stop = stop or threading.Event()
+    rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node('lrda_play')
+    delivery = DeliveryTracker()
     try:
         with RosbagSource(bag, topics) as source:
+            node.get_logger().info(
+                f'playing {bag} at {rate:g}x the recorded pace: '
+                + ', '.join([source.topics.image, source.topics.camera_info,
+                             source.topics.points, *source.transform_topics()]))
             count = play_timed(node, source, rate, loop,
-                               wait_for_subscribers_s=wait_for_subscribers_s, clock_hz=clock_hz)
-        time.sleep(linger_s)  # let reliable retransmissions finish before the node goes
-        node.get_logger().info(f'published {count} messages from {bag}')
-        return count
+                               wait_for_subscribers_s=wait_for_subscribers_s,
+                               clock_hz=clock_hz, stop=stop, delivery=delivery)
+        delivery.wait(linger_s, stop)
+        _log_delivery(node.get_logger(), bag, count, delivery, stop.is_set())
+        return delivery
     finally:
         node.destroy_node()
         rclpy.try_shutdown()
+
+
+def _log_delivery(logger, bag: Path, count: int, delivery: DeliveryTracker,
+                  stopped: bool) -> None:
+    """Say what was published, and name what could not be confirmed delivered."""
+    problems = delivery.report()
+    what = 'stopped after publishing' if stopped else 'published'
+    confirmed = '' if problems else ', each acknowledged by every subscriber'
+    logger.info(f'{what} {count} messages from {bag}{confirmed}')
+    for line in problems:
+        logger.warning(f'not confirmed: {line}')

@@ -20,20 +20,19 @@ when a terminal's Ctrl-C reaches the process twice (directly and forwarded by ``
 the second one lands inside the teardown and the process dies with a traceback and exit code
 -2. Here signals only set a flag: the main thread notices it between short spins, destroys the
 node (which stops and joins its threads), shuts the context down and ends the process with
-exit code 0 at once, without Python's slow module teardown.
+exit code 0 at once, without Python's slow module teardown. Should the main thread be stuck in
+a long native call (a torch operation of a large frame), the process ends with code 0
+:data:`EXIT_GRACE_S` after the signal anyway (:func:`~lrda_ros.interrupts.exit_within`).
 """
 
 from __future__ import annotations
 
-import ctypes
-import logging
 import os
 from pathlib import Path
-import signal
 import sys
 import threading
 import traceback
-from typing import Callable, NoReturn, Sequence
+from typing import Callable, Sequence
 
 import rclpy
 from rclpy.exceptions import InvalidParameterValueException
@@ -45,8 +44,11 @@ from rclpy.signals import SignalHandlerOptions
 from .parameters import InvalidParameterError
 from ..engine import ModelLoadError
 from ..errors import ConfigError
+from ..interrupts import exit_now, exit_within
 
 _SPIN_PERIOD_S = 0.1
+#: Seconds from SIGINT/SIGTERM to the end of a node's process (ros2 launch waits 5 s).
+EXIT_GRACE_S = 1.5
 
 
 def prefer_large_data_transport() -> None:
@@ -120,59 +122,50 @@ def check_params_files(args: Sequence[str]) -> None:
                 f'parameters file {value!r} is not valid YAML{position}: {problem}') from error
 
 
-def _install_stop_handlers(stop: threading.Event) -> None:
-    def request_stop(signum: int, frame: object) -> None:
-        stop.set()
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, request_stop)
-
-
-def _exit_without_unloading(code: int) -> NoReturn:
-    """
-    End the process now, skipping Python's module teardown.
-
-    With torch loaded the teardown takes seconds (5 on a busy 2-core machine): past the 5 s
-    after which ``ros2 launch`` escalates SIGINT to SIGTERM, and with Python's default signal
-    handlers back in place, so a second Ctrl-C (the terminal's, then the one ros2 launch
-    forwards) killed the process with -2. Everything that needs closing is closed by now.
-    """
-    logging.shutdown()
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    ctypes.CDLL(None).fflush(None)  # rcutils writes its console lines through C stdio
-    os._exit(code)
-
-
 def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = None) -> int:
     """
     Create the node with ``factory`` and spin it until a signal or shutdown.
 
     Return 1 when the node cannot start; after a stop the process exits here: code 0, or 1 when
-    the node failed while running.
+    the node failed while running. SIGINT and SIGTERM only set a flag; whatever the node is
+    doing then (loading a model, a long CPU frame, writing a report), the process has ended
+    with code 0 :data:`EXIT_GRACE_S` later.
     """
     prefer_large_data_transport()
     quiet_progress_bars()
     stop = threading.Event()
-    _install_stop_handlers(stop)
+    with exit_within(EXIT_GRACE_S, on_signal=stop.set):
+        code, ran = _start_and_spin(name, factory, args, stop)
+        if ran:  # stopped, or failed while running: everything is closed
+            exit_now(code)
+    return code
+
+
+def _start_and_spin(name: str, factory: Callable[[], Node], args: list[str] | None,
+                    stop: threading.Event) -> tuple[int, bool]:
+    """
+    Start the node and spin it until ``stop``; return the exit code and whether it ran.
+
+    The code is 1 when the node cannot start or failed while running, else 0.
+    """
     logger = rclpy.logging.get_logger(name)
     try:
         check_params_files(sys.argv if args is None else args)
     except ParamsFileError as error:
         logger.fatal(f'cannot start: {error}')
-        return 1
+        return 1, False
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except rclpy_implementation.RCLError as error:  # e.g. an unreadable --params-file
         logger.fatal(startup_error_message(error))
-        return 1
+        return 1, False
     try:
         node = factory()
     except Exception as error:  # every start-up failure is one line, never a traceback
         logger.fatal(startup_error_message(error))
         logger.debug(traceback.format_exc())
         rclpy.try_shutdown()
-        return 1
+        return 1, False
     executor = SingleThreadedExecutor()
     executor.add_node(node)
     try:
@@ -185,4 +178,4 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    _exit_without_unloading(1 if getattr(node, 'failed', False) else 0)
+    return (1 if getattr(node, 'failed', False) else 0), True

@@ -1,0 +1,157 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+SIGINT and SIGTERM end ``lrda play``, ``lrda eval`` and ``evaluator_node`` cleanly, at once.
+
+Each runs in a process (and session) of its own and gets the signal while it works; it must
+exit with code 0 within 2 s, print no traceback or error line, and leave no process behind.
+The node executables' own checks (mid-frame, a second signal) are in test_node_startup.py, the
+launch file's in test_launch.py and test_launch_sim_time.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+import signal
+import time
+
+from conftest import spin_until
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+
+from builtin_interfaces.msg import Time  # noqa: E402, I100
+from lrda_ros.ros.builders import depth_to_image_msg, rgb_to_image_msg  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
+from std_msgs.msg import Header  # noqa: E402
+from test_play_delivery import Process, START_NS, write_large_image_bag  # noqa: E402
+
+#: Seconds from the signal to the end of the process.
+DEADLINE_S = 2.0
+SIGNALS = [signal.SIGINT, signal.SIGTERM]
+
+
+def session_members(session: int) -> list[int]:
+    """Return the processes of ``session`` (a program started in a session of its own)."""
+    members = []
+    for entry in Path('/proc').glob('[0-9]*'):
+        try:
+            fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:
+            members.append(int(entry.name))
+    return members
+
+
+def assert_clean_stop(program: Process, signum: int) -> None:
+    """Send ``signum``: exit code 0 within the deadline, no error line, nothing left behind."""
+    start = time.monotonic()
+    program.process.send_signal(signum)
+    code = program.finish(timeout=60)
+    seconds = time.monotonic() - start
+    output = program.output
+    assert code == 0, output
+    assert seconds < DEADLINE_S, f'{seconds:.2f} s to exit:\n{output}'
+    for bad in ('Traceback', 'Failed to publish', 'error', 'context is invalid', '[ERROR]'):
+        assert bad not in output, output
+    assert session_members(program.process.pid) == [], output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_lrda_play_stops_between_messages(tmp_path, ros_context, namespace, signum):
+    # Three frames at a tenth of the pace: the signal comes once the first image is out, while
+    # play paces towards the next (it used to publish on a context already shut down).
+    bag = write_large_image_bag(tmp_path / 'bag', namespace)
+    listener = rclpy.create_node('listener', context=ros_context)
+    images = []
+    listener.create_subscription(Image, f'{namespace}/cam/image_raw', images.append, 10)
+    for msg_type, topic in ((CameraInfo, 'cam/camera_info'), (PointCloud2, 'lidar/points')):
+        listener.create_subscription(msg_type, f'{namespace}/{topic}', lambda _: None, 10)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(listener)
+    program = Process('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', '--rate', '0.1')
+    try:
+        assert spin_until(executor, lambda: images, 120), program.output
+        assert_clean_stop(program, signum)
+    finally:
+        program.end()
+        executor.shutdown()
+        listener.destroy_node()
+    assert 'stopped after publishing' in program.output, program.output
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_lrda_eval_stops_in_a_long_frame_and_keeps_what_it_finished(tmp_path, signum):
+    pytest.importorskip('cv2', reason='opencv-python-headless is not installed')
+    from lrda_ros import world
+    from test_bag_inputs import write_scene_bag
+
+    config = world.SequenceConfig('indoor', num_frames=3, width=112, height=84, seed=3,
+                                  lidar=world.LidarConfig.indoor(beams=16))
+    bag = write_scene_bag(tmp_path / 'bag', world.make_sequence(config))
+    output = tmp_path / 'eval'
+    # Scale-shift finishes at once; lrda's 100000 iterations make a frame of minutes.
+    program = Process('-m', 'lrda_ros.cli', 'eval', '--bag', str(bag), '--output', str(output),
+                      '--methods', 'scale-shift,lrda', '--model', 'demo', '--device', 'cpu',
+                      '--iterations', '100000', '--figures', '0')
+    try:
+        program.wait_for('evaluating', 120)
+        time.sleep(2.0)
+        assert_clean_stop(program, signum)
+    finally:
+        program.end()
+    assert 'interrupted' in program.output, program.output
+    # A report, if the frames done allowed one in time, is whole and marked interrupted.
+    if (output / 'summary.json').exists():
+        assert json.loads((output / 'summary.json').read_text())['metadata']['interrupted']
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_evaluator_node_stops_in_a_long_frame(tmp_path, ros_context, namespace, signum):
+    program = Process('-m', 'lrda_ros.ros.evaluator_node', '--ros-args', '-r',
+                      f'__ns:={namespace}', '-p', f'output_dir:={tmp_path}', '-p',
+                      'figures:=1', '-p', 'report_every:=1')
+    harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
+    publishers = {name: harness.create_publisher(Image, name, 10)
+                  for name in ('depth', 'ground_truth', 'image')}
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(harness)
+    try:
+        assert spin_until(executor, lambda: all(p.get_subscription_count() > 0
+                                                for p in publishers.values()), 60), \
+            program.output
+        # A 12-megapixel frame: its metrics, figure and report take the evaluator seconds.
+        header = Header(frame_id='camera', stamp=Time(sec=START_NS // 10**9))
+        truth = np.random.default_rng(0).uniform(1, 50, (3000, 4000)).astype(np.float32)
+        publishers['image'].publish(rgb_to_image_msg(np.zeros((3000, 4000, 3), np.uint8),
+                                                     header))
+        publishers['depth'].publish(depth_to_image_msg(truth * 1.1, header))
+        publishers['ground_truth'].publish(depth_to_image_msg(truth, header))
+        spin_until(executor, lambda: False, 3.0)
+        assert_clean_stop(program, signum)
+    finally:
+        program.end()
+        executor.shutdown()
+        harness.destroy_node()
+    summary = tmp_path / 'summary.json'
+    if summary.exists():  # written whole or not at all
+        json.loads(summary.read_text())
