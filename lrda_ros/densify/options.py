@@ -116,14 +116,13 @@ def check_options(options: DensifyOptions) -> NodeSettings:
     problems = [
         (not options.bags, 'bags', 'name at least one rosbag2 folder to densify'),
         (settings.time_budget > 0, 'time_budget',
-         f'time_budget {settings.time_budget:g}: densifying runs every iteration of every '
-         'frame (the budget is for live streams): set it to 0'),
+         f'is {settings.time_budget:g}, but densifying runs every iteration of every frame '
+         '(the budget is for live streams): set it to 0'),
         (settings.holdout_fraction > 0, 'evaluation.holdout_fraction',
-         'evaluation.holdout_fraction withholds LiDAR points for live evaluation; densified '
-         'depth uses them all (score a bag with lrda eval --bag): set it to 0'),
+         'withholds LiDAR points for live evaluation; densified depth uses them all (score a '
+         'bag with lrda eval --bag): set it to 0'),
         (not settings.use_tf and settings.extrinsic is None, 'lidar_to_camera.use_tf',
-         'lidar_to_camera.use_tf is false and no lidar_to_camera override is set: no frame '
-         'could be completed'),
+         'is false and no lidar_to_camera override is set: no frame could be completed'),
         (options.chunk_frames < 0, '--chunk-frames',
          f'--chunk-frames must be 0 (whole recordings) or more, got {options.chunk_frames}'),
         (options.workers < 0, '--workers',
@@ -138,8 +137,10 @@ def check_options(options: DensifyOptions) -> NodeSettings:
          f'--namespace must be absolute (start with /), got {options.namespace!r}'),
     ]
     for rejected, name, message in problems:
-        if rejected:
+        if rejected and name.startswith('-') or rejected and name == 'bags':
             raise ConfigError(message, field=name)
+        if rejected:
+            raise InvalidParameterError(name, message)
     names = [Path(bag).name for bag in options.bags]
     for bag in options.bags:
         if not Path(bag).exists():

@@ -48,6 +48,20 @@ def _atomic_write(path: Path, write) -> None:
     os.replace(temporary, path)
 
 
+def _differences(recorded: dict[str, Any], asked: dict[str, Any]) -> list[str]:
+    """Return what differs between two manifests; parameters by name."""
+    changed = []
+    for key in sorted(set(recorded) | set(asked)):
+        before, now = recorded.get(key), asked.get(key)
+        if key == 'parameters' and before != now:
+            names = sorted(name for name in set(before or {}) | set(now or {})
+                           if (before or {}).get(name) != (now or {}).get(name))
+            changed += [f'parameter {name}' for name in names]
+        elif before != now:
+            changed.append(key)
+    return changed
+
+
 class PartialStore:
     """The finished frames of the recordings of one run (see the module docstring)."""
 
@@ -66,9 +80,7 @@ class PartialStore:
             if not resume:
                 raise ConfigError(f'{self.output} holds an interrupted run: pass --resume to '
                                   'continue it or --overwrite to start again', field='--resume')
-            recorded = json.loads(manifest_path.read_text())
-            changed = sorted(key for key in set(recorded) | set(manifest)
-                             if recorded.get(key) != manifest.get(key))
+            changed = _differences(json.loads(manifest_path.read_text()), manifest)
             if changed:
                 raise ConfigError(f'the interrupted run in {self.output} was made with other '
                                   f'{", ".join(changed)}: give the same, or --overwrite',
