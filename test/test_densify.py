@@ -32,7 +32,7 @@ from conftest import SHARED_DATA, tiny_network
 import numpy as np
 import pytest
 
-from lrda_ros.cli import main as lrda_main
+from lrda_ros.cli import main as lrda_main  # noqa: I100
 from lrda_ros.densify import DensifyOptions, run_densify
 from lrda_ros.errors import ConfigError
 
@@ -159,8 +159,8 @@ def test_densified_depth_equals_what_the_node_publishes(model_dir, reference):
         assert np.isfinite(depth).mean() > 0.5
 
 
-def test_an_interrupted_run_resumes_without_redoing_finished_frames(model_dir, reference,
-                                                                   tmp_path):
+def test_an_interrupted_run_resumes_without_redoing_finished_frames(
+        model_dir, reference, tmp_path):
     def stop_after_one(result):
         raise KeyboardInterrupt
 
