@@ -48,6 +48,9 @@ class RayPool:
         except ImportError:
             raise ConfigError('--ray needs Ray: pip install ray (the cluster extra of '
                               'lrda_ros)', field='--ray') from None
+        if device.startswith('cuda:'):
+            raise ConfigError(f"parameter 'device': {device} names one GPU, but each Ray worker "
+                              "gets its own: use 'auto' or 'cuda'", field='device')
         self._ray = ray
         self._owned = not ray.is_initialized()
         if self._owned:
