@@ -195,12 +195,14 @@ def test_two_recordings_on_a_local_two_worker_ray_cluster_match_the_local_run(
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 2})
     try:
         report = run_densify(options(model_dir, tmp_path / 'out', bags=(BAG, second),
-                                     ray_address=cluster.address, workers=2))
+                                     ray_address=cluster.address, workers=2,
+                                     storage='sqlite3'))
     finally:
         cluster.shutdown()
     assert len(report.workers) == 2 and report.completed == 6
     expected = densified_depth(reference)
     for name in (BAG.name, 'second'):
+        assert [p.suffix for p in (tmp_path / 'out' / name).glob('*.db3')] == ['.db3']
         depth = densified_depth(tmp_path / 'out' / name)
         assert sorted(depth) == sorted(expected)
         for stamp, values in depth.items():
