@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: ``demo``, ``eval``, ``bench``, ``benchmark``, ``play`` and ``train-prior``.
+The ``lrda`` command: demo, eval, bench, benchmark, densify, play, hold-rate, train-prior.
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
 command prints one line saying what to change and exits 1 (argparse's usage errors: 2);
@@ -259,6 +259,64 @@ def _run_benchmark(args) -> int:
     return 0
 
 
+def _add_densify(commands) -> None:
+    parser = commands.add_parser(
+        'densify', help="write rosbag2 recordings back with the node's depth for every frame",
+        parents=[_common()])
+    parser.add_argument('bags', type=Path, nargs='+', help='rosbag2 folders (.mcap or .db3)')
+    parser.add_argument('--output', type=Path, default=Path('out/densify'),
+                        help='folder of the output bags, one per input, named as the input')
+    parser.add_argument('--params-file', type=Path,
+                        help="the completion node's parameters file (config/completion.yaml)")
+    parser.add_argument('-p', dest='parameters', action='append', default=[],
+                        metavar='NAME:=VALUE', help='a node parameter (repeat; wins over the '
+                        'file); live-only ones (publish.*, colormap.*, image_transport, '
+                        'tf_timeout, diagnostics_period) have no effect')
+    for role in ('image', 'camera-info', 'points'):
+        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+    parser.add_argument('--namespace', help='write NS/depth, NS/depth/camera_info, '
+                        "NS/depth/confidence (default: the image topic's namespace)")
+    parser.add_argument('--chunk-frames', type=int, default=0,
+                        help='split recordings into chunks of this many frames, completed '
+                        'independently (each starts cold); 0: whole recordings')
+    parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
+    parser.add_argument('--ray', metavar='ADDRESS', help='distribute over a Ray cluster: '
+                        "'auto', 'local' (start one here), host:port or ray://host:port")
+    parser.add_argument('--workers', type=int, default=0,
+                        help='Ray workers, each with the model loaded once (default: one per '
+                        'GPU, or per CPU without GPUs)')
+    parser.add_argument('--resume', action='store_true',
+                        help='continue the interrupted run in --output')
+    parser.add_argument('--overwrite', action='store_true',
+                        help='delete what --output holds for these recordings and start again')
+
+
+def _run_densify(args) -> int:
+    from .densify import DensifyOptions, load_parameters, run_densify
+    from .messages.rosbag import BagTopics
+
+    options = DensifyOptions(
+        bags=tuple(args.bags), output=args.output,
+        parameters=load_parameters(args.params_file, args.parameters),
+        topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
+        namespace=args.namespace, chunk_frames=args.chunk_frames, storage=args.storage,
+        ray_address=args.ray, workers=args.workers, resume=args.resume,
+        overwrite=args.overwrite)
+    try:
+        report = run_densify(options)
+    except KeyboardInterrupt:
+        print(f'lrda densify: interrupted; the finished frames are kept in {args.output}: '
+              'rerun with --resume to continue', file=sys.stderr)
+        return 130
+    dropped = ', '.join(f'{reason} {count}' for reason, count in report.dropped.items())
+    print(f'densified {report.completed} frames in {report.seconds:.1f} s '
+          f'({report.frames_per_second:.2f} frames/s, {len(report.workers)} worker(s))'
+          + (f', {report.reused} finished before' if report.reused else '')
+          + (f'; dropped as the node would: {dropped}' if dropped else ''))
+    print('wrote ' + ', '.join(str(path) for path in report.outputs))
+    return 0
+
+
 def _add_play(commands) -> None:
     parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)',
                                  parents=[_common()])
@@ -428,12 +486,13 @@ def main(argv: list[str] | None = None) -> int:
     _add_eval(commands)
     _add_bench(commands)
     _add_benchmark(commands)
+    _add_densify(commands)
     _add_play(commands)
     _add_hold_rate(commands)
     _add_train_prior(commands)
     args = parser.parse_args(argv)
     runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench,
-               'benchmark': _run_benchmark, 'play': _run_play,
+               'benchmark': _run_benchmark, 'densify': _run_densify, 'play': _run_play,
                'hold-rate': _run_hold_rate,
                'train-prior': _run_train_prior}
     try:

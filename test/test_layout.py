@@ -102,7 +102,7 @@ LAYERS = (
     ('lrda_ros.pipeline',),
     ('lrda_ros.eval',),
     ('lrda_ros.ros',),
-    ('lrda_ros.demo',),
+    ('lrda_ros.demo', 'lrda_ros.densify'),
     ('lrda_ros.cli',),
 )
 

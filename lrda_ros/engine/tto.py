@@ -235,6 +235,40 @@ class DepthCompleter:
         """Forget the previous frame: the next one starts from the unadapted network."""
         self._warm_input_shape = None
 
+    def warm_state(self) -> dict | None:
+        """
+        Return what the next frame starts from (None: it starts cold), on the CPU.
+
+        The adapted weights, Adam's moments and the input shape they fit: restored with
+        :meth:`load_warm_state`, a later run continues a sequence as if never stopped.
+        """
+        if self._warm_input_shape is None:
+            return None
+        optimizer = self._optimizer.state_dict() if self._optimizer is not None else None
+
+        def to_cpu(value):  # a copy: the live tensors go on changing
+            return value.detach().to('cpu', copy=True) if torch.is_tensor(value) else value
+
+        if optimizer is not None:
+            optimizer['state'] = {key: {name: to_cpu(value) for name, value in entry.items()}
+                                  for key, entry in optimizer['state'].items()}
+        return {'input_shape': self._warm_input_shape, 'optimizer': optimizer,
+                'adaptation': [to_cpu(value) for value in self.adaptation.capture()]}
+
+    def load_warm_state(self, state: dict | None) -> None:
+        """Continue from a :meth:`warm_state` (None: start the next frame cold)."""
+        self.reset()
+        if state is None:
+            return
+        device = self.model.device
+        self.adaptation.restore([value.to(device) for value in state['adaptation']])
+        self._optimizer = None
+        if state['optimizer'] is not None:
+            self._optimizer = torch.optim.Adam(self.adaptation.parameters,
+                                               lr=self.config.learning_rate)
+            self._optimizer.load_state_dict(state['optimizer'])  # moves moments to the device
+        self._warm_input_shape = tuple(state['input_shape'])
+
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
 

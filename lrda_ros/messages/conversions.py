@@ -106,6 +106,25 @@ def to_byte_array(values: np.ndarray) -> array.array:
     return buffer
 
 
+def depth_image_fields(depth: np.ndarray) -> dict[str, Any]:
+    """
+    Return the fields, all but the header, of a little-endian ``32FC1`` ``sensor_msgs/Image``.
+
+    ``depth`` is ``(H, W)`` float metres, written as given (REP 118: NaN where there is no
+    depth). ``data`` is a uint8 array: rclpy messages take :func:`to_byte_array` of it. The one
+    layout of the node's depth messages and of those ``lrda densify`` writes without ROS.
+    """
+    depth_map = np.asarray(depth)
+    if depth_map.ndim != 2:
+        raise ValueError(f'depth must have shape (H, W), got {depth_map.shape}')
+    if not np.issubdtype(depth_map.dtype, np.floating):
+        raise ValueError(f'depth must be a float array in metres, got dtype {depth_map.dtype}')
+    height, width = depth_map.shape
+    data = np.ascontiguousarray(depth_map, dtype='<f4').reshape(-1).view(np.uint8)
+    return {'height': height, 'width': width, 'encoding': '32FC1', 'is_bigendian': 0,
+            'step': 4 * width, 'data': data}
+
+
 def pixel_rows(msg: Any, bytes_per_pixel: int, channels: int, dtype: str) -> np.ndarray:
     """Return an ``(H, W, channels)`` strided view of an image message's pixels."""
     height, width, step = int(msg.height), int(msg.width), int(msg.step)

@@ -186,12 +186,13 @@ class RosbagSource:
                 break
         return ids.get(self.topics.image, ''), ids.get(self.topics.points, '')
 
-    def raw_messages(self, topics: list[str] | None = None) -> Iterator[tuple[str, str, int,
-                                                                              bytes]]:
-        """Yield (topic, msgtype, log time ns, CDR bytes) in log-time order."""
+    def raw_messages(self, topics: list[str] | None = None, start_ns: int | None = None,
+                     stop_ns: int | None = None) -> Iterator[tuple[str, str, int, bytes]]:
+        """Yield (topic, msgtype, log time ns, CDR bytes) in log-time order, [start, stop)."""
         wanted = set(topics or self._synchronized_topics)
         connections = [c for c in self._reader.connections if c.topic in wanted]
-        for connection, timestamp, raw in self._reader.messages(connections=connections):
+        for connection, timestamp, raw in self._reader.messages(connections=connections,
+                                                                start=start_ns, stop=stop_ns):
             yield connection.topic, connection.msgtype, timestamp, raw
 
     def synchronized_stamps(self, queue_size: int = 10,
@@ -250,21 +251,25 @@ class RosbagSource:
                 f'{queue_size}: raise --queue-size (queue_size)')
 
     def synchronized(self, queue_size: int = 10, slop_s: float = 0.05,
-                     order: list[tuple[int, ...]] | None = None) -> Iterator[tuple[Any, ...]]:
+                     order: list[tuple[int, ...]] | None = None, raw: bool = False,
+                     start_ns: int | None = None, stop_ns: int | None = None
+                     ) -> Iterator[tuple[Any, ...]]:
         """
         Yield deserialized (image, camera_info, points[, depth]) sets in time order.
 
-        ``order`` is synchronized_stamps' result when the caller already has it.
+        ``order`` is synchronized_stamps' result when the caller already has it (or a run of
+        it, read from the log times [``start_ns``, ``stop_ns``) that hold its messages).
+        ``raw``: yield (msgtype, CDR bytes) pairs instead of messages.
         """
         topics = self._synchronized_topics
         if order is None:
             order = self.synchronized_stamps(queue_size, slop_s)
         pending = {(topic, stamp): None for match in order for topic, stamp in zip(topics, match)}
         next_index = 0
-        for topic, msgtype, _, raw in self.raw_messages(topics):
-            key = (topic, cdr_header_stamp(raw))
+        for topic, msgtype, _, data in self.raw_messages(topics, start_ns, stop_ns):
+            key = (topic, cdr_header_stamp(data))
             if key in pending:
-                pending[key] = self._reader.deserialize(raw, msgtype)
+                pending[key] = (msgtype, data) if raw else self._reader.deserialize(data, msgtype)
             while next_index < len(order):
                 keys = list(zip(topics, order[next_index]))
                 if any(pending[k] is None for k in keys):

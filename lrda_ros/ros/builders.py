@@ -27,7 +27,7 @@ from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
 from ..geometry import CameraModel
 from ..messages.conversions import (
-    FLOAT32_DATATYPE, to_byte_array, UnsupportedEncodingError)
+    depth_image_fields, FLOAT32_DATATYPE, to_byte_array, UnsupportedEncodingError)
 
 
 def _checked_image(values: np.ndarray, ndim: int, what: str) -> np.ndarray:
@@ -45,16 +45,14 @@ def depth_to_image_msg(depth: np.ndarray, header: Any) -> Any:
     Values are written as given: per REP 118 the caller puts NaN on pixels without depth
     (not 0.0, which is this package's internal sparse convention).
     """
-    depth_map = _checked_image(depth, 2, 'depth')
-    if not np.issubdtype(depth_map.dtype, np.floating):
-        raise ValueError(f'depth must be a float array in metres, got dtype {depth_map.dtype}')
+    fields = depth_image_fields(depth)
     msg = Image()
     msg.header = header
-    msg.height, msg.width = depth_map.shape
-    msg.encoding = '32FC1'
-    msg.is_bigendian = 0
-    msg.step = 4 * depth_map.shape[1]
-    msg.data = to_byte_array(depth_map.astype('<f4', copy=False))
+    msg.height, msg.width = fields['height'], fields['width']
+    msg.encoding = fields['encoding']
+    msg.is_bigendian = fields['is_bigendian']
+    msg.step = fields['step']
+    msg.data = to_byte_array(fields['data'])
     return msg
 
 

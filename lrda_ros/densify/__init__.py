@@ -1,0 +1,26 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+Densify rosbag2 recordings offline: the completion node's outputs for every frame, written back.
+
+``lrda densify`` (:func:`~lrda_ros.densify.run.run_densify`) runs locally, or over a Ray cluster
+with ``--ray`` (:mod:`lrda_ros.densify.cluster`, the only module that imports Ray).
+"""
+
+from .options import DensifyOptions, load_parameters
+from .run import DensifyReport, run_densify
+
+__all__ = ['DensifyOptions', 'DensifyReport', 'load_parameters', 'run_densify']

@@ -1,0 +1,225 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+``lrda densify``: complete every synchronized frame of rosbag2 recordings, as the node would.
+
+Recordings are planned first (synchronized sets, transforms, output topics), so a bad input or
+option fails before a model loads. Chunks of frames then go to a worker each (this process, or
+Ray actors with ``--ray``), frames of a chunk in order so warm start carries as in the node;
+every finished frame is stored at once (``lrda_ros.densify.store``), so ``--resume`` continues
+an interrupted run where it stopped. Last, each recording is written as a new bag: its own
+messages and the node's outputs (``lrda_ros.densify.writer``).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+import time
+from typing import Any, Callable, Iterator
+
+from tqdm import tqdm
+
+from .options import check_options, DensifyOptions, output_topics
+from .recordings import Chunk, open_recording, RawFrame, Recording
+from .store import PartialStore
+from .worker import FrameResult, FrameWorker
+from ..errors import ConfigError
+
+
+@dataclass
+class DensifyReport:
+    """What a run did."""
+
+    #: The bags written.
+    outputs: list[Path]
+    #: Synchronized frames in the recordings.
+    frames: int
+    #: Frames completed by this run (not counting those an earlier run finished).
+    completed: int = 0
+    #: Frames an interrupted run had finished.
+    reused: int = 0
+    #: Frames dropped (no output), per the node's reason.
+    dropped: Counter = field(default_factory=Counter)
+    #: Seconds from the first frame sent to the last one back (model loading excluded).
+    seconds: float = 0.0
+    #: What each worker loaded (model, device).
+    workers: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def frames_per_second(self) -> float:
+        """Return the completion rate of this run (frames per second)."""
+        return self.completed / self.seconds if self.seconds > 0 else float('nan')
+
+
+class LocalPool:
+    """One frame worker in this process (no Ray)."""
+
+    in_flight = 1
+    size = 1
+
+    def __init__(self, parameters: dict[str, Any]) -> None:
+        self.worker = FrameWorker(parameters)
+        self._done: deque[FrameResult] = deque()
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Return what the worker loaded."""
+        return [self.worker.describe()]
+
+    def start(self, slot: int, warm_state: bytes | None) -> None:
+        """Begin a chunk."""
+        self.worker.start(warm_state)
+
+    def submit(self, slot: int, frame: RawFrame) -> None:
+        """Complete a frame now."""
+        self._done.append(self.worker.complete(frame))
+
+    def next_result(self) -> tuple[int, FrameResult]:
+        """Return the frame completed first."""
+        return 0, self._done.popleft()
+
+    def close(self) -> None:
+        """Nothing to end."""
+
+
+@dataclass
+class _Running:
+    """A chunk on a worker: its frames still to send and how many are out."""
+
+    name: str
+    chunk: Chunk
+    frames: Iterator[RawFrame]
+    out: int = 0
+
+
+def run_densify(options: DensifyOptions,
+                on_frame: Callable[[FrameResult], None] | None = None) -> DensifyReport:
+    """Densify ``options.bags`` into ``options.output`` (see the module docstring)."""
+    settings = check_options(options)
+    recordings = [open_recording(Path(bag), options.topics, settings.sync_queue_size,
+                                 settings.sync_slop, settings.extrinsic)
+                  for bag in options.bags]
+    topics = [output_topics(options.namespace, recording.topics.image)
+              for recording in recordings]
+    for recording, written in zip(recordings, topics):
+        with_inputs = set(written.values()) & _recorded_topics(recording)
+        if with_inputs:
+            raise ConfigError(f'{recording.path} already records '
+                              f'{", ".join(sorted(with_inputs))}: write the outputs elsewhere '
+                              'with --namespace', field='--namespace')
+    manifest = {'bags': [str(Path(bag).resolve()) for bag in options.bags],
+                'parameters': dict(sorted(options.parameters.items())),
+                'topics': asdict(options.topics), 'namespace': options.namespace,
+                'chunk_frames': options.chunk_frames, 'storage': options.storage}
+    store = PartialStore(options.output, manifest, [r.name for r in recordings],
+                         options.resume, options.overwrite)
+    report = DensifyReport([Path(options.output) / r.name for r in recordings],
+                           sum(len(r.frames) for r in recordings))
+    todo = []
+    for number, recording in enumerate(recordings):
+        if store.finished(recording.name):
+            report.reused += len(recording.frames)
+            continue
+        for chunk in recording.chunks(number, options.chunk_frames):
+            start, warm_state = store.progress(recording.name, chunk)
+            report.reused += sum(frame.index < start for frame in chunk.frames)
+            if start <= chunk.frames[-1].index:
+                todo.append((recording, chunk, start, warm_state))
+    if todo:
+        _complete(options, settings.tto.device, todo, store, report, on_frame)
+    for recording, written in zip(recordings, topics):
+        if not store.finished(recording.name):
+            write_densified_recording(recording, written, options, store)
+            store.discard(recording.name)
+    store.close()
+    return report
+
+
+def write_densified_recording(recording: Recording, topics: dict[str, str],
+                              options: DensifyOptions, store: PartialStore) -> None:
+    """Write one recording's output bag from its stored frames."""
+    from .writer import write_densified
+
+    write_densified(Path(options.output) / recording.name, recording, topics, options.storage,
+                    lambda index: store.load(recording.name, index))
+
+
+def _recorded_topics(recording: Recording) -> set[str]:
+    from rosbags.highlevel import AnyReader
+
+    with AnyReader([recording.path]) as reader:
+        return {connection.topic for connection in reader.connections}
+
+
+def _pool(options: DensifyOptions, device: str):
+    if options.ray_address is None:
+        return LocalPool(dict(options.parameters))
+    from .cluster import RayPool
+
+    return RayPool(options.ray_address, options.workers, options.parameters, device)
+
+
+def _complete(options: DensifyOptions, device: str,
+              todo: list[tuple[Recording, Chunk, int, bytes | None]], store: PartialStore,
+              report: DensifyReport, on_frame: Callable[[FrameResult], None] | None) -> None:
+    """Complete the frames left, a chunk per worker at a time; store each as it finishes."""
+    pool = _pool(options, device)
+    bar = None
+    try:
+        report.workers = pool.describe()
+        queue = deque(todo)
+        running: dict[int, _Running] = {}
+        bar = tqdm(total=report.frames, initial=report.reused, unit='frame', desc='densify',
+                   disable=not options.progress, dynamic_ncols=True)
+        started = time.perf_counter()
+
+        def send(slot: int) -> None:
+            task = running[slot]
+            while task.out < pool.in_flight:
+                frame = next(task.frames, None)
+                if frame is None:
+                    break
+                pool.submit(slot, frame)
+                task.out += 1
+            if task.out == 0:
+                del running[slot]
+
+        while queue or running:
+            for slot in range(pool.size):
+                if slot not in running and queue:
+                    recording, chunk, start, warm_state = queue.popleft()
+                    pool.start(slot, warm_state)
+                    running[slot] = _Running(recording.name, chunk, recording.read(chunk, start))
+                    send(slot)
+            if not running:
+                continue
+            slot, result = pool.next_result()
+            task = running[slot]
+            task.out -= 1
+            store.save(task.name, task.chunk, result)
+            report.completed += 1
+            if result.dropped:
+                report.dropped[result.dropped] += 1
+            report.seconds = time.perf_counter() - started
+            bar.update(1)
+            if on_frame is not None:
+                on_frame(result)
+            send(slot)
+    finally:
+        if bar is not None:
+            bar.close()
+        pool.close()
