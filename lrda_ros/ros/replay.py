@@ -54,6 +54,8 @@ from .delivery import DeliveryTracker, REPLAY_QOS, wait_for_subscribers
 from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource, TF_TOPICS
 from ..messages.stamps import NS_PER_S, stamp_to_ns
 
+#: Seconds a stopped replay still waits for acknowledgements of what it published.
+_STOPPED_LINGER_S = 0.5
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
                   'sensor_msgs/msg/PointCloud2': PointCloud2,
                   'sensor_msgs/msg/CompressedImage': CompressedImage}
@@ -412,7 +414,10 @@ def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False
             count = play_timed(node, source, rate, loop,
                                wait_for_subscribers_s=wait_for_subscribers_s,
                                clock_hz=clock_hz, stop=stop, delivery=delivery)
-        delivery.wait(linger_s, stop)
+        if stop.is_set():  # a moment for the last messages (the caller ends 1.5 s after it)
+            delivery.wait(min(linger_s, _STOPPED_LINGER_S), threading.Event())
+        else:
+            delivery.wait(linger_s, stop)
         _log_delivery(node.get_logger(), bag, count, delivery, stop.is_set())
         return delivery
     finally:
