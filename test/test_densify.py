@@ -214,6 +214,8 @@ def test_two_recordings_on_a_local_two_worker_ray_cluster_match_the_local_run(
     (['-p', 'iteratons:=3'], "did you mean 'iterations'"),
     (['-p', 'iterations:=many'], "parameter 'iterations': expects an integer"),
     (['--workers', '2'], '--workers sets the Ray workers: give --ray ADDRESS too'),
+    (['--namespace', '/kitti/..'], '--namespace must be an absolute ROS 2 namespace'),
+    (['--resume', '--overwrite'], '--resume continues the run in --output, --overwrite deletes'),
 ])
 def test_bad_options_end_in_one_line(arguments, message, tmp_path, capsys):
     code = lrda_main(['densify', str(BAG), '--output', str(tmp_path)] + arguments)

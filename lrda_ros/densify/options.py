@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+import re
 from typing import Any, Mapping, Sequence
 
 from ..errors import ConfigError
@@ -34,6 +35,7 @@ from ..ros.parameters import (
     closest_parameter, coerce_value, InvalidParameterError, NodeSettings, SPECS)
 
 STORAGES = ('mcap', 'sqlite3')
+NAMESPACE = re.compile(r'/|(/[A-Za-z_][A-Za-z0-9_]*)+')
 #: Outputs written per frame, relative to the output namespace (the node's topic names).
 DEPTH, DEPTH_INFO, CONFIDENCE = 'depth', 'depth/camera_info', 'depth/confidence'
 
@@ -133,8 +135,9 @@ def check_options(options: DensifyOptions) -> NodeSettings:
          f'--storage must be one of {", ".join(STORAGES)}, got {options.storage!r}'),
         (options.resume and options.overwrite, '--resume',
          '--resume continues the run in --output, --overwrite deletes it: give one'),
-        (options.namespace is not None and not options.namespace.startswith('/'), '--namespace',
-         f'--namespace must be absolute (start with /), got {options.namespace!r}'),
+        (options.namespace is not None and not NAMESPACE.fullmatch(options.namespace),
+         '--namespace', f'--namespace must be an absolute ROS 2 namespace (/name/...: letters, '
+         f'digits, _), got {options.namespace!r}'),
     ]
     for rejected, name, message in problems:
         if rejected and name.startswith('-') or rejected and name == 'bags':
