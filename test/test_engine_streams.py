@@ -31,7 +31,7 @@ def config(**overrides) -> TTOConfig:
 
 
 def sparse_of(image: np.ndarray, count: int, seed: int) -> np.ndarray:
-    """A metric sparse map that follows the image's brightness (something to fit)."""
+    """Return a metric sparse map that follows the image's brightness (something to fit)."""
     rng = np.random.default_rng(seed)
     depth = 2.0 + 8.0 * image.mean(axis=2).astype(np.float32) / 255.0
     sparse = np.zeros(image.shape[:2], np.float32)
