@@ -151,8 +151,9 @@ def frames_per_second(cameras: int, rounds: int) -> dict[str, float]:
     encode = {True: 0.0, False: 0.0}
     for k in range(rounds + 1):
         for batched in (k % 2 == 0, k % 2 == 1):  # alternate which goes first
-            prepared = [pipeline.prepare(FrameInputs(s[k].rgb, s[k].camera, s[k].points_lidar[:, :3],
-                                                     s[k].T_cam_lidar, k)) for s in streams]
+            prepared = [pipeline.prepare(FrameInputs(
+                s[k].rgb, s[k].camera, s[k].points_lidar[:, :3], s[k].T_cam_lidar, k))
+                for s in streams]
             start = time.perf_counter()
             features = pipeline.encode(prepared) if batched else [None] * cameras
             results = [pipeline.complete(frame, stream=(index, batched), encoded=feature)
