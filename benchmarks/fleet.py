@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 
 from lrda_ros import world  # noqa: E402, I100
 from lrda_ros.engine import DepthCompleter, load_depth_model, TTOConfig  # noqa: E402
-from lrda_ros.geometry import ProjectionConfig  # noqa: E402
+from lrda_ros.geometry import ProjectionConfig, RigidTransform  # noqa: E402
 from lrda_ros.pipeline import CompletionPipeline, FrameInputs  # noqa: E402
 
 WIDTH, HEIGHT = 320, 240
@@ -152,7 +152,8 @@ def frames_per_second(cameras: int, rounds: int) -> dict[str, float]:
     for k in range(rounds + 1):
         for batched in (k % 2 == 0, k % 2 == 1):  # alternate which goes first
             prepared = [pipeline.prepare(FrameInputs(
-                s[k].rgb, s[k].camera, s[k].points_lidar[:, :3], s[k].T_cam_lidar, k))
+                s[k].rgb, s[k].camera, s[k].points_lidar[:, :3],
+                RigidTransform.from_matrix(s[k].T_cam_lidar), k))
                 for s in streams]
             start = time.perf_counter()
             features = pipeline.encode(prepared) if batched else [None] * cameras

@@ -218,3 +218,40 @@ def test_every_camera_with_a_frame_is_served_once_per_round_and_first_in_turn():
     assert slots.take_all(0) == []
     slots.close()
     assert slots.take_all(None) == []
+
+
+def test_the_managed_node_runs_every_camera_on_its_transitions(
+        ros_context, namespace, tiny_model_dir, sequences):
+    from lrda_ros.ros.lifecycle_node import CompletionLifecycleNode
+    from rclpy.lifecycle import TransitionCallbackReturn
+
+    extrinsic = sequences['front'][0].T_cam_lidar
+    node = CompletionLifecycleNode(context=ros_context, namespace=namespace, parameter_overrides=[
+        Parameter('model', value=str(tiny_model_dir)), Parameter('device', value='cpu'),
+        Parameter('iterations', value=1), Parameter('cameras', value=list(CAMERAS)),
+        Parameter('lidar_to_camera.matrix', value=[float(v) for v in extrinsic.ravel()]),
+        Parameter('projection.remove_occluded', value=False)])
+    peer = rclpy.create_node('fleet_managed', namespace=namespace, context=ros_context)
+    cameras = {name: CameraHarness(peer, name) for name in CAMERAS}
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(peer)
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert [camera.subscriptions_handle.topics for camera in node.cameras] == [
+            [f'{name}/image', f'{name}/camera_info', f'{name}/points'] for name in CAMERAS]
+        assert spin_until(executor, lambda: all(
+            h.pub_points.get_subscription_count() > 0 for h in cameras.values()), 10)
+        assert spin_until(executor, lambda: all(
+            c.publisher('pub_depth').get_subscription_count() > 0 for c in node.cameras), 10)
+        for name, harness in cameras.items():
+            harness.publish(sequences[name][0], 11 * 10**9)
+        assert spin_until(executor, lambda: all(h.depth for h in cameras.values()), 60)
+        assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+        assert all(not camera.publishers for camera in node.cameras)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        peer.destroy_node()
