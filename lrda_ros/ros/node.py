@@ -28,10 +28,8 @@ has a confidence output (UniDepthV2), also ``depth/confidence`` (32FC1, the dept
 NaN where the depth is: a per-image ranking of the network's expected error, larger = less
 reliable, no unit).
 
-With ``cameras: [front, left, ...]`` every camera has these topics under its name
-(``front/image`` ... ``front/depth``), its own synchronizer, warm start, time budget
-accounting and /diagnostics status, on one model (lrda_ros/ros/cameras.py); the worker serves
-the cameras in turn, each one's newest frame, and encodes frames ready together as one batch.
+With ``cameras: [front, ...]`` each camera has these topics under its name, on one model
+(lrda_ros/ros/cameras.py).
 
 :class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
 unload); :class:`CompletionNode` runs the first three at construction, and the managed
@@ -41,7 +39,6 @@ unload); :class:`CompletionNode` runs the first three at construction, and the m
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
 import sys
 import threading
 import time
@@ -60,8 +57,8 @@ from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
-from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
-from .cameras import Camera, node_cameras
+from .builders import depth_to_image_msg
+from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
     coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
     warn_unknown_parameters)
@@ -70,18 +67,17 @@ from .latest_slot import LatestSlots
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
-from ..colormap import colorize_depth
 from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
-from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
+from ..geometry import InvalidCameraError, RigidTransform
 from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, transform_to_rigid
 from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
 from ..messages.sync_losses import BEYOND_SLOP, suggested_slop_s, SUPERSEDED, SyncLoss
-from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule, PreparedFrame
+from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0
@@ -91,35 +87,6 @@ _OUTPUTS = {
     'pub_sparse': (Image, 'sparse_depth'), 'pub_colored': (Image, 'depth_colored'),
     'pub_points': (PointCloud2, 'points_dense'), 'pub_holdout': (Image, 'holdout_depth'),
 }
-
-
-@dataclass
-class _PendingFrame:
-    """A camera's prepared frame waiting in the worker's round for its completion."""
-
-    camera: Camera
-    image: Image
-    info: CameraInfo
-    prepared: PreparedFrame
-    settings: NodeSettings
-    pipeline: CompletionPipeline
-    #: When the synchronized set arrived (time.monotonic): the time budget starts there.
-    received_at: float
-    #: Seconds reading and preparing it took.
-    prepare_seconds: float
-
-
-def _first_camera(attribute: str) -> property:
-    """Return a property reading ``attribute`` of the node's first (or only) camera."""
-    def read(node: 'CompletionCore') -> Any:
-        cameras = getattr(node, 'cameras', None)
-        if not cameras:
-            return None
-        camera = cameras[0]
-        return getattr(camera, attribute) if hasattr(camera, attribute) \
-            else camera.publisher(attribute)
-    return property(read, doc=f"The first camera's {attribute} (the only camera without "
-                              '``cameras``).')
 
 
 def _holdout_rule(settings: NodeSettings) -> HoldoutRule:
@@ -147,16 +114,13 @@ class CompletionCore:
     #: Set when the worker met a defect: the process ends with exit code 1.
     failed: bool = False
     # The single camera's state under the node's own names (tests, bag replay, lrda bench).
-    stats = _first_camera('stats')
-    subscriptions_handle = _first_camera('subscriptions_handle')
-    pub_depth = _first_camera('pub_depth')
-    pub_info = _first_camera('pub_info')
-    pub_sparse = _first_camera('pub_sparse')
-    pub_colored = _first_camera('pub_colored')
-    pub_points = _first_camera('pub_points')
-    pub_holdout = _first_camera('pub_holdout')
+    stats = first_camera('stats')
+    subscriptions_handle = first_camera('subscriptions_handle')
+    pub_depth, pub_info, pub_sparse = map(first_camera, ('pub_depth', 'pub_info', 'pub_sparse'))
+    pub_colored, pub_points, pub_holdout = map(first_camera, ('pub_colored', 'pub_points',
+                                                              'pub_holdout'))
     #: ``depth/confidence``, created only for models with a confidence output.
-    pub_confidence = _first_camera('pub_confidence')
+    pub_confidence = first_camera('pub_confidence')
 
     # --- stages -----------------------------------------------------------------------------
 
@@ -462,32 +426,12 @@ class CompletionCore:
                 prepared = self._prepare(camera, *frame)
                 if prepared is not None:
                     pending.append(prepared)
-        for frame, encoded in zip(pending, self._encode_ahead(pending)):
+        for frame, encoded in zip(pending, encode_ahead(pending)):
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
 
-    def _encode_ahead(self, pending: list[_PendingFrame]) -> list[EncodedFrame | None]:
-        """Encode the round's frames as batches (batch_encoding), else leave it to each frame."""
-        if len(pending) < 2 or not pending[0].settings.batch_encoding \
-                or not pending[0].pipeline.completer.shares_encodings:
-            return [None] * len(pending)
-        try:
-            return pending[0].pipeline.encode([frame.prepared for frame in pending])
-        except InputError:  # each frame's own pass then says which camera's frame it was
-            return [None] * len(pending)
-
-    def _wants_completion(self, camera: Camera) -> bool:
-        return any(camera.publisher(attribute) is not None
-                   and camera.publisher(attribute).get_subscription_count() > 0
-                   for attribute in ('pub_depth', 'pub_colored', 'pub_points', 'pub_info',
-                                     'pub_confidence'))
-
-    def _deadline(self, camera: Camera, received_at: float, budget: float) -> float | None:
-        """Return when the optimization must end so the frame publishes within its budget."""
-        return received_at + budget - camera.publish_seconds if budget > 0 else None
-
     def _prepare(self, camera: Camera, image: Image, info: CameraInfo, cloud: PointCloud2,
-                 received_at: float) -> _PendingFrame | None:
+                 received_at: float) -> PendingFrame | None:
         """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
         inputs = self._inputs(camera, image, info, cloud)
@@ -506,18 +450,18 @@ class CompletionCore:
         sparse = camera.publisher('pub_sparse')
         if sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
             sparse.publish(_depth_image(prepared.sparse_depth, image.header))
-        if not self._wants_completion(camera):
+        if not camera.wants_completion():
             return None
-        return _PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
-                             time.perf_counter() - start)
+        return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
+                            time.perf_counter() - start)
 
-    def _complete(self, frame: _PendingFrame, encoded: EncodedFrame | None) -> None:
+    def _complete(self, frame: PendingFrame, encoded: EncodedFrame | None) -> None:
         """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
         start = time.perf_counter()
         camera, settings = frame.camera, frame.settings
         try:
             outputs = frame.pipeline.complete(
-                frame.prepared, self._deadline(camera, frame.received_at, settings.time_budget),
+                frame.prepared, camera.deadline(frame.received_at, settings.time_budget),
                 self._should_stop, camera.stream, encoded)
         except InsufficientSparseDepthError as error:
             self._drop(camera, 'too_few_points', str(error))
@@ -526,53 +470,20 @@ class CompletionCore:
             self._drop(camera, 'non_finite', str(error))
             return
         publish_start = time.monotonic()
-        self._publish(camera, frame.image, frame.info, frame.prepared.inputs, outputs, settings)
+        camera.publish_outputs(frame.image, frame.info, outputs, settings)
         camera.publish_seconds = time.monotonic() - publish_start
         ahead = encoded.seconds if encoded is not None else 0.0
         self._record(camera, frame.image, outputs,
                      frame.prepare_seconds + ahead + time.perf_counter() - start,
                      time.monotonic() - frame.received_at)
 
-    def _publish(self, camera: Camera, image: Image, info: CameraInfo, inputs: FrameInputs,
-                 outputs: FrameOutputs, settings: NodeSettings) -> None:
-        header = image.header
-        publisher = camera.publisher
-        if publisher('pub_depth').get_subscription_count() > 0:
-            publisher('pub_depth').publish(depth_to_image_msg(outputs.depth, header))
-        confidence = publisher('pub_confidence')
-        if confidence is not None and confidence.get_subscription_count() > 0:
-            confidence.publish(depth_to_image_msg(outputs.confidence, header))
-        if publisher('pub_info').get_subscription_count() > 0:
-            info.header = header
-            publisher('pub_info').publish(info)
-        colored = publisher('pub_colored')
-        if settings.publish_depth_colored and colored.get_subscription_count() > 0:
-            near, far = settings.colormap_range
-            colored.publish(rgb_to_image_msg(colorize_depth(outputs.depth, near, far), header))
-        if settings.publish_points_dense and publisher('pub_points').get_subscription_count() > 0:
-            points, rows, cols = backproject_depth(outputs.depth, inputs.camera,
-                                                   settings.points_stride)
-            publisher('pub_points').publish(xyz_to_pointcloud2(points, header,
-                                                               rgb=inputs.rgb[rows, cols]))
-
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
                 frame_seconds: float) -> None:
         result = outputs.completion
         latency = (self.get_clock().now() - Time.from_msg(image.header.stamp)).nanoseconds
         with self._stats_lock:
-            stats = camera.stats
-            stats.processed += 1
-            stats.statuses[result.status.value] += 1
-            stats.last_loss = result.final_loss
-            stats.last_iterations = result.iterations
-            stats.last_points = result.num_points
-            stats.last_processing_s = seconds
-            stats.last_frame_s = frame_seconds
-            stats.stopped_at_budget += int(result.stopped_at_deadline)
-            stats.recent_iterations = (stats.recent_iterations + [result.iterations])[-20:]
-            stats.last_latency_s = latency * 1e-9
-            stats.last_stamp = stamp_text(image.header.stamp)
-            stats.record_completed()
+            camera.stats.record(result, seconds, frame_seconds, latency * 1e-9,
+                                stamp_text(image.header.stamp))
         if self.settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's iterations and time from here.
             self._publish_diagnostics()
