@@ -163,6 +163,17 @@ def _given(name: str) -> IfCondition:
     return IfCondition(NotEqualsSubstitution(LaunchConfiguration(name), ''))
 
 
+def camera_list(text: str) -> list[str]:
+    """Return the camera names of the ``cameras`` argument: 'front,left', '[front, left]'."""
+    return [name for name in text.strip().strip('[]').replace(',', ' ').split() if name]
+
+
+def _cameras(context):
+    """Set the node's ``cameras`` parameter from the argument (unset: one camera)."""
+    names = camera_list(LaunchConfiguration('cameras').perform(context))
+    return [SetParameter(name='cameras', value=names)] if names else []
+
+
 def _completion_nodes():
     """Return the node (plain, or managed with autostart) with its parameters in one scope."""
     namespace = LaunchConfiguration('namespace')
@@ -201,6 +212,7 @@ def _completion_nodes():
         SetParameter(name='model', value=LaunchConfiguration('model'), condition=_given('model')),
         SetParameter(name='device', value=LaunchConfiguration('device'),
                      condition=_given('device')),
+        OpaqueFunction(function=_cameras),
         plain,
         GroupAction(scoped=False, condition=IfCondition(lifecycle), actions=[managed, autostart]),
     ])
@@ -230,6 +242,11 @@ def generate_launch_description():
                                           '.pth, demo or auto).'),
         DeclareLaunchArgument('device', default_value='',
                               description='Override the device parameter (auto, cpu, cuda).'),
+        DeclareLaunchArgument('cameras', default_value='',
+                              description='Camera names, e.g. "front,left" or "[front, left]": '
+                              'one node and one model for all, each camera on <camera>/image, '
+                              '<camera>/camera_info, <camera>/points -> <camera>/depth, ... '
+                              '(empty: one camera on image, camera_info, points).'),
         DeclareLaunchArgument('image', default_value='image', description='Input image topic.'),
         DeclareLaunchArgument('camera_info', default_value='camera_info',
                               description='Input CameraInfo topic.'),

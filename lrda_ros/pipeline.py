@@ -25,11 +25,11 @@ minimum-points rule (the engine's count) and the same far-limit mask.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from .engine import CompletionResult, DepthCompleter
+from .engine import CompletionResult, DepthCompleter, EncodedFrame
 from .errors import InputError
 from .geometry import (
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, SparseProjection)
@@ -164,7 +164,8 @@ def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
 def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np.ndarray,
                     deadline: float | None = None,
                     should_stop: Callable[[], bool] | None = None,
-                    intrinsics: np.ndarray | None = None
+                    intrinsics: np.ndarray | None = None, stream: Hashable = None,
+                    encoded: EncodedFrame | None = None
                     ) -> tuple[np.ndarray, CompletionResult]:
     """
     Run the engine on an image and its sparse map; return (published depth, engine result).
@@ -172,9 +173,11 @@ def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np
     The published depth is the engine's with NaN at its far limit. Every completion (node,
     bag and dataset evaluation) ends here. Engine errors (too few LiDAR points under the
     'error' policy, non-finite network output) propagate to the caller. ``intrinsics`` (the
-    image's K) goes to models that take the camera.
+    image's K) goes to models that take the camera. ``stream`` (a camera's name) picks whose
+    warm start the frame continues; ``encoded``: the image's features encoded ahead.
     """
-    result = completer.complete(rgb, sparse_depth, deadline, should_stop, intrinsics)
+    result = completer.complete(rgb, sparse_depth, deadline, should_stop, intrinsics, stream,
+                                encoded)
     return mask_far_limit(result.depth, completer.config.max_depth), result
 
 
@@ -191,17 +194,28 @@ class CompletionPipeline:
         """Check the frame, project its LiDAR and withhold the hold-out pixels."""
         return prepare_frame(inputs, self.projection, self.holdout)
 
+    def encode(self, prepared: Sequence[PreparedFrame]) -> list[EncodedFrame]:
+        """
+        Encode several prepared frames ahead of :meth:`complete`, batched where shapes agree.
+
+        For frames of several cameras ready together (DepthCompleter.encode_frames).
+        """
+        return self.completer.encode_frames([frame.inputs.rgb for frame in prepared],
+                                            [frame.inputs.camera.K for frame in prepared])
+
     def complete(self, prepared: PreparedFrame, deadline: float | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> FrameOutputs:
+                 should_stop: Callable[[], bool] | None = None, stream: Hashable = None,
+                 encoded: EncodedFrame | None = None) -> FrameOutputs:
         """
         Complete a prepared frame (see :func:`complete_sparse`).
 
         ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode);
-        ``should_stop`` goes to :meth:`DepthCompleter.complete`.
+        ``should_stop`` goes to :meth:`DepthCompleter.complete`; ``stream`` names whose warm
+        start it continues (a camera) and ``encoded`` is its output of :meth:`encode`.
         """
         depth, result = complete_sparse(self.completer, prepared.inputs.rgb,
                                         prepared.sparse_depth, deadline, should_stop,
-                                        prepared.inputs.camera.K)
+                                        prepared.inputs.camera.K, stream, encoded)
         return FrameOutputs(depth, prepared, result)
 
     def process(self, inputs: FrameInputs, deadline: float | None = None,

@@ -37,14 +37,15 @@ from .lora import LoraAdapters
 from .model import DepthModel, EncodedImage, resolve_device
 from .precision import UnsupportedPrecisionError
 from .tto import (
-    CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter,
+    CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError)
 from .unidepth import UniDepthModel
 
 __all__ = [
     'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
     'CompletionStatus',
-    'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedImage',
+    'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedFrame',
+    'EncodedImage',
     'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'NonFiniteDepthError', 'PredictionSpace', 'resolve_device',
     'ScaleShift', 'Scope',

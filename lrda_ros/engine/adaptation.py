@@ -24,6 +24,7 @@ or the input must re-run the encoder, with autograd, at every step: that is thei
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 
@@ -59,6 +60,14 @@ class Adaptation:
         """Return to the unadapted network for an input like ``pixel_values``."""
         if self.snapshot is not None:
             self.snapshot.reset()
+
+    def save_state(self) -> Any:
+        """Return the adapted state for another stream's turn (see engine/streams.py)."""
+        return self.capture()
+
+    def load_state(self, state: Any) -> None:
+        """Make a state returned by save_state live again."""
+        self.restore(state)
 
     def optimizing(self) -> AbstractContextManager[None]:
         """Return the context of the optimization steps (where training-only layers act)."""
@@ -113,6 +122,20 @@ class PromptAdaptation(Adaptation):
             self.snapshot = ParameterSnapshot([prompt])
         else:
             self.snapshot.reset()
+
+    def save_state(self) -> Any:
+        """
+        Hand over the prompt itself and start the next stream without one.
+
+        The prompt is shaped like its stream's input, and the stream's optimizer holds this
+        very tensor, so it is moved, not copied.
+        """
+        snapshot, self.snapshot = self.snapshot, None
+        return snapshot
+
+    def load_state(self, state: Any) -> None:
+        """Make a prompt handed over by save_state live again."""
+        self.snapshot = state
 
     def features(self, model: DepthModel, pixel_values: torch.Tensor,
                  cached: EncodedImage) -> EncodedImage:

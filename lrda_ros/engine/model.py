@@ -23,6 +23,7 @@ it from any model spec (hub id, local directory, official ``.pth``, ``demo``, ``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -252,6 +253,21 @@ class DepthModel:
         # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
         return EncodedImage(tuple(f.clone() for f in features), self._patch_grid(pixel_values),
                             input_size, intrinsics)
+
+    def encode_batch(self, pixel_values: Sequence[torch.Tensor],
+                     input_sizes: Sequence[tuple[int, int]],
+                     intrinsics: Sequence[np.ndarray | None]) -> list[EncodedImage]:
+        """
+        Encode images of one network input shape in one backbone pass (K is unused).
+
+        Each image's features are its own contiguous copy: a frame's decoder passes then run
+        exactly as after :meth:`encode`.
+        """
+        with torch.inference_mode():
+            features = self.network.backbone(torch.cat(list(pixel_values))).feature_maps
+        grid = self._patch_grid(pixel_values[0])
+        return [EncodedImage(tuple(f[i:i + 1].clone() for f in features), grid, size, camera)
+                for i, (size, camera) in enumerate(zip(input_sizes, intrinsics))]
 
     def encode_differentiable(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
                               intrinsics: np.ndarray | None = None) -> EncodedImage:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 import math
 import time
-from typing import Callable
+from typing import Callable, Hashable, Sequence
 
 import numpy as np
 import torch
@@ -39,6 +39,7 @@ from .deadline import deadline_in, FrameDeadline, StepTimes
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .sparse_head import SparseHeadPlan
+from .streams import ParkedStreams, WarmState
 from .strips import decode_in_strips
 from ..errors import ConfigError, InputError, LrdaError
 
@@ -126,6 +127,16 @@ class CompletionResult:
 
 
 @dataclass
+class EncodedFrame:
+    """An image's network input and encoder features, computed ahead (see encode_frames)."""
+
+    pixel_values: torch.Tensor
+    encoded: EncodedImage
+    #: This image's share of the encoding time (a batch's time split evenly).
+    seconds: float
+
+
+@dataclass
 class _Trace:
     losses: list[float]
     diverged: bool
@@ -151,7 +162,9 @@ class DepthCompleter:
     Turn (RGB, sparse depth) into dense metric depth by test-time optimization.
 
     The completer owns the adaptation it attaches to ``model``; warm start carries the adapted
-    weights from one ``complete`` call to the next until ``reset``.
+    weights from one ``complete`` call to the next until ``reset``. Several image streams
+    (cameras) share one completer with a warm start each: ``complete(..., stream=name)``
+    (engine/streams.py).
     """
 
     def __init__(self, model: DepthModel, config: TTOConfig | None = None) -> None:
@@ -171,6 +184,9 @@ class DepthCompleter:
         self._optimizer: torch.optim.Optimizer | None = None
         #: Durations of a step and of a frame's finish, for deadlines (engine/deadline.py).
         self.step_times = StepTimes()
+        #: The stream whose warm state is live in the model (None: the default stream).
+        self._stream: Hashable = None
+        self._parked = ParkedStreams()
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
@@ -231,9 +247,65 @@ class DepthCompleter:
                 f'configuration ({type(error).__name__}: {str(error).splitlines()[0]}); use '
                 'float32') from error
 
-    def reset(self) -> None:
-        """Forget the previous frame: the next one starts from the unadapted network."""
-        self._warm_input_shape = None
+    def reset(self, stream: Hashable = None) -> None:
+        """Forget a stream's previous frame: its next one starts from the unadapted network."""
+        if stream == self._stream:
+            self._warm_input_shape = None
+        else:
+            self._parked.forget(stream)
+
+    def use_stream(self, stream: Hashable) -> None:
+        """Make ``stream``'s warm state live (park the current one); a new stream is cold."""
+        if stream == self._stream:
+            return
+        warm = self._warm_input_shape is not None
+        self._parked.park(self._stream, WarmState(
+            self.adaptation.save_state() if warm else None, self._optimizer,
+            self._warm_input_shape, self.step_times))
+        state = self._parked.unpark(stream)
+        if state.input_shape is not None:
+            self.adaptation.load_state(state.adaptation)
+        # A cold stream's frame resets the adaptation itself (complete: not warm).
+        self._optimizer, self._warm_input_shape = state.optimizer, state.input_shape
+        self.step_times, self._stream = state.step_times, stream
+
+    @property
+    def shares_encodings(self) -> bool:
+        """Return whether frames can be encoded ahead, together (encode_frames)."""
+        # Scopes that adapt the encoder or the input re-encode at every step with the
+        # stream's own state: features encoded ahead would go unused.
+        return not self.adaptation.reencodes
+
+    def encode_frames(self, images: Sequence[np.ndarray],
+                      intrinsics: Sequence[np.ndarray | None]) -> list[EncodedFrame]:
+        """
+        Encode several (H, W, 3) uint8 images ahead of ``complete``, batched by input shape.
+
+        Images whose network inputs have one shape go through the encoder as one batch (a
+        model without batched encoding encodes them one by one); each frame's ``seconds`` is
+        its share of its batch's time. Only for scopes that keep the encoder frozen
+        (``shares_encodings``): the features do not depend on any stream's adaptation.
+        """
+        if not self.shares_encodings:
+            raise ValueError(f'scope {self.config.scope.value} re-encodes at every step: '
+                             'frames cannot be encoded ahead')
+        pixel_values = [self.model.preprocess(rgb, self.config.processing_size)
+                        for rgb in images]
+        groups: dict[tuple[int, ...], list[int]] = {}
+        for index, values in enumerate(pixel_values):
+            groups.setdefault(tuple(values.shape), []).append(index)
+        frames: list[EncodedFrame | None] = [None] * len(images)
+        for members in groups.values():
+            start = time.perf_counter()
+            with self._autocast():
+                encoded = self.model.encode_batch(
+                    [pixel_values[i] for i in members], [images[i].shape[:2] for i in members],
+                    [intrinsics[i] for i in members])
+            self._synchronize()
+            share = (time.perf_counter() - start) / len(members)
+            for index, features in zip(members, encoded):
+                frames[index] = EncodedFrame(pixel_values[index], features, share)
+        return frames
 
     def warm_state(self) -> dict | None:
         """
@@ -408,7 +480,8 @@ class DepthCompleter:
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
                  deadline: float | None = None,
                  should_stop: Callable[[], bool] | None = None,
-                 intrinsics: np.ndarray | None = None) -> CompletionResult:
+                 intrinsics: np.ndarray | None = None, stream: Hashable = None,
+                 encoded: EncodedFrame | None = None) -> CompletionResult:
         """
         Complete one frame: (H, W, 3) uint8 RGB and (H, W) sparse metres (0/NaN = none).
 
@@ -422,6 +495,10 @@ class DepthCompleter:
 
         ``intrinsics``: the image's 3x3 camera matrix K (pixels), for models that take the
         camera (UniDepthV2; without it, UniDepthV2 predicts its own); others ignore it.
+
+        ``stream``: whose warm start this frame continues (a camera's name; see
+        engine/streams.py). ``encoded``: this image's features from ``encode_frames``, which
+        then replace the encoder pass here.
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -440,26 +517,35 @@ class DepthCompleter:
             raise InsufficientSparseDepthError(
                 f'{samples.count} valid sparse depths in [{config.min_depth}, '
                 f'{config.max_depth}] m, need at least {config.min_points} (min_points)')
-        pixel_values = self.model.preprocess(rgb, config.processing_size)
+        self.use_stream(stream)
+        if encoded is not None and tuple(encoded.encoded.input_size) != rgb.shape[:2]:
+            raise ValueError(f'features encoded ahead are of a {encoded.encoded.input_size} '
+                             f'image, not of this {rgb.shape[:2]} one')
+        pixel_values = (self.model.preprocess(rgb, config.processing_size) if encoded is None
+                        else encoded.pixel_values)
         warm = config.warm_start and self._warm_input_shape == tuple(pixel_values.shape)
         if not warm:
             self.adaptation.reset(pixel_values)
-        with self._autocast():  # the encoder in the reduced precision too
-            encoded = self.model.encode(pixel_values, rgb.shape[:2], intrinsics)
-        self._synchronize()
+        ahead_seconds = 0.0 if encoded is None else encoded.seconds
+        if encoded is None:
+            with self._autocast():  # the encoder in the reduced precision too
+                features = self.model.encode(pixel_values, rgb.shape[:2], intrinsics)
+            self._synchronize()
+        else:
+            features = encoded.encoded
         encoded_at = time.perf_counter()
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
         try:
             with self.adaptation.optimizing():  # LoRA dropout acts here, not in the output
-                trace = self._optimize(pixel_values, encoded, samples, target, iterations,
+                trace = self._optimize(pixel_values, features, samples, target, iterations,
                                        warm, frame_deadline, should_stop)
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
             raise
         dense, confidence, loss, fit = self._final_prediction(
-            pixel_values, encoded, samples, target, trace, frame_deadline)
+            pixel_values, features, samples, target, trace, frame_deadline)
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
         result_depth = depth.cpu().numpy().astype(np.float32)
@@ -475,6 +561,7 @@ class DepthCompleter:
             depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
             losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
-            stopped_at_deadline=frame_deadline.reached, encode_seconds=encoded_at - start,
-            optimize_seconds=end - encoded_at, total_seconds=end - start,
+            stopped_at_deadline=frame_deadline.reached,
+            encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
+            total_seconds=end - start + ahead_seconds,
             confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32))

@@ -86,6 +86,22 @@ class NodeStatistics:
         """Note a completed frame for the output rate."""
         self.completed_at = (self.completed_at + [time.monotonic()])[-20:]
 
+    def record(self, result: Any, seconds: float, frame_seconds: float, latency_s: float,
+               stamp: str) -> None:
+        """Count a published frame: its engine result (CompletionResult) and timings."""
+        self.processed += 1
+        self.statuses[result.status.value] += 1
+        self.last_loss = result.final_loss
+        self.last_iterations = result.iterations
+        self.last_points = result.num_points
+        self.last_processing_s = seconds
+        self.last_frame_s = frame_seconds
+        self.stopped_at_budget += int(result.stopped_at_deadline)
+        self.recent_iterations = (self.recent_iterations + [result.iterations])[-20:]
+        self.last_latency_s = latency_s
+        self.last_stamp = stamp
+        self.record_completed()
+
 
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
                       demo_prior: bool = False) -> DiagnosticStatus:

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-A one-item mailbox between subscriber callbacks and the worker thread: newest frame wins.
+One-item mailboxes between subscriber callbacks and the worker thread: newest frame wins.
 
 When frames arrive faster than they are processed, older unprocessed frames are replaced (put
 says so; the caller counts them), so latency and memory stay bounded instead of a queue growing
@@ -23,8 +23,9 @@ without limit.
 from __future__ import annotations
 
 import threading
-from typing import Generic, TypeVar
+from typing import Generic, Sequence, TypeVar
 
+K = TypeVar('K')
 T = TypeVar('T')
 
 
@@ -64,3 +65,48 @@ class LatestSlot(Generic[T]):
     def closed(self) -> bool:
         """Return whether close was called."""
         return self._closed
+
+
+class LatestSlots(Generic[K, T]):
+    """
+    One newest-wins slot per key (camera), taken together and served in turn.
+
+    ``take_all`` returns every key's pending item at once, so one round serves each camera
+    that has a frame exactly once: a fast or busy camera cannot starve a slower one. The key
+    served first rotates from round to round, so no camera always waits behind the others.
+    """
+
+    def __init__(self, keys: Sequence[K]) -> None:
+        self._condition = threading.Condition()
+        self._order = list(keys)
+        self._items: dict[K, T] = {}
+        self._closed = False
+
+    def put(self, key: K, item: T) -> bool:
+        """Offer ``key``'s newest item; return True when it replaced one never taken."""
+        with self._condition:
+            replaced = key in self._items
+            self._items[key] = item
+            self._condition.notify()
+            return replaced
+
+    def take_all(self, timeout: float | None = None) -> list[tuple[K, T]]:
+        """Wait for any item; remove and return all pending ones in serving order."""
+        with self._condition:
+            self._condition.wait_for(lambda: self._items or self._closed, timeout)
+            taken = [(key, self._items.pop(key)) for key in self._order if key in self._items]
+            if taken:
+                self._order.append(self._order.pop(0))
+            return taken
+
+    def discard(self, key: K) -> None:
+        """Drop ``key``'s pending item (stale once processing resumes)."""
+        with self._condition:
+            self._items.pop(key, None)
+
+    def close(self) -> None:
+        """Wake every waiter; later takes return nothing."""
+        with self._condition:
+            self._closed = True
+            self._items.clear()
+            self._condition.notify_all()

@@ -28,6 +28,9 @@ has a confidence output (UniDepthV2), also ``depth/confidence`` (32FC1, the dept
 NaN where the depth is: a per-image ranking of the network's expected error, larger = less
 reliable, no unit).
 
+With ``cameras: [front, ...]`` each camera has these topics under its name, on one model
+(lrda_ros/ros/cameras.py).
+
 :class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
 unload); :class:`CompletionNode` runs the first three at construction, and the managed
 :class:`~lrda_ros.ros.lifecycle_node.CompletionLifecycleNode` runs them on its transitions.
@@ -35,12 +38,12 @@ unload); :class:`CompletionNode` runs the first three at construction, and the m
 
 from __future__ import annotations
 
-from collections import Counter
+from contextlib import contextmanager
 import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
@@ -54,22 +57,22 @@ from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
-from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
+from .builders import depth_to_image_msg
+from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
     coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
     warn_unknown_parameters)
-from .diagnostics import completion_status, NodeStatistics, STAMP_BACKWARDS
-from .latest_slot import LatestSlot
+from .diagnostics import completion_status, STAMP_BACKWARDS
+from .latest_slot import LatestSlots
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
-from ..colormap import colorize_depth
 from ..engine import (
-    CompletionCancelledError, DepthCompleter, DepthModel, InsufficientSparseDepthError,
-    NonFiniteDepthError, UnsupportedPrecisionError)
+    CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
+    InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
-from ..geometry import backproject_depth, InvalidCameraError, RigidTransform
+from ..geometry import InvalidCameraError, RigidTransform
 from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, transform_to_rigid
 from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
@@ -106,34 +109,38 @@ class CompletionCore:
 
     model_choice: DepthModel | None = None
     pipeline: CompletionPipeline | None = None
-    subscriptions_handle: SynchronizedSubscriptions | None = None
-    #: ``depth/confidence``, created only for models with a confidence output.
-    pub_confidence: Any = None
+    cameras: list[Camera]
     _worker: threading.Thread | None = None
     #: Set when the worker met a defect: the process ends with exit code 1.
     failed: bool = False
+    # The single camera's state under the node's own names (tests, bag replay, lrda bench).
+    stats = first_camera('stats')
+    subscriptions_handle = first_camera('subscriptions_handle')
+    pub_depth, pub_info, pub_sparse = map(first_camera, ('pub_depth', 'pub_info', 'pub_sparse'))
+    pub_colored, pub_points, pub_holdout = map(first_camera, ('pub_colored', 'pub_points',
+                                                              'pub_holdout'))
+    #: ``depth/confidence``, created only for models with a confidence output.
+    pub_confidence = first_camera('pub_confidence')
 
     # --- stages -----------------------------------------------------------------------------
 
     def _declare(self) -> None:
         """Declare and validate parameters; create /diagnostics (it reports in every state)."""
-        self.stats = NodeStatistics()
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
         self._last_warning: dict[str, float] = {}
-        self._reported_losses: Counter[str] = Counter()
-        #: The last processed frame's image stamp: an older one means time went back.
-        self._last_frame_ns: int | None = None
         self._stop = threading.Event()      # the worker ends
         self._active = threading.Event()    # frames are processed only while set
-        # Each set carries its arrival time (time.monotonic): the time budget starts there.
-        self._slot: LatestSlot[tuple[Image, CameraInfo, PointCloud2, float]] = LatestSlot()
-        #: Seconds the last publishing took: the time budget reserves it.
-        self._publish_seconds = 0.0
+        self._slots: LatestSlots[str, tuple[Image, CameraInfo, PointCloud2, float]] = \
+            LatestSlots([])  # the cameras' once the parameters are read
         self._tf_buffer = None
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
+        self.cameras = node_cameras(self.settings.cameras)  # read-only: fixed from here on
+        # Each camera's newest set, with its arrival time (time.monotonic): the time budget
+        # starts there.
+        self._slots = LatestSlots([camera.name for camera in self.cameras])
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.add_pre_set_parameters_callback(coerce_parameter_types)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -160,45 +167,47 @@ class CompletionCore:
                                                _holdout_rule(settings))
         self._tf_buffer = self._make_tf_buffer()
         overrides = QoSOverridingOptions.with_default_policies()
-        for attribute, (msg_type, topic) in _OUTPUTS.items():
-            setattr(self, attribute, create_publisher(msg_type, topic, QoSProfile(depth=5),
-                                                      qos_overriding_options=overrides))
+        outputs = dict(_OUTPUTS)
         if choice.has_confidence:
-            self.pub_confidence = create_publisher(Image, 'depth/confidence',
-                                                   QoSProfile(depth=5),
-                                                   qos_overriding_options=overrides)
+            outputs['pub_confidence'] = (Image, 'depth/confidence')
+        for camera in self.cameras:
+            camera.publishers = {
+                attribute: create_publisher(msg_type, camera.topic(topic), QoSProfile(depth=5),
+                                            qos_overriding_options=overrides)
+                for attribute, (msg_type, topic) in outputs.items()}
         self._stop = threading.Event()
-        self._slot = LatestSlot()
+        self._slots = LatestSlots([camera.name for camera in self.cameras])
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
         self._worker.start()
 
     def _subscribe(self) -> None:
-        """Subscribe to the synchronized inputs: frames flow from now on."""
+        """Subscribe to every camera's synchronized inputs: frames flow from now on."""
         self._active.set()
-        self.subscriptions_handle = create_synchronized_subscriptions(
-            self, [self._image_input(), (CameraInfo, 'camera_info'), (PointCloud2, 'points')],
-            qos_profile_sensor_data, self.settings.sync_queue_size,
-            self.settings.sync_slop, self._on_synchronized, on_time_jump=self._on_time_jump,
-            qos_overriding_options=QoSOverridingOptions.with_default_policies())
+        for camera in self.cameras:
+            camera.subscriptions_handle = create_synchronized_subscriptions(
+                self, [self._image_input(camera), (CameraInfo, camera.topic('camera_info')),
+                       (PointCloud2, camera.topic('points'))],
+                qos_profile_sensor_data, self.settings.sync_queue_size,
+                self.settings.sync_slop,
+                lambda *msgs, camera=camera: self._on_synchronized(camera, *msgs),
+                on_time_jump=lambda *jump, camera=camera: self._on_time_jump(camera, *jump),
+                qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _unsubscribe(self) -> None:
         """Stop processing (a frame in progress is abandoned between steps); keep the model."""
         self._active.clear()
-        if self.subscriptions_handle is not None:
-            self.subscriptions_handle.destroy(self)
-        self._slot.take(timeout=0)  # a pending frame is stale once processing resumes
+        for camera in self.cameras:
+            if camera.subscriptions_handle is not None:
+                camera.subscriptions_handle.destroy(self)
+            self._slots.discard(camera.name)  # stale once processing resumes
 
     def _unload(self, destroy_publisher: Callable[[Any], Any]) -> None:
         """Stop and join the worker, destroy the outputs and free the model."""
         self._stop_worker()
-        for attribute in _OUTPUTS:
-            publisher = getattr(self, attribute, None)
-            if publisher is not None:
+        for camera in self.cameras:
+            for publisher in camera.publishers.values():
                 destroy_publisher(publisher)
-                setattr(self, attribute, None)
-        if self.pub_confidence is not None:
-            destroy_publisher(self.pub_confidence)
-            self.pub_confidence = None
+            camera.publishers = {}
         self._tf_buffer = self._tf_listener = None
         with self._settings_lock:
             self.pipeline = self.model_choice = None
@@ -207,19 +216,24 @@ class CompletionCore:
         """Ask the worker to stop (it checks between optimization steps) and join it."""
         if getattr(self, '_stop', None) is not None:
             self._stop.set()
-            self._slot.close()
+            self._slots.close()
         if self._worker is not None:
             self._worker.join()  # never time out: torch must not run during teardown
             self._worker = None
 
     def _log_started(self) -> None:
         choice, tto = self.model_choice, self.settings.tto
+        handle = self.subscriptions_handle
+        images = ', '.join(self._image_input(camera)[1] for camera in self.cameras)
+        cameras = (f'{len(self.cameras)} cameras, batch encoding '
+                   f'{"on" if self.settings.batch_encoding else "off"}; '
+                   if self.settings.cameras else '')
         self.get_logger().info(
             f'model {choice.source!r} ({choice.prediction_space.value}) on '
             f'{choice.device}; {tto.iterations} iterations cold, '
-            f'{tto.warm_iterations if tto.warm_start else "no"} warm; synchronization: '
-            f'{self.subscriptions_handle.backend if self.subscriptions_handle else "not yet"}; '
-            f'image: {self.settings.image_transport} on {self._image_input()[1]}; '
+            f'{tto.warm_iterations if tto.warm_start else "no"} warm; {cameras}synchronization: '
+            f'{handle.backend if handle else "not yet"}; '
+            f'image: {self.settings.image_transport} on {images}; '
             f'{self._conversion()}')
         self.get_logger().debug('parameters: ' + ', '.join(
             f'{name}={value!r}' for name, value in parameter_values(self, PARAMETERS).items()))
@@ -255,13 +269,13 @@ class CompletionCore:
 
     # --- input ----------------------------------------------------------------------------
 
-    def _image_input(self) -> tuple[type, str]:
-        """Return the image subscription's type and topic for ``image_transport``."""
+    def _image_input(self, camera: Camera) -> tuple[type, str]:
+        """Return a camera's image subscription type and topic for ``image_transport``."""
         if self.settings.image_transport == 'compressed':
             # As image_transport does: resolve the base name (remaps apply to it), then append
             # the transport, so '-r image:=/cam/image_raw' reads /cam/image_raw/compressed.
-            return CompressedImage, self.resolve_topic_name('image') + '/compressed'
-        return Image, 'image'
+            return CompressedImage, self.resolve_topic_name(camera.topic('image')) + '/compressed'
+        return Image, camera.topic('image')
 
     def _make_tf_buffer(self):
         if not self.settings.use_tf or self.settings.extrinsic is not None:
@@ -277,24 +291,26 @@ class CompletionCore:
         self._tf_listener = TransformListener(buffer, self)
         return buffer
 
-    def _on_synchronized(self, image: Image, info: CameraInfo, cloud: PointCloud2) -> None:
+    def _on_synchronized(self, camera: Camera, image: Image, info: CameraInfo,
+                         cloud: PointCloud2) -> None:
         with self._stats_lock:
-            self.stats.received += 1
-        if self._slot.put((image, info, cloud, time.monotonic())):
+            camera.stats.received += 1
+        if self._slots.put(camera.name, (image, info, cloud, time.monotonic())):
             with self._stats_lock:
-                self.stats.replaced += 1
-                replaced = self.stats.replaced
-            self._warn_throttled(SUPERSEDED, (
+                camera.stats.replaced += 1
+                replaced = camera.stats.replaced
+            self._warn(camera, SUPERSEDED, (
                 f'unsynchronized ({SUPERSEDED}, {replaced} so far): a synchronized set was '
                 'replaced by a newer one before the worker took it: frames arrive faster than '
                 'they are completed (time_budget bounds the time per frame)'))
 
-    def _on_time_jump(self, topic: str, previous_ns: int, stamp_ns: int) -> None:
+    def _on_time_jump(self, camera: Camera, topic: str, previous_ns: int,
+                      stamp_ns: int) -> None:
         """Count and report a stamp going back on an input; the synchronizer has reset."""
         with self._stats_lock:
-            self.stats.stamp_backwards[topic] += 1
-            count = self.stats.stamp_backwards[topic]
-        self._warn_throttled(f'{STAMP_BACKWARDS}:{topic}', (
+            camera.stats.stamp_backwards[topic] += 1
+            count = camera.stats.stamp_backwards[topic]
+        self._warn(camera, f'{STAMP_BACKWARDS}:{topic}', (
             f'{STAMP_BACKWARDS} on {topic} ({count} so far): '
             f'{previous_ns / NS_PER_S:.3f} s, then {stamp_ns / NS_PER_S:.3f} s; treated as a '
             'time jump (a bag loop, a clock reset): queued messages of the old timeline are '
@@ -307,66 +323,71 @@ class CompletionCore:
             self._last_warning[key] = now
             self.get_logger().warning(message)
 
-    def _drop(self, reason: str, message: str, kind: str = '') -> None:
+    def _warn(self, camera: Camera, key: str, message: str) -> None:
+        """Warn about one camera, throttled per camera and ``key``."""
+        self._warn_throttled(f'{camera.name}|{key}' if camera.name else key,
+                             camera.label + message)
+
+    def _drop(self, camera: Camera, reason: str, message: str, kind: str = '') -> None:
         """
-        Count a dropped frame and warn, throttled per reason and ``kind`` of input.
+        Count a camera's dropped frame and warn, throttled per reason and ``kind`` of input.
 
         ``kind`` (the input at fault: image, camera_info, points) keeps a second fault of
         another input visible within the throttle window.
         """
         with self._stats_lock:
-            self.stats.dropped[reason] += 1
-            count = self.stats.dropped[reason]
+            camera.stats.dropped[reason] += 1
+            count = camera.stats.dropped[reason]
         what = f'{reason} {kind}' if kind else reason
-        self._warn_throttled(f'{reason}:{kind}',
-                             f'dropped frame ({what}, {count} {reason} so far): {message}')
+        self._warn(camera, f'{reason}:{kind}',
+                   f'dropped frame ({what}, {count} {reason} so far): {message}')
 
-    def _extrinsic(self, cloud_frame: str, camera_frame: str,
+    def _extrinsic(self, camera: Camera, cloud_frame: str, camera_frame: str,
                    stamp: Any) -> RigidTransform | None:
         if self.settings.extrinsic is not None:
             return self.settings.extrinsic
         if self._tf_buffer is None:
-            self._drop('no_transform', 'no LiDAR->camera transform: tf2 unavailable and no '
-                       'lidar_to_camera override')
+            self._drop(camera, 'no_transform', 'no LiDAR->camera transform: tf2 unavailable '
+                       'and no lidar_to_camera override')
             return None
         try:
             transform = self._tf_buffer.lookup_transform(
                 camera_frame, cloud_frame, Time.from_msg(stamp),
                 timeout=Duration(seconds=self.settings.tf_timeout))
         except Exception as error:  # tf2 raises several TransformException subclasses
-            self._drop('no_transform', f'{cloud_frame} -> {camera_frame}: {error}')
+            self._drop(camera, 'no_transform', f'{cloud_frame} -> {camera_frame}: {error}')
             return None
         return transform_to_rigid(transform)
 
-    def _inputs(self, image: Image, info: CameraInfo,
+    def _inputs(self, camera: Camera, image: Image, info: CameraInfo,
                 cloud: PointCloud2) -> FrameInputs | None:
         """Read the messages into arrays; an unusable one is a counted drop (None)."""
         for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
             problem = stamp_error(message.header.stamp)
             if problem:
-                self._drop('malformed', f'{topic}: {problem}', topic)
+                self._drop(camera, 'malformed', f'{topic}: {problem}', topic)
                 return None
         try:
-            camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
+            model = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
         except InvalidCameraError as error:
-            self._drop('bad_camera_info', f'camera_info field {error}', 'camera_info')
+            self._drop(camera, 'bad_camera_info', f'camera_info field {error}', 'camera_info')
             return None
         try:
             rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
         except InputError as error:
-            self._drop('malformed', f'image: {error}', 'image')
+            self._drop(camera, 'malformed', f'image: {error}', 'image')
             return None
         try:
             points = self._reader.pointcloud2_to_xyz(cloud)
         except InputError as error:
-            self._drop('malformed', f'points: {error}', 'points')
+            self._drop(camera, 'malformed', f'points: {error}', 'points')
             return None
-        transform = self._extrinsic(cloud.header.frame_id, image.header.frame_id,
+        transform = self._extrinsic(camera, cloud.header.frame_id, image.header.frame_id,
                                     cloud.header.stamp)
         if transform is None:
             return None
-        return FrameInputs(rgb, camera, points, transform, stamp_to_ns(image.header.stamp))
+        return FrameInputs(rgb, model, points, transform, stamp_to_ns(image.header.stamp))
 
     # --- processing -------------------------------------------------------------------------
 
@@ -374,110 +395,100 @@ class CompletionCore:
         return self._stop.is_set() or not self._active.is_set()
 
     def _work(self) -> None:
-        stop, slot = self._stop, self._slot
+        stop, slots = self._stop, self._slots
+        by_name = {camera.name: camera for camera in self.cameras}
         while not stop.is_set():
-            frame = slot.take(timeout=0.2)
-            if frame is None or not self._active.is_set():
+            ready = slots.take_all(timeout=0.2)
+            if not ready or not self._active.is_set():
                 continue
             try:
-                self._process(*frame)
+                self._process_round([(by_name[name], frame) for name, frame in ready])
             except CompletionCancelledError:
-                continue  # stopping or deactivated: the frame is abandoned on purpose
-            except InputError as error:  # a frame the pipeline cannot use: counted, not fatal
-                self._drop('malformed', f'{type(error).__name__}: {error}', error.field or '')
+                continue  # stopping or deactivated: the frames are abandoned on purpose
             except Exception:  # a defect, not an input: stop the node loudly (exit code 1)
                 self.get_logger().fatal(f'internal error, stopping:\n{traceback.format_exc()}')
                 self.failed = True
                 return
 
-    def _wants_completion(self) -> bool:
-        return any(p is not None and p.get_subscription_count() > 0 for p in
-                   (self.pub_depth, self.pub_colored, self.pub_points, self.pub_info,
-                    self.pub_confidence))
+    @contextmanager
+    def _frame_errors(self, camera: Camera) -> Iterator[None]:
+        """Make a frame the pipeline cannot use its camera's counted drop, never fatal."""
+        try:
+            yield
+        except InputError as error:
+            self._drop(camera, 'malformed', f'{type(error).__name__}: {error}', error.field or '')
 
-    def _deadline(self, received_at: float, budget: float) -> float | None:
-        """Return when the optimization must end so the frame publishes within its budget."""
-        return received_at + budget - self._publish_seconds if budget > 0 else None
+    def _process_round(self, ready: list[tuple[Camera, tuple]]) -> None:
+        """Complete the newest frame of each camera that has one, one camera after another."""
+        pending = []
+        for camera, frame in ready:
+            with self._frame_errors(camera):
+                prepared = self._prepare(camera, *frame)
+                if prepared is not None:
+                    pending.append(prepared)
+        for frame, encoded in zip(pending, encode_ahead(pending)):
+            with self._frame_errors(frame.camera):
+                self._complete(frame, encoded)
 
-    def _process(self, image: Image, info: CameraInfo, cloud: PointCloud2,
-                 received_at: float) -> None:
+    def _prepare(self, camera: Camera, image: Image, info: CameraInfo, cloud: PointCloud2,
+                 received_at: float) -> PendingFrame | None:
+        """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
-        inputs = self._inputs(image, info, cloud)
+        inputs = self._inputs(camera, image, info, cloud)
         if inputs is None:
-            return
+            return None
         with self._settings_lock:
             settings, pipeline = self.settings, self.pipeline
-        if self._last_frame_ns is not None and inputs.stamp_ns < self._last_frame_ns:
+        if camera.last_frame_ns is not None and inputs.stamp_ns < camera.last_frame_ns:
             # Time went back (a bag loop): the adapted decoder belongs to another sequence.
-            pipeline.completer.reset()
-        self._last_frame_ns = inputs.stamp_ns
+            pipeline.completer.reset(camera.stream)
+        camera.last_frame_ns = inputs.stamp_ns
         prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
         if prepared.heldout_depth is not None:
-            self.pub_holdout.publish(_depth_image(prepared.heldout_depth, image.header))
-        if self.pub_sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
-            self.pub_sparse.publish(_depth_image(prepared.sparse_depth, image.header))
-        if not self._wants_completion():
-            return
+            camera.publisher('pub_holdout').publish(
+                _depth_image(prepared.heldout_depth, image.header))
+        sparse = camera.publisher('pub_sparse')
+        if sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
+            sparse.publish(_depth_image(prepared.sparse_depth, image.header))
+        if not camera.wants_completion():
+            return None
+        return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
+                            time.perf_counter() - start)
+
+    def _complete(self, frame: PendingFrame, encoded: EncodedFrame | None) -> None:
+        """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
+        start = time.perf_counter()
+        camera, settings = frame.camera, frame.settings
         try:
-            outputs = pipeline.complete(prepared,
-                                        self._deadline(received_at, settings.time_budget),
-                                        self._should_stop)
+            outputs = frame.pipeline.complete(
+                frame.prepared, camera.deadline(frame.received_at, settings.time_budget),
+                self._should_stop, camera.stream, encoded)
         except InsufficientSparseDepthError as error:
-            self._drop('too_few_points', str(error))
+            self._drop(camera, 'too_few_points', str(error))
             return
         except NonFiniteDepthError as error:
-            self._drop('non_finite', str(error))
+            self._drop(camera, 'non_finite', str(error))
             return
         publish_start = time.monotonic()
-        self._publish(image, info, inputs, outputs, settings)
-        self._publish_seconds = time.monotonic() - publish_start
-        self._record(image, outputs, time.perf_counter() - start,
-                     time.monotonic() - received_at)
+        camera.publish_outputs(frame.image, frame.info, outputs, settings)
+        camera.publish_seconds = time.monotonic() - publish_start
+        ahead = encoded.seconds if encoded is not None else 0.0
+        self._record(camera, frame.image, outputs,
+                     frame.prepare_seconds + ahead + time.perf_counter() - start,
+                     time.monotonic() - frame.received_at)
 
-    def _publish(self, image: Image, info: CameraInfo, inputs: FrameInputs,
-                 outputs: FrameOutputs, settings: NodeSettings) -> None:
-        header = image.header
-        if self.pub_depth.get_subscription_count() > 0:
-            self.pub_depth.publish(depth_to_image_msg(outputs.depth, header))
-        confidence = self.pub_confidence
-        if confidence is not None and confidence.get_subscription_count() > 0:
-            confidence.publish(depth_to_image_msg(outputs.confidence, header))
-        if self.pub_info.get_subscription_count() > 0:
-            info.header = header
-            self.pub_info.publish(info)
-        if settings.publish_depth_colored and self.pub_colored.get_subscription_count() > 0:
-            near, far = settings.colormap_range
-            colored = colorize_depth(outputs.depth, near, far)
-            self.pub_colored.publish(rgb_to_image_msg(colored, header))
-        if settings.publish_points_dense and self.pub_points.get_subscription_count() > 0:
-            points, rows, cols = backproject_depth(outputs.depth, inputs.camera,
-                                                   settings.points_stride)
-            self.pub_points.publish(xyz_to_pointcloud2(points, header,
-                                                       rgb=inputs.rgb[rows, cols]))
-
-    def _record(self, image: Image, outputs: FrameOutputs, seconds: float,
+    def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
                 frame_seconds: float) -> None:
         result = outputs.completion
         latency = (self.get_clock().now() - Time.from_msg(image.header.stamp)).nanoseconds
         with self._stats_lock:
-            stats = self.stats
-            stats.processed += 1
-            stats.statuses[result.status.value] += 1
-            stats.last_loss = result.final_loss
-            stats.last_iterations = result.iterations
-            stats.last_points = result.num_points
-            stats.last_processing_s = seconds
-            stats.last_frame_s = frame_seconds
-            stats.stopped_at_budget += int(result.stopped_at_deadline)
-            stats.recent_iterations = (stats.recent_iterations + [result.iterations])[-20:]
-            stats.last_latency_s = latency * 1e-9
-            stats.last_stamp = stamp_text(image.header.stamp)
-            stats.record_completed()
+            camera.stats.record(result, seconds, frame_seconds, latency * 1e-9,
+                                stamp_text(image.header.stamp))
         if self.settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's iterations and time from here.
             self._publish_diagnostics()
         self.get_logger().debug(
-            f'frame {stamp_text(image.header.stamp)}: '
+            f'{camera.label}frame {stamp_text(image.header.stamp)}: '
             f'{result.num_points} LiDAR px, {result.iterations} it '
             f'({"warm" if result.warm_started else "cold"}, {result.status.value}), '
             f'encode {result.encode_seconds * 1e3:.0f} ms, optimize '
@@ -487,23 +498,24 @@ class CompletionCore:
 
     # --- diagnostics ------------------------------------------------------------------------
 
-    def _check_synchronization(self) -> None:
+    def _check_synchronization(self, camera: Camera) -> None:
         """Count what the synchronizer dropped, per reason; warn naming offsets and slop."""
-        handle = self.subscriptions_handle
+        handle = camera.subscriptions_handle
         counts = handle.loss_counts() if handle is not None else None
         if counts is None:
             return
         with self._stats_lock:
-            self.stats.sync_losses.update({reason: n - self.stats.sync_losses[reason]
-                                           for reason, n in counts.items()})
-            self.stats.unsynchronized = sum(counts.values())
+            stats = camera.stats
+            stats.sync_losses.update({reason: n - stats.sync_losses[reason]
+                                      for reason, n in counts.items()})
+            stats.unsynchronized = sum(counts.values())
         last = handle.last_losses()
         for reason, count in counts.items():
-            if count > self._reported_losses[reason] and reason in last:
-                self._reported_losses[reason] = count
-                self._warn_throttled(f'unsynchronized:{reason}',
-                                     self._loss_message(handle, reason, count, last[reason]))
-        self._check_first_sets(handle)
+            if count > camera.reported_losses[reason] and reason in last:
+                camera.reported_losses[reason] = count
+                self._warn(camera, f'unsynchronized:{reason}',
+                           self._loss_message(handle, reason, count, last[reason]))
+        self._check_first_sets(camera, handle)
 
     def _loss_message(self, handle: SynchronizedSubscriptions, reason: str, count: int,
                       loss: SyncLoss) -> str:
@@ -519,7 +531,7 @@ class CompletionCore:
                 'input is silent or slower, or sync.queue_size '
                 f'{self.settings.sync_queue_size} is too small for the delays between inputs')
 
-    def _check_first_sets(self, handle: SynchronizedSubscriptions) -> None:
+    def _check_first_sets(self, camera: Camera, handle: SynchronizedSubscriptions) -> None:
         """Warn early when the first messages cannot pair, before the queues overflow."""
         monitor = handle.monitor
         if monitor is None or handle.num_emitted or min(monitor.received) < 3:
@@ -530,7 +542,7 @@ class CompletionCore:
             return
         described = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in offsets.items())
         needed = suggested_slop_s(round(spread * NS_PER_S))
-        self._warn_throttled('unsynchronized:first_sets', (
+        self._warn(camera, 'unsynchronized:first_sets', (
             f'no synchronized set yet: latest stamps relative to {handle.topics[0]}: '
             f'{described}; beyond sync.slop {self.settings.sync_slop:g} s: this data needs '
             f'sync.slop {needed:g} (-p sync.slop:={needed:g})'))
@@ -540,24 +552,30 @@ class CompletionCore:
         return 'active'
 
     def _publish_diagnostics(self) -> None:
-        self._check_synchronization()
+        for camera in self.cameras:
+            self._check_synchronization(camera)
+        statuses = []
         with self._stats_lock, self._settings_lock:
-            choice, handle = self.model_choice, self.subscriptions_handle
+            choice = self.model_choice
             budget = self.settings.time_budget
-            context = {
-                'time budget (s)': f'{budget:g}' if budget > 0 else 'off',
-                'model': choice.source if choice else '',
-                'device': str(choice.device) if choice else '',
-                'synchronization': handle.backend if handle else '',
-                'conversion': self._conversion(),
-            }
             # The fully qualified name: nodes in different namespaces report apart.
-            status = completion_status(self.get_fully_qualified_name(), self.stats,
-                                       self._lifecycle_state(), context,
-                                       bool(choice and choice.is_demo_prior))
+            name = self.get_fully_qualified_name()
+            for camera in self.cameras:
+                handle = camera.subscriptions_handle
+                context = {
+                    **({'camera': camera.name} if camera.name else {}),
+                    'time budget (s)': f'{budget:g}' if budget > 0 else 'off',
+                    'model': choice.source if choice else '',
+                    'device': str(choice.device) if choice else '',
+                    'synchronization': handle.backend if handle else '',
+                    'conversion': self._conversion(),
+                }
+                statuses.append(completion_status(
+                    camera.status_name(name), camera.stats, self._lifecycle_state(), context,
+                    bool(choice and choice.is_demo_prior)))
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
-        array.status = [status]
+        array.status = statuses
         self.pub_diagnostics.publish(array)
 
 

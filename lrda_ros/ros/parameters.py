@@ -25,6 +25,7 @@ from __future__ import annotations
 import array
 from dataclasses import dataclass
 import difflib
+import re
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -58,6 +59,8 @@ class ParameterSpec:
     read_only: bool = False
     #: Integers inside [minimum, maximum] that are nevertheless invalid (inclusive bounds).
     excluded: tuple[int, int] | None = None
+    #: The ROS 2 type, where an empty default cannot tell it ('string array').
+    value_type: str = ''
 
     @property
     def constraints(self) -> str:
@@ -73,7 +76,7 @@ class ParameterSpec:
     @property
     def type_name(self) -> str:
         """Return the ROS 2 parameter type the default fixes (as ros2 param describe says)."""
-        return _type_name(self.default)
+        return self.value_type or _type_name(self.default)
 
     def check(self, value: Any) -> str | None:
         """Return why ``value`` is invalid, or None."""
@@ -89,7 +92,18 @@ class ParameterSpec:
         return None
 
 
+#: A camera name: ROS 2 name tokens (letters, digits, underscores; not starting with a digit),
+#: joined by '/', relative (its topics live in the node's namespace).
+CAMERA_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*')
+
 PARAMETERS: tuple[ParameterSpec, ...] = (
+    ParameterSpec('cameras', [], 'Camera names, e.g. [front, left]: each reads <camera>/image, '
+                  '<camera>/camera_info and <camera>/points and publishes <camera>/depth, ... '
+                  'with its own synchronizer, warm start, counters and /diagnostics status, '
+                  'on one model. [] = one camera on image, camera_info, points.',
+                  read_only=True, value_type='string array'),
+    ParameterSpec('batch_encoding', True, 'Encode frames of several cameras that are ready '
+                  'together in one encoder batch (per network input shape).', read_only=True),
     ParameterSpec('model', 'auto', 'Depth model: a Hugging Face hub id, a local Hugging Face '
                   'directory, an official depth_anything_v2_*.pth file, "demo" (the embedded '
                   'synthetic-world prior) or "auto" (Depth Anything V2 Small if cached or '
@@ -212,6 +226,9 @@ def coerce_value(name: str, value: Any) -> Any:
     spec = SPECS[name]
     if _type_name(value) == spec.type_name:
         return value
+    if spec.type_name.endswith(' array') and isinstance(value, (list, tuple, array.array)) \
+            and len(value) == 0:
+        return []  # an empty array has no element type to tell
     if spec.type_name == 'double' and _is_integer(value):
         return float(value)
     if spec.type_name == 'double array' and isinstance(value, (list, tuple, array.array)) and all(
@@ -246,6 +263,22 @@ def _is_unset(values: Sequence[float]) -> bool:
     return len(values) == 0 or (len(values) == 1 and values[0] == 0.0)
 
 
+def camera_names(values: Sequence[str]) -> tuple[str, ...]:
+    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
+    names = tuple(values)
+    for name in names:
+        if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
+            raise InvalidParameterError(
+                'cameras', f'{name!r} is not a camera name: use letters, digits and '
+                "underscores (not starting with a digit), tokens joined by '/', e.g. front or "
+                'rig/left')
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InvalidParameterError('cameras', f'{", ".join(duplicates)} given more than once: '
+                                    'each camera needs its own topics')
+    return names
+
+
 def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
                        matrix: Sequence[float]) -> RigidTransform | None:
     """Return the T_camera_lidar the override parameters give, or None when unset."""
@@ -278,6 +311,9 @@ class NodeSettings:
 
     model: str
     tto: TTOConfig
+    #: Camera names; empty: one camera on the unprefixed topics.
+    cameras: tuple[str, ...]
+    batch_encoding: bool
     projection: ProjectionConfig
     image_is_rectified: bool
     image_transport: str
@@ -345,7 +381,8 @@ class NodeSettings:
                 'colormap.min_depth', f"must be below max_depth ({v['max_depth']}), got "
                 f'{colormap[0]}')
         return cls(
-            model=v['model'], tto=tto, projection=projection,
+            model=v['model'], tto=tto, cameras=camera_names(v['cameras']),
+            batch_encoding=v['batch_encoding'], projection=projection,
             image_is_rectified=v['image_is_rectified'], image_transport=v['image_transport'],
             sync_queue_size=v['sync.queue_size'],
             sync_slop=v['sync.slop'], use_tf=v['lidar_to_camera.use_tf'],

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -217,6 +218,18 @@ class UniDepthModel:
         """
         with torch.no_grad():
             return self._encode(pixel_values, input_size, intrinsics)
+
+    def encode_batch(self, pixel_values: Sequence[torch.Tensor],
+                     input_sizes: Sequence[tuple[int, int]],
+                     intrinsics: Sequence[np.ndarray | None]) -> list[UniDepthFeatures]:
+        """
+        Encode images one by one (the interface of DepthModel.encode_batch).
+
+        Each image's camera conditioning and padding layout are its own, so images are not
+        stacked into one pass here.
+        """
+        return [self.encode(values, size, camera)
+                for values, size, camera in zip(pixel_values, input_sizes, intrinsics)]
 
     def encode_differentiable(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
                               intrinsics: np.ndarray | None = None) -> UniDepthFeatures:

@@ -1,0 +1,115 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Several cameras on one completer: a warm start each, and frames encoded ahead in batches."""
+
+from __future__ import annotations
+
+import copy
+
+from conftest import smooth_image, tiny_network
+from lrda_ros.engine import DepthCompleter, DepthModel, Scope, TTOConfig
+import numpy as np
+import pytest
+import torch
+
+
+def config(**overrides) -> TTOConfig:
+    return TTOConfig(**{'min_depth': 0.01, 'device': 'cpu', 'iterations': 4,
+                        'warm_iterations': 2, 'warm_start': True, **overrides})
+
+
+def sparse_of(image: np.ndarray, count: int, seed: int) -> np.ndarray:
+    """Return a metric sparse map that follows the image's brightness (something to fit)."""
+    rng = np.random.default_rng(seed)
+    depth = 2.0 + 8.0 * image.mean(axis=2).astype(np.float32) / 255.0
+    sparse = np.zeros(image.shape[:2], np.float32)
+    index = rng.choice(sparse.size, count, replace=False)
+    sparse.flat[index] = depth.flat[index]
+    return sparse
+
+
+@pytest.fixture(scope='module')
+def frames():
+    """Two frames of each of two cameras with different resolutions."""
+    front = [smooth_image(seed, 42, 56) for seed in (1, 2)]
+    side = [smooth_image(seed, 28, 70) for seed in (3, 4)]
+    return {'front': [(rgb, sparse_of(rgb, 120, i)) for i, rgb in enumerate(front)],
+            'side': [(rgb, sparse_of(rgb, 100, 9 + i)) for i, rgb in enumerate(side)]}
+
+
+@pytest.mark.parametrize('scope', [Scope.DECODER_LORA, Scope.PROMPT])
+def test_interleaved_streams_match_one_completer_per_stream(frames, scope):
+    network = tiny_network(seed=0)
+    shared = DepthCompleter(DepthModel(copy.deepcopy(network)), config(scope=scope))
+    alone = {name: DepthCompleter(DepthModel(copy.deepcopy(network)), config(scope=scope))
+             for name in frames}
+    for index in range(2):
+        for name, sequence in frames.items():
+            rgb, sparse = sequence[index]
+            together = shared.complete(rgb, sparse, stream=name)
+            separate = alone[name].complete(rgb, sparse)
+            # The second frame of each camera continues that camera's own adaptation.
+            assert together.warm_started == separate.warm_started == (index == 1)
+            assert together.iterations == separate.iterations
+            np.testing.assert_allclose(together.depth, separate.depth, rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(together.losses, separate.losses, rtol=1e-5)
+
+
+def test_reset_of_one_stream_leaves_the_other_warm(frames):
+    completer = DepthCompleter(DepthModel(tiny_network(seed=0)), config())
+    for name, sequence in frames.items():
+        completer.complete(*sequence[0], stream=name)
+    completer.reset('front')  # parked: forgotten
+    assert not completer.complete(*frames['front'][1], stream='front').warm_started
+    assert completer.complete(*frames['side'][1], stream='side').warm_started
+    completer.reset('side')  # live: forgotten too
+    assert not completer.complete(*frames['side'][0], stream='side').warm_started
+
+
+def test_batched_encoding_matches_one_image_at_a_time(frames):
+    network = tiny_network(seed=0)
+    completer = DepthCompleter(DepthModel(network), config(iterations=0))
+    images = [frames['front'][0][0], frames['side'][0][0], frames['front'][1][0]]
+    encoded = completer.encode_frames(images, [None] * 3)
+    for rgb, frame in zip(images, encoded):
+        alone = completer.model.encode(completer.model.preprocess(rgb, None), rgb.shape[:2])
+        assert frame.encoded.input_size == rgb.shape[:2]
+        for batched, single in zip(frame.encoded.hidden_states, alone.hidden_states):
+            assert batched.shape == single.shape and batched.is_contiguous()
+            torch.testing.assert_close(batched, single, rtol=1e-4, atol=1e-5)
+    # The two 42x56 front frames went through the encoder as one batch of two.
+    assert encoded[0].seconds == encoded[2].seconds
+
+
+def test_completion_from_features_encoded_ahead_matches(frames):
+    network = tiny_network(seed=0)
+    ahead = DepthCompleter(DepthModel(copy.deepcopy(network)), config())
+    inline = DepthCompleter(DepthModel(copy.deepcopy(network)), config())
+    (rgb0, sparse0), (rgb1, sparse1) = frames['front']
+    encoded = ahead.encode_frames([rgb0, rgb1], [None, None])
+    for (rgb, sparse), frame in zip(frames['front'], encoded):
+        result = ahead.complete(rgb, sparse, stream='front', encoded=frame)
+        expected = inline.complete(rgb, sparse, stream='front')
+        assert result.encode_seconds >= frame.seconds
+        np.testing.assert_allclose(result.depth, expected.depth, rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match='encoded ahead'):
+        ahead.complete(frames['side'][0][0], frames['side'][0][1], encoded=encoded[0])
+
+
+def test_scopes_that_reencode_refuse_encoding_ahead(frames):
+    completer = DepthCompleter(DepthModel(tiny_network(seed=0)), config(scope=Scope.PROMPT))
+    assert not completer.shares_encodings
+    with pytest.raises(ValueError, match='re-encodes'):
+        completer.encode_frames([frames['front'][0][0]], [None])
