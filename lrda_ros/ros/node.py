@@ -23,10 +23,9 @@ counted and dropped; it never stops the node.
 Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
-pixels withheld for live evaluation, when enabled) and ``/diagnostics``; with a model that
-has a confidence output (UniDepthV2), also ``depth/confidence`` (32FC1, the depth's header,
-NaN where the depth is: a per-image ranking of the network's expected error, larger = less
-reliable, no unit).
+pixels withheld for live evaluation, when enabled), ``depth/confidence`` (32FC1, the depth's
+header, in [0, 1], 1 = trusted, NaN where the depth is; geometry/confidence.py, for every
+model) and ``/diagnostics``.
 
 :class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
 unload); :class:`CompletionNode` runs the first three at construction, and the managed
@@ -107,7 +106,7 @@ class CompletionCore:
     model_choice: DepthModel | None = None
     pipeline: CompletionPipeline | None = None
     subscriptions_handle: SynchronizedSubscriptions | None = None
-    #: ``depth/confidence``, created only for models with a confidence output.
+    #: ``depth/confidence`` (geometry/confidence.py).
     pub_confidence: Any = None
     _worker: threading.Thread | None = None
     #: Set when the worker met a defect: the process ends with exit code 1.
@@ -163,10 +162,8 @@ class CompletionCore:
         for attribute, (msg_type, topic) in _OUTPUTS.items():
             setattr(self, attribute, create_publisher(msg_type, topic, QoSProfile(depth=5),
                                                       qos_overriding_options=overrides))
-        if choice.has_confidence:
-            self.pub_confidence = create_publisher(Image, 'depth/confidence',
-                                                   QoSProfile(depth=5),
-                                                   qos_overriding_options=overrides)
+        self.pub_confidence = create_publisher(Image, 'depth/confidence', QoSProfile(depth=5),
+                                               qos_overriding_options=overrides)
         self._stop = threading.Event()
         self._slot = LatestSlot()
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
