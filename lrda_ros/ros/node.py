@@ -466,6 +466,7 @@ class CompletionCore:
             stats.last_processing_s = seconds
             stats.last_frame_s = frame_seconds
             stats.stopped_at_budget += int(result.stopped_at_deadline)
+            stats.scene_cuts += int(result.scene_cut)
             stats.recent_iterations = (stats.recent_iterations + [result.iterations])[-20:]
             stats.last_latency_s = latency * 1e-9
             stats.last_stamp = stamp_text(image.header.stamp)
