@@ -33,6 +33,7 @@ from .engine import CompletionResult, DepthCompleter, EncodedFrame
 from .errors import InputError
 from .geometry import (
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, SparseProjection)
+from .geometry.confidence import depth_confidence
 
 
 class FrameMismatchError(InputError):
@@ -134,17 +135,14 @@ class FrameOutputs:
         return self.prepared.sparse_depth
 
     @property
-    def confidence(self) -> np.ndarray | None:
+    def confidence(self) -> np.ndarray:
         """
-        Return the model's (H, W) confidence output, NaN where the depth is, or None.
+        Return the (H, W) float32 confidence of the depth: [0, 1], 1 = trusted, NaN where it is.
 
-        Only models with a confidence head have one (UniDepthV2: a per-image ranking of the
-        network's own expected error, larger = less reliable, no unit).
+        From the LiDAR input's support and fit and the depth's edges, for every model; a
+        model's own confidence output (UniDepthV2) reorders it (geometry/confidence.py).
         """
-        confidence = self.completion.confidence
-        if confidence is None:
-            return None
-        return np.where(np.isnan(self.depth), np.nan, confidence).astype(np.float32)
+        return depth_confidence(self.depth, self.sparse_depth, self.completion.confidence)
 
 
 def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,

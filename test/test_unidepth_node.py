@@ -87,7 +87,8 @@ def test_node_publishes_depth_and_confidence_with_one_header(ros_context, namesp
         confidence = depth_image_to_array(confidence_msg)
         assert confidence.shape == depth.shape == frame.rgb.shape[:2]
         np.testing.assert_array_equal(np.isnan(confidence), np.isnan(depth))
-        assert np.all(confidence[~np.isnan(confidence)] > 0)
+        finite = confidence[~np.isnan(confidence)]
+        assert np.all((finite >= 0) & (finite <= 1))
         assert np.isfinite(depth).mean() > 0.9
     finally:
         executor.shutdown()
@@ -95,12 +96,12 @@ def test_node_publishes_depth_and_confidence_with_one_header(ros_context, namesp
         harness.destroy_node()
 
 
-def test_models_without_confidence_get_no_confidence_topic(ros_context, namespace,
-                                                           tiny_model_dir, frame):
+def test_models_without_a_confidence_head_publish_the_confidence_too(ros_context, namespace,
+                                                                     tiny_model_dir, frame):
     node = start(ros_context, namespace, tiny_model_dir, frame)
     try:
-        assert node.pub_confidence is None
-        assert not [name for name, _ in node.get_publisher_names_and_types_by_node(
+        assert node.pub_confidence is not None
+        assert [name for name, _ in node.get_publisher_names_and_types_by_node(
             node.get_name(), node.get_namespace()) if name.endswith('depth/confidence')]
     finally:
         node.destroy_node()

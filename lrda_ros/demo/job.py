@@ -53,6 +53,7 @@ INFO_TOPIC = '/camera/camera_info'
 POINTS_TOPIC = '/lidar/points'
 DEPTH_TOPIC = '/camera/depth/ground_truth'
 CAMERA_FRAME, LIDAR_FRAME, BASE_FRAME = 'camera_optical', 'lidar', 'base_link'
+ODOM_FRAME = 'odom'
 
 #: The configurations compared, as completion-node parameter overrides.
 CONFIGURATIONS = {
@@ -81,7 +82,12 @@ class DemoOptions:
 
 
 def write_demo_bag(frames: list[world.SyntheticFrame], path: Path) -> None:
-    """Write the sequence as a rosbag2 (MCAP) with the topics named in this module."""
+    """
+    Write the sequence as a rosbag2 (MCAP) with the topics named in this module.
+
+    The rendered trajectory goes on /tf as odom -> base_link (the LiDAR's pose), so the
+    camera's pose is known to evaluation (the temporal alignment error).
+    """
     start = frames[0].stamp_ns + 10**9
     T_lidar_camera = RigidTransform.from_matrix(frames[0].T_cam_lidar).inverse()
     static = [(BASE_FRAME, LIDAR_FRAME, RigidTransform.identity()),
@@ -100,7 +106,9 @@ def write_demo_bag(frames: list[world.SyntheticFrame], path: Path) -> None:
             yield DEPTH_TOPIC, stamp, depth_to_image_msg(
                 np.where(frame.depth > 0, frame.depth, np.nan).astype(np.float32), camera_header)
 
-    write_bag(path, messages(), static, static_stamp_ns=start)
+    trajectory = [(start + frame.stamp_ns, [(ODOM_FRAME, BASE_FRAME, RigidTransform.from_matrix(
+        frame.T_world_lidar))]) for frame in frames]
+    write_bag(path, messages(), static, static_stamp_ns=start, timed_transforms=trajectory)
 
 
 def _run_configuration(bag: Path, parameters: dict, description: str, progress: bool):

@@ -89,6 +89,10 @@ class TTOConfig:
     #: Carry adapted weights to the next frame and run ``warm_iterations`` there instead.
     warm_start: bool = False
     warm_iterations: int = 10
+    #: Warm start: a frame whose starting loss (the carried weights, before any step) is more
+    #: than this many times the previous frame's final loss, both as a share of a constant
+    #: prediction's, follows a scene cut and runs cold (engine/scene_cut.py). 0 = off.
+    scene_cut_factor: float = 4.0
     #: Stop early once the loss improved by less than this fraction over ``patience`` steps
     #: (0 disables the test).
     convergence_tol: float = 0.0
@@ -131,6 +135,8 @@ class TTOConfig:
         checks = [
             (self.iterations >= 0, 'iterations', 'iterations must be >= 0'),
             (self.warm_iterations >= 0, 'warm_iterations', 'warm_iterations must be >= 0'),
+            (self.scene_cut_factor == 0 or self.scene_cut_factor > 1, 'scene_cut_factor',
+             'scene_cut_factor must be 0 (off) or > 1'),
             (self.learning_rate > 0, 'learning_rate', 'learning_rate must be > 0'),
             (self.lora_rank >= 1, 'lora_rank', 'lora_rank must be >= 1'),
             (self.lora_alpha > 0, 'lora_alpha', 'lora_alpha must be > 0'),

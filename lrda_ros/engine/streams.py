@@ -44,6 +44,8 @@ class WarmState:
     input_shape: tuple[int, ...] | None = None
     #: Step and finish durations at this stream's resolution, for its deadlines.
     step_times: StepTimes = field(default_factory=StepTimes)
+    #: The last frame's unexplained loss share, for scene-cut detection (scene_cut.py).
+    previous_share: float | None = None
 
 
 class ParkedStreams:

@@ -38,6 +38,7 @@ from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
+from .scene_cut import SceneCutRule, unexplained_share
 from .sparse_head import SparseHeadPlan
 from .streams import ParkedStreams, WarmState
 from .strips import decode_in_strips
@@ -124,6 +125,8 @@ class CompletionResult:
     #: ranking of the network's own expected error, larger = less reliable, no unit), from
     #: the pass that gave ``depth``; None for models without one.
     confidence: np.ndarray | None = None
+    #: Warm start was due but the frame followed a scene cut, so it ran cold (scene_cut.py).
+    scene_cut: bool = False
 
 
 @dataclass
@@ -179,6 +182,9 @@ class DepthCompleter:
         self._check_model_options()
         self.adaptation = build_adaptation(model, self.config)
         self._warm_input_shape: tuple[int, ...] | None = None
+        #: The last frame's final loss as a share of a constant prediction's (scene cuts).
+        self._previous_share: float | None = None
+        self._scene_cut_rule = SceneCutRule(self.config.scene_cut_factor)
         # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
         # weight by about the learning rate and undo much of what was carried over.
         self._optimizer: torch.optim.Optimizer | None = None
@@ -251,6 +257,7 @@ class DepthCompleter:
         """Forget a stream's previous frame: its next one starts from the unadapted network."""
         if stream == self._stream:
             self._warm_input_shape = None
+            self._previous_share = None
         else:
             self._parked.forget(stream)
 
@@ -261,13 +268,14 @@ class DepthCompleter:
         warm = self._warm_input_shape is not None
         self._parked.park(self._stream, WarmState(
             self.adaptation.save_state() if warm else None, self._optimizer,
-            self._warm_input_shape, self.step_times))
+            self._warm_input_shape, self.step_times, self._previous_share))
         state = self._parked.unpark(stream)
         if state.input_shape is not None:
             self.adaptation.load_state(state.adaptation)
         # A cold stream's frame resets the adaptation itself (complete: not warm).
         self._optimizer, self._warm_input_shape = state.optimizer, state.input_shape
         self.step_times, self._stream = state.step_times, stream
+        self._previous_share = state.previous_share
 
     @property
     def shares_encodings(self) -> bool:
@@ -325,7 +333,8 @@ class DepthCompleter:
             optimizer['state'] = {key: {name: to_cpu(value) for name, value in entry.items()}
                                   for key, entry in optimizer['state'].items()}
         return {'input_shape': self._warm_input_shape, 'optimizer': optimizer,
-                'adaptation': [to_cpu(value) for value in self.adaptation.capture()]}
+                'adaptation': [to_cpu(value) for value in self.adaptation.capture()],
+                'previous_share': self._previous_share}
 
     def load_warm_state(self, state: dict | None) -> None:
         """Continue from a :meth:`warm_state` (None: start the next frame cold)."""
@@ -340,6 +349,22 @@ class DepthCompleter:
                                                lr=self.config.learning_rate)
             self._optimizer.load_state_dict(state['optimizer'])  # moves moments to the device
         self._warm_input_shape = tuple(state['input_shape'])
+        self._previous_share = state.get('previous_share')
+
+    @torch.no_grad()
+    def _follows_scene_cut(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                           samples: SparseSamples, target: torch.Tensor,
+                           constant_loss: float) -> bool:
+        """Score the carried weights on this frame's LiDAR pixels; return whether it is a cut."""
+        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
+                                    tuple(pixel_values.shape[-2:])
+                                    ) if self._uses_sparse_head else None
+        with self._autocast():
+            features = self.adaptation.features(self.model, pixel_values, encoded)
+            points = self._points_prediction(features, samples, plan)
+        loss, _ = alignment_loss(points, target)
+        return self._scene_cut_rule.is_cut(unexplained_share(float(loss), constant_loss),
+                                           self._previous_share)
 
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
@@ -536,6 +561,12 @@ class DepthCompleter:
         encoded_at = time.perf_counter()
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
+        constant_loss = float(((target - target.mean()) ** 2).sum())
+        scene_cut = warm and not too_few and self._follows_scene_cut(
+            pixel_values, encoded, samples, target, constant_loss)
+        if scene_cut:  # the carried weights fit another scene: start this frame cold
+            self.adaptation.reset(pixel_values)
+            warm = False
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
         try:
             with self.adaptation.optimizing():  # LoRA dropout acts here, not in the output
@@ -557,6 +588,7 @@ class DepthCompleter:
         # A diverged frame is not a good starting point for the next one.
         keep_warm = config.warm_start and status is not CompletionStatus.DIVERGED
         self._warm_input_shape = tuple(pixel_values.shape) if keep_warm else None
+        self._previous_share = unexplained_share(float(loss), constant_loss) if keep_warm else None
         return CompletionResult(
             depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
@@ -564,4 +596,5 @@ class DepthCompleter:
             stopped_at_deadline=frame_deadline.reached,
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds,
-            confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32))
+            confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
+            scene_cut=scene_cut)

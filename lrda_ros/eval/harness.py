@@ -32,7 +32,10 @@ from .datasets import Frame
 from .methods import Method
 from .metrics import aggregate, compute_metrics, DepthMetrics
 from .profiling import Measure
+from .temporal import TemporalTracker
+from .uncertainty import frame_sparsification, mean_finite
 from ..errors import InputError
+from ..geometry.confidence import depth_confidence, support_confidence
 
 METRIC_NAMES = ('mae', 'rmse', 'imae', 'irmse', 'absrel', 'delta1', 'coverage')
 
@@ -50,10 +53,19 @@ class FrameRecord:
     final_loss: float
     metrics: DepthMetrics | None = None
     error: str = ''
+    #: Temporal alignment error against the method's previous frame (eval/temporal.py); NaN
+    #: for a sequence's first frame or where the camera pose is unknown.
+    tae: float = math.nan
+    #: AUSE of the published confidence (geometry/confidence.py) and of the distance to the
+    #: nearest LiDAR pixel alone (eval/uncertainty.py); NaN where not scored.
+    ause: float = math.nan
+    ause_lidar_distance: float = math.nan
+    #: The sparsification curves (confidence, distance alone) over uncertainty.FRACTIONS.
+    curves: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False)
 
     def row(self) -> dict:
         """Flatten to a CSV row."""
-        row = {k: v for k, v in asdict(self).items() if k != 'metrics'}
+        row = {k: v for k, v in asdict(self).items() if k not in ('metrics', 'curves')}
         values = self.metrics.to_dict() if self.metrics else {}
         row.update({name: values.get(name, math.nan) for name in METRIC_NAMES})
         row['num_valid'] = values.get('num_valid', 0)
@@ -87,8 +99,39 @@ class EvalResult:
                 entry['seconds_per_frame'] = float(np.mean([r.seconds for r in scored]))
                 entry['peak_mb'] = float(np.max([r.peak_mb for r in scored]))
                 entry['iterations'] = float(np.mean([r.iterations for r in scored]))
+                entry.update(temporal_summary(scored))
+                entry['ause'] = mean_finite(r.ause for r in scored)
+                entry['ause_lidar_distance'] = mean_finite(r.ause_lidar_distance for r in scored)
             table[method] = entry
         return table
+
+
+def temporal_summary(records: Sequence[FrameRecord]) -> dict[str, float]:
+    """
+    Return a method's temporal figures over its scored frames, in order.
+
+    ``tae``: the mean temporal alignment error over the frames that have one (NaN: none
+    has); ``tae_frames``: how many; ``mae_spread``: the standard deviation of the per-frame
+    MAE (metres), how much the error against ground truth moves from frame to frame.
+    """
+    taes = [r.tae for r in records if math.isfinite(r.tae)]
+    maes = [r.metrics.mae for r in records if r.metrics is not None
+            and math.isfinite(r.metrics.mae)]
+    return {'tae': float(np.mean(taes)) if taes else math.nan, 'tae_frames': len(taes),
+            'mae_spread': float(np.std(maes)) if len(maes) > 1 else math.nan}
+
+
+def score_confidence(record: FrameRecord, depth: np.ndarray, frame: Frame,
+                     model_uncertainty: np.ndarray | None = None) -> None:
+    """Set a record's AUSE of the confidence map and of the LiDAR distance alone."""
+    confidence = depth_confidence(depth, frame.sparse_depth, model_uncertainty)
+    scored = frame_sparsification(depth, frame.gt_depth, confidence)
+    baseline = frame_sparsification(depth, frame.gt_depth, support_confidence(
+        frame.sparse_depth))
+    if scored is None or baseline is None:
+        return
+    record.ause, record.ause_lidar_distance = scored[0], baseline[0]
+    record.curves = (scored[1], baseline[1])
 
 
 def evaluate(frames: Iterable[Frame], methods: Sequence[Method], device: str = 'cpu',
@@ -123,6 +166,7 @@ def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result:
                      on_frame: Callable[[Frame, dict[str, np.ndarray]], None] | None,
                      bar: tqdm) -> None:
     previous_sequence = None
+    trackers = {method.name: TemporalTracker() for method in methods}
     for index, frame in enumerate(frames):
         if max_frames is not None and index >= max_frames:
             break
@@ -134,8 +178,10 @@ def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result:
         previous_sequence = frame.sequence
         outputs = {}
         for method in methods:
+            tracker = trackers[method.name]
             if new_sequence:
                 method.reset()
+                tracker.reset()
             try:
                 with Measure(device) as measured:
                     output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
@@ -143,13 +189,17 @@ def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result:
                 result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
                                                   0, 'failed', math.nan, None, str(error)))
                 method.reset()
+                tracker.reset()
                 continue
             outputs[method.name] = output.depth
             metrics = compute_metrics(output.depth, frame.gt_depth, min_depth=min_depth,
                                       max_depth=max_depth)
-            result.records.append(FrameRecord(
+            record = FrameRecord(
                 frame.name, method.name, measured.seconds, measured.peak_mb, output.iterations,
-                output.status, output.final_loss, metrics))
+                output.status, output.final_loss, metrics,
+                tae=tracker.update(output.depth, frame.K, frame.T_world_cam))
+            score_confidence(record, output.depth, frame, output.confidence)
+            result.records.append(record)
         if on_frame is not None:
             on_frame(frame, outputs)
         bar.update(1)

@@ -112,6 +112,8 @@ class MethodOutput:
     iterations: int = 0
     status: str = 'ok'
     final_loss: float = float('nan')
+    #: The model's own per-pixel uncertainty (larger = less reliable; UniDepthV2), or None.
+    confidence: np.ndarray | None = None
 
 
 class Method(Protocol):
@@ -141,7 +143,8 @@ class TTOMethod:
         """Run the engine on one frame, as the node does (NaN at the far limit)."""
         depth, result = complete_sparse(self.completer, rgb, sparse_depth,
                                         intrinsics=intrinsics)
-        return MethodOutput(depth, result.iterations, result.status.value, result.final_loss)
+        return MethodOutput(depth, result.iterations, result.status.value, result.final_loss,
+                            result.confidence)
 
     def reset(self) -> None:
         """Cold-start the next frame."""
@@ -172,9 +175,10 @@ class LidarAgreementMethod:
                  agreement: LidarAgreement = LidarAgreement()) -> None:
         self.name, self.inner, self.agreement = name, inner, agreement
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
         """Complete with the inner method, then agree with the LiDAR (NaN stays NaN)."""
-        output = self.inner.complete(rgb, sparse_depth)
+        output = self.inner.complete(rgb, sparse_depth, intrinsics)
         output.depth = agree_with_lidar(output.depth, sparse_depth, self.agreement)
         return output
 

@@ -45,10 +45,12 @@ FRAMES_CSV = 'frames.csv'
 SUMMARY_JSON = 'summary.json'
 SUMMARY_MD = 'summary.md'
 SPEED_ACCURACY_PNG = 'speed_accuracy.png'
+SPARSIFICATION_PNG = 'sparsification.png'
 FIGURES_DIR = 'frames'
 
 _COLUMNS = {'mae': 'MAE (m)', 'rmse': 'RMSE (m)', 'imae': 'iMAE (1/km)',
-            'irmse': 'iRMSE (1/km)', 'absrel': 'AbsRel', 'delta1': 'δ<1.25'}
+            'irmse': 'iRMSE (1/km)', 'absrel': 'AbsRel', 'delta1': 'δ<1.25',
+            'coverage': 'coverage'}
 
 
 def write_csv(result: EvalResult, path: Path) -> None:
@@ -66,7 +68,8 @@ def write_csv(result: EvalResult, path: Path) -> None:
 
 def summary_markdown(summary: dict[str, dict], title: str) -> str:
     """Return the summary as a Markdown table."""
-    header = ['method', 'frames', *_COLUMNS.values(), 's/frame', 'peak MB', 'iterations']
+    header = ['method', 'frames', *_COLUMNS.values(), 'TAE', 'MAE spread (m)', 'AUSE',
+              'AUSE LiDAR dist.', 's/frame', 'peak MB', 'iterations']
     lines = [f'# {title}', '', '| ' + ' | '.join(header) + ' |',
              '|' + '---|' * len(header)]
     for method, entry in summary.items():
@@ -76,12 +79,22 @@ def summary_markdown(summary: dict[str, dict], title: str) -> str:
         cells = [method, str(entry['frames'])]
         cells += [f'{entry[name]:.4f}' if name in ('absrel', 'delta1') else f'{entry[name]:.3f}'
                   for name in METRIC_NAMES]
+        cells += [_number(entry.get('tae', math.nan), 4),
+                  _number(entry.get('mae_spread', math.nan), 3),
+                  _number(entry.get('ause', math.nan), 3),
+                  _number(entry.get('ause_lidar_distance', math.nan), 3)]
         cells += [_number(entry['seconds_per_frame'], 2), _number(entry['peak_mb'], 0),
                   _number(entry['iterations'], 1)]
         lines.append('| ' + ' | '.join(cells) + ' |')
     failures = {m: e['failures'] for m, e in summary.items() if e.get('failures')}
     if failures:
         lines += ['', f'Failed frames (not scored): {failures}']
+    lines += ['', 'TAE: temporal alignment error, the AbsRel between consecutive depth maps '
+              'reprojected into each other with the camera poses (0 = consistent; '
+              'doc/evaluation.md); – where no pose is known. MAE spread: standard deviation '
+              'of the per-frame MAE. AUSE: area between the sparsification curve of '
+              "depth/confidence and the oracle's (0 = best; sparsification.png), beside that "
+              'of the distance to the nearest LiDAR pixel alone.']
     return '\n'.join(lines) + '\n'
 
 
@@ -157,7 +170,45 @@ def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,
     write_csv(result, folder / FRAMES_CSV)
     summary = write_summary(result, folder, title, metadata)
     speed_accuracy_plot(summary, folder / SPEED_ACCURACY_PNG, plot_title)
+    sparsification_plot(result, folder / SPARSIFICATION_PNG, title)
     return summary
+
+
+def sparsification_plot(result: EvalResult, path: Path, title: str) -> None:
+    """
+    Plot each method's mean sparsification curves.
+
+    Its confidence (solid) and the LiDAR distance alone (dashed): the MAE of the pixels left,
+    relative to all, against the fraction removed.
+    """
+    from .uncertainty import FRACTIONS
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(6.5, 4.5), dpi=110)
+    drawn = False
+    for method in result.methods:
+        curves = [r.curves for r in result.records if r.method == method and r.curves]
+        if not curves:
+            continue
+        confidence = np.mean([c[0] for c in curves], axis=0)
+        distance = np.mean([c[1] for c in curves], axis=0)
+        line, = axis.plot(FRACTIONS, confidence, label=f'{method}: depth/confidence')
+        axis.plot(FRACTIONS, distance, '--', color=line.get_color(),
+                  label=f'{method}: LiDAR distance alone')
+        drawn = True
+    if not drawn:
+        plt.close(figure)
+        return
+    axis.set_xlabel('fraction of ground-truth pixels removed (least confident first)')
+    axis.set_ylabel('MAE of the rest / MAE of all')
+    axis.set_title(f'{title}: sparsification', fontsize=10)
+    axis.grid(True, alpha=0.3)
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
 
 
 #: Width in pixels of one panel of a frame figure (4 inches at the figure's 90 dpi).

@@ -64,14 +64,16 @@ def _tf_message(typestore, transforms: Sequence[StaticTransform], stamp_ns: int)
 
 def write_bag(path: Path, messages: Iterable[tuple[str, int, Any]],
               static_transforms: Sequence[StaticTransform] = (),
-              static_stamp_ns: int = 0, transforms_topic: str = '/tf_static') -> None:
+              static_stamp_ns: int = 0, transforms_topic: str = '/tf_static',
+              timed_transforms: Sequence[tuple[int, Sequence[StaticTransform]]] = ()) -> None:
     """
     Write ``(topic, log time ns, rclpy message)`` records to a new MCAP rosbag2 at ``path``.
 
     ``static_transforms`` go first, as one TFMessage on ``/tf_static`` with transient-local
     QoS (as tf2's static broadcaster offers it), or on ``/tf`` (volatile, stamped
     ``static_stamp_ns``) with ``transforms_topic='/tf'``, as bags without /tf_static have
-    them. An existing bag at ``path`` is replaced.
+    them. ``timed_transforms`` ((stamp ns, transforms) pairs, e.g. odom -> base_link) go on
+    ``/tf``, one TFMessage per stamp. An existing bag at ``path`` is replaced.
     """
     from rosbags.interfaces import (
         Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
@@ -96,6 +98,12 @@ def write_bag(path: Path, messages: Iterable[tuple[str, int, Any]],
             message = _tf_message(typestore, static_transforms, static_stamp_ns)
             writer.write(tf, static_stamp_ns,
                          typestore.serialize_cdr(message, 'tf2_msgs/msg/TFMessage'))
+        if timed_transforms:
+            if not (static_transforms and transforms_topic == '/tf'):
+                tf = writer.add_connection('/tf', 'tf2_msgs/msg/TFMessage', typestore=typestore)
+            for stamp_ns, transforms in timed_transforms:
+                writer.write(tf, stamp_ns, typestore.serialize_cdr(
+                    _tf_message(typestore, transforms, stamp_ns), 'tf2_msgs/msg/TFMessage'))
         connections = {}
         for topic, log_ns, message in messages:
             if topic not in connections:

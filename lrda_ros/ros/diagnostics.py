@@ -65,6 +65,8 @@ class NodeStatistics:
     last_frame_s: float = float('nan')
     #: Frames whose optimization the time budget stopped early, and recent iteration counts.
     stopped_at_budget: int = 0
+    #: Warm-started frames that followed a scene cut and ran cold (engine/scene_cut.py).
+    scene_cuts: int = 0
     recent_iterations: list[int] = field(default_factory=list)
     #: Monotonic times of the last completed frames (for the output rate).
     completed_at: list[float] = field(default_factory=list)
@@ -97,6 +99,7 @@ class NodeStatistics:
         self.last_processing_s = seconds
         self.last_frame_s = frame_seconds
         self.stopped_at_budget += int(result.stopped_at_deadline)
+        self.scene_cuts += int(result.scene_cut)
         self.recent_iterations = (self.recent_iterations + [result.iterations])[-20:]
         self.last_latency_s = latency_s
         self.last_stamp = stamp
@@ -132,6 +135,7 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         KEY_ITERATIONS: stats.last_iterations,
         'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
         'frames stopped at the time budget': stats.stopped_at_budget,
+        'scene cuts (warm frames run cold)': stats.scene_cuts,
         'iterations per frame (mean of last 20)': (
             f'{sum(stats.recent_iterations) / len(stats.recent_iterations):.1f}'
             if stats.recent_iterations else 'nan'),

@@ -26,6 +26,11 @@ or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion node's 
 A depth stamp older than the previous one starts a new loop (a looping bag): the finished
 loop's report stays where it is and the next one goes to ``loop_<k>/`` in ``output_dir``.
 
+The temporal alignment error (TAE, eval/temporal.py) of each depth frame against the previous
+one needs the camera's K (``camera_info``) and its pose: tf2's lookup from ``tae.fixed_frame``
+(default ``odom``) to the depth's frame at its stamp. Without tf2, camera_info or that chain
+the TAE is left empty (NaN), and said once in the log.
+
 Each frame's iterations and processing time come from the completion node's /diagnostics
 (it publishes them after every frame during live evaluation), matched by the frame's stamp;
 without them the time between depth frames stands in for the time per frame.
@@ -44,7 +49,8 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from sensor_msgs.msg import Image
+from rclpy.time import Time
+from sensor_msgs.msg import CameraInfo, Image
 
 from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S
 from .startup import run_node
@@ -53,7 +59,9 @@ from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import figure_path, frame_figure, report_metadata, write_report
-from ..messages.conversions import depth_image_to_array, image_to_rgb
+from ..eval.temporal import TemporalTracker
+from ..interrupts import exit_within
+from ..messages.conversions import depth_image_to_array, image_to_rgb, transform_to_rigid
 from ..messages.stamps import stamp_text, stamp_to_ns
 from ..messages.sync_losses import LOSS_REASONS
 
@@ -72,7 +80,12 @@ class EvaluatorNode(Node):
         self.slop = declare('sync.slop', 0.01, 'Largest stamp difference of a pair (s).')
         self.source = declare('source', '', 'What is evaluated, for the report (e.g. the bag '
                               'played); empty: not recorded.')
+        self.fixed_frame = declare('tae.fixed_frame', 'odom', 'Fixed frame of the camera poses '
+                                   'for the temporal alignment error; empty: no TAE.')
         self.result = EvalResult([self.method])
+        self._tracker = TemporalTracker()
+        self._K: np.ndarray | None = None
+        self._tae_problem_logged = False
         #: Loops of a looping bag seen so far (0: the first pass), and the last depth stamp.
         self.loop = 0
         self._last_stamp_ns: int | None = None
@@ -98,8 +111,42 @@ class EvaluatorNode(Node):
         self.create_subscription(Image, 'image', self._on_image, qos,
                                  qos_overriding_options=overrides)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
+        self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, qos)
+        self._tf_buffer = self._make_tf_buffer()
         self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
                                f'report in {self.output}')
+
+    def _make_tf_buffer(self):
+        if not self.fixed_frame:
+            return None
+        try:
+            from tf2_ros import Buffer, TransformListener
+        except ImportError:
+            self._tae_unavailable('tf2_ros is not installed')
+            return None
+        buffer = Buffer()
+        self._tf_listener = TransformListener(buffer, self)
+        return buffer
+
+    def _tae_unavailable(self, reason: str) -> None:
+        if not self._tae_problem_logged:
+            self._tae_problem_logged = True
+            self.get_logger().warning(f'no temporal alignment error (TAE): {reason}')
+
+    def _on_camera_info(self, message: CameraInfo) -> None:
+        self._K = np.asarray(message.k, dtype=np.float64).reshape(3, 3)
+
+    def _camera_pose(self, depth_msg: Image) -> np.ndarray | None:
+        """Return the depth camera's pose in ``tae.fixed_frame`` at its stamp, or None."""
+        if self._tf_buffer is None:
+            return None
+        try:
+            transform = self._tf_buffer.lookup_transform(
+                self.fixed_frame, depth_msg.header.frame_id, Time.from_msg(depth_msg.header.stamp))
+        except Exception as error:  # tf2 raises several TransformException subclasses
+            self._tae_unavailable(f'{self.fixed_frame} -> {depth_msg.header.frame_id}: {error}')
+            return None
+        return transform_to_rigid(transform).as_matrix()
 
     def _declare(self, name: str, default, description: str):
         return self.declare_parameter(
@@ -167,11 +214,14 @@ class EvaluatorNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'frame {name} not scored: {error}')
             return
+        if self._K is None and self.fixed_frame:
+            self._tae_unavailable('no camera_info received')
+        tae = self._tracker.update(prediction, self._K, self._camera_pose(depth_msg))
         stamp_ns = stamp_to_ns(stamp)
         with self._lock:
             iterations, seconds = self._frame_stats.get(stamp_text(stamp), (0, interval))
             record = FrameRecord(name, self.method, seconds, float('nan'), iterations, 'ok',
-                                 float('nan'), metrics)
+                                 float('nan'), metrics, tae=tae)
             self.result.records.append(record)
             if stamp_text(stamp) not in self._frame_stats:
                 self._unmatched[stamp_text(stamp)] = record
@@ -207,6 +257,7 @@ class EvaluatorNode(Node):
         with self._lock:
             self.loop += 1
             self.result = EvalResult([self.method])
+            self._tracker.reset()
             self._figures_drawn = 0
             self._waiting_figures.clear()
             # Stamps repeat in the next loop: per-frame numbers of this one must not match.
@@ -222,6 +273,7 @@ class EvaluatorNode(Node):
             methods=[self.method], model=self._model.get('model') or None,
             device=self._model.get('device') or None, demo_prior=False,
             options={'max_depth': self.max_depth, 'sync.slop': self.slop,
+                     'tae.fixed_frame': self.fixed_frame,
                      'figures': self.figures, 'report_every': self.report_every,
                      'output_dir': str(self.output)},
             source=self.source or None,

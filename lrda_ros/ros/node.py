@@ -23,10 +23,9 @@ counted and dropped; it never stops the node.
 Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
-pixels withheld for live evaluation, when enabled) and ``/diagnostics``; with a model that
-has a confidence output (UniDepthV2), also ``depth/confidence`` (32FC1, the depth's header,
-NaN where the depth is: a per-image ranking of the network's expected error, larger = less
-reliable, no unit).
+pixels withheld for live evaluation, when enabled), ``depth/confidence`` (32FC1, the depth's
+header, in [0, 1], 1 = trusted, NaN where the depth is; geometry/confidence.py, for every
+model) and ``/diagnostics``.
 
 With ``cameras: [front, ...]`` each camera has these topics under its name, on one model
 (lrda_ros/ros/cameras.py).
@@ -119,7 +118,7 @@ class CompletionCore:
     pub_depth, pub_info, pub_sparse = map(first_camera, ('pub_depth', 'pub_info', 'pub_sparse'))
     pub_colored, pub_points, pub_holdout = map(first_camera, ('pub_colored', 'pub_points',
                                                               'pub_holdout'))
-    #: ``depth/confidence``, created only for models with a confidence output.
+    #: ``depth/confidence`` (geometry/confidence.py).
     pub_confidence = first_camera('pub_confidence')
 
     # --- stages -----------------------------------------------------------------------------
@@ -167,9 +166,7 @@ class CompletionCore:
                                                _holdout_rule(settings))
         self._tf_buffer = self._make_tf_buffer()
         overrides = QoSOverridingOptions.with_default_policies()
-        outputs = dict(_OUTPUTS)
-        if choice.has_confidence:
-            outputs['pub_confidence'] = (Image, 'depth/confidence')
+        outputs = dict(_OUTPUTS, pub_confidence=(Image, 'depth/confidence'))
         for camera in self.cameras:
             camera.publishers = {
                 attribute: create_publisher(msg_type, camera.topic(topic), QoSProfile(depth=5),

@@ -123,6 +123,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   1e4, read_only=True),
     ParameterSpec('warm_start', True, 'Carry adapted weights from one frame to the next.'),
     ParameterSpec('warm_iterations', 10, 'Adam steps on a warm-started frame.', 0, 1000),
+    ParameterSpec('scene_cut_factor', 4.0, 'Warm start: a frame whose starting loss exceeds '
+                  "this multiple of the previous frame's final loss (both relative to a constant "
+                  'prediction) follows a scene cut and runs cold; 0 = off, else > 1.', 0.0,
+                  1e6),
     ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
                   'fraction over 3 steps (0 disables).', 0.0, 1.0),
     ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
@@ -361,6 +365,7 @@ class NodeSettings:
                 few_points=(FewPointsPolicy.ERROR if v['few_points'] == 'skip'
                             else FewPointsPolicy.ALIGN),
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
+                scene_cut_factor=v['scene_cut_factor'],
                 convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'])
         except ConfigError as error:
             raise _parameter_error(error) from error

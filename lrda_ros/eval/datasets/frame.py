@@ -41,6 +41,9 @@ class Frame:
     #: What the loader did to the frame, for reports (e.g. ``outliers_removed``: LiDAR points
     #: the outlier filter took out of the sparse input).
     notes: dict = field(default_factory=dict)
+    #: The camera's 4x4 pose in a fixed frame (maps camera points into it), when the source
+    #: knows it: the temporal alignment error compares consecutive frames through it.
+    T_world_cam: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         """Check shapes and dtypes so that a malformed frame fails where it is made."""

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .frame import Frame, FrameDataset
+from ..poses import fixed_frame_of, LidarOdometry
 from ...geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
 from ...geometry import TransformTree
 from ...messages.compressed import any_depth_to_array, any_image_to_rgb
@@ -56,13 +57,18 @@ class RosbagDataset(FrameDataset):
     streaming pass; indexing re-reads the bag. ``projection.outlier_filter`` (e.g.
     :data:`~lrda_ros.geometry.SPARSE_INPUT_FILTER`) removes LiDAR points seen through nearer
     objects before the hold-out split; ``Frame.notes['outliers_removed']`` counts them.
+
+    ``poses`` (``Frame.T_world_cam``, for the temporal alignment error): 'auto' takes the
+    camera's pose from /tf (a ``map``, ``odom`` or ``world`` frame linked to the camera) and
+    otherwise from KISS-ICP LiDAR odometry on the clouds; 'tf', 'lidar_odometry' or 'none'
+    force one. :attr:`pose_source` says which is used.
     """
 
     def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
                  extrinsic: RigidTransform | None = None,
                  projection: ProjectionConfig = ProjectionConfig(),
                  holdout_fraction: float = 0.2, seed: int = 0, queue_size: int = 10,
-                 slop_s: float = 0.05, rectified: bool = False) -> None:
+                 slop_s: float = 0.05, rectified: bool = False, poses: str = 'auto') -> None:
         super().__init__(None)
         self.source = RosbagSource(root, topics)
         self.extrinsic = extrinsic
@@ -85,6 +91,35 @@ class RosbagDataset(FrameDataset):
         if extrinsic is None and self._stamps:
             camera_frame, lidar_frame = self.source.first_frame_ids()
             self._T_cam_lidar(camera_frame, lidar_frame, self._stamps[0][2])
+        self.pose_source, self._fixed_frame = self._pose_source(poses)
+        self._odometry: LidarOdometry | None = None
+
+    def _pose_source(self, poses: str) -> tuple[str, str | None]:
+        """Return (pose source, fixed frame for 'tf') as ``poses`` asks and the bag allows."""
+        if poses not in ('auto', 'tf', 'lidar_odometry', 'none'):
+            raise ValueError(f"poses must be 'auto', 'tf', 'lidar_odometry' or 'none', not "
+                             f'{poses!r}')
+        if poses in ('auto', 'tf'):
+            if self._tree is None:
+                self._tree = self.source.transform_tree()
+            fixed = fixed_frame_of(self._tree, self.source.first_frame_ids()[0])
+            if fixed is not None:
+                return 'tf', fixed
+            if poses == 'tf':
+                raise BagError(f'{self.source.path}: no map, odom or world frame linked to the '
+                               "camera in /tf: use poses='lidar_odometry'")
+        return ('none', None) if poses == 'none' else ('lidar_odometry', None)
+
+    def _camera_pose(self, camera_frame: str, stamp_ns: int, points,
+                     T_cam_lidar: RigidTransform, index: int):
+        """Return the frame's T_world_cam (4x4) from /tf or the LiDAR odometry, or None."""
+        if self.pose_source == 'tf':
+            return self._tree.lookup(self._fixed_frame, camera_frame, stamp_ns).as_matrix()
+        if self.pose_source == 'lidar_odometry':
+            if index == 0 or self._odometry is None:  # a new pass starts a new trajectory
+                self._odometry = LidarOdometry()
+            return self._odometry.camera_pose(points, T_cam_lidar)
+        return None
 
     def __len__(self) -> int:
         """Return the number of synchronized frames."""
@@ -115,8 +150,10 @@ class RosbagDataset(FrameDataset):
         camera = self._camera(info, stamp)
         T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
                                         self._stamps[index][2])
-        inputs = FrameInputs(any_image_to_rgb(image), camera, pointcloud2_to_xyz(cloud),
-                             T_cam_lidar, stamp)
+        points = pointcloud2_to_xyz(cloud)
+        inputs = FrameInputs(any_image_to_rgb(image), camera, points, T_cam_lidar, stamp)
+        pose = self._camera_pose(image.header.frame_id, self._stamps[index][0], points,
+                                 T_cam_lidar, index)
         with_depth_topic = bool(self.source.topics.depth)
         rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
                                                                   self.seed)
@@ -131,7 +168,9 @@ class RosbagDataset(FrameDataset):
         return Frame(name=stamp_text(stamp_from_ns(stamp)), rgb=inputs.rgb,
                      sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
                      sequence=self.source.path.name, stamp_ns=stamp,
-                     notes={'outliers_removed': prepared.projection.num_dropped_outliers})
+                     notes={'outliers_removed': prepared.projection.num_dropped_outliers,
+                            'pose_source': self.pose_source},
+                     T_world_cam=pose)
 
     def __iter__(self) -> Iterator[Frame]:
         """Stream the frames in time order."""

@@ -35,4 +35,5 @@ def synthetic_frames(config: world.SequenceConfig,
                                        frame.camera, projection).depth
         yield Frame(f'{config.kind}_{config.seed}_{frame.index:03d}', frame.rgb, sparse,
                     frame.depth.astype(np.float32), frame.camera.K,
-                    f'{config.kind}_{config.seed}', frame.stamp_ns)
+                    f'{config.kind}_{config.seed}', frame.stamp_ns,
+                    T_world_cam=frame.T_world_cam)

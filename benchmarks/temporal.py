@@ -1,0 +1,119 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Temporal figures on the demo prior: TAE and MAE per configuration, and a scene cut.
+
+``demo-bag``: write the demo's synthetic indoor sequence (its camera trajectory on /tf) as a
+rosbag2, for ``lrda eval --bag``. ``scene-cut``: the same indoor scene, then a street of the same
+image size in one sequence; prints each frame's MAE for TTO cold, warm without scene-cut
+detection and warm with it (the default), and whether each warm frame was detected as a cut.
+
+    python benchmarks/temporal.py demo-bag out/temporal/demo_bag --frames 6 --size 128x96
+    python benchmarks/temporal.py scene-cut --before 3 --after 2 --size 128x96
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+
+from lrda_ros import world
+from lrda_ros.demo.job import write_demo_bag
+from lrda_ros.engine import TTOConfig
+from lrda_ros.engine.loading import load_depth_model
+from lrda_ros.eval.datasets.synthetic import synthetic_frames
+from lrda_ros.eval.harness import evaluate
+from lrda_ros.eval.methods import METHODS, TTOMethod
+
+
+def _size(text: str) -> tuple[int, int]:
+    width, height = text.lower().split('x')
+    return int(width), int(height)
+
+
+def demo_bag(args) -> None:
+    """Write the demo's indoor sequence (seed 7, 32 beams) as a bag with its trajectory."""
+    width, height = args.size
+    config = world.SequenceConfig('indoor', args.frames, width=width, height=height, seed=7,
+                                  lidar=world.LidarConfig(beams=32))
+    write_demo_bag(list(world.iter_sequence(config)), Path(args.output))
+    print(f'wrote {args.output}')
+
+
+class _Named(TTOMethod):
+    """A TTO method under another name (one configuration of a comparison)."""
+
+    def __init__(self, name: str, spec_name: str, model, config: TTOConfig) -> None:
+        super().__init__(METHODS[spec_name], model, config)
+        self.name = name
+
+
+def scene_cut(args) -> None:
+    """Indoor frames, then street frames, as one sequence: per-frame MAE after the cut."""
+    width, height = args.size
+    model = load_depth_model('demo', 'cpu')
+    before = synthetic_frames(world.SequenceConfig('indoor', args.before, width=width,
+                                                   height=height, seed=7))
+    after = synthetic_frames(world.SequenceConfig('outdoor', args.after, width=width,
+                                                  height=height, seed=3))
+    frames = [replace(frame, sequence='cut') for frame in list(before) + list(after)]
+    config = TTOConfig(iterations=args.iterations, warm_iterations=args.warm_iterations,
+                       device='cpu', min_points=8)
+    methods = [_Named('cold', 'lrda', model, config),
+               _Named('warm, no detection', 'lrda-warm', model,
+                      replace(config, scene_cut_factor=0.0)),
+               _Named('warm, detection', 'lrda-warm', model, config)]
+    detected = {}
+    original = methods[2].completer.complete
+
+    def spy(*a, **k):
+        result = original(*a, **k)
+        detected[len(detected)] = result.scene_cut
+        return result
+
+    methods[2].completer.complete = spy
+    result = evaluate(frames, methods, progress=False)
+    print('| frame | ' + ' | '.join(f'{m.name} MAE (m)' for m in methods) + ' | cut detected |')
+    print('|---|' + '---|' * (len(methods) + 1))
+    for index, frame in enumerate(frames):
+        maes = [r.metrics.mae for r in result.records if r.frame == frame.name]
+        mark = ' (first after the cut)' if index == args.before else ''
+        print(f'| {frame.name}{mark} | ' + ' | '.join(f'{m:.3f}' for m in maes)
+              + f' | {"yes" if detected.get(index) else "no"} |')
+
+
+def main() -> None:
+    """Parse the command line and run one figure."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    commands = parser.add_subparsers(dest='command', required=True)
+    bag = commands.add_parser('demo-bag')
+    bag.add_argument('output', type=Path)
+    bag.add_argument('--frames', type=int, default=10)
+    bag.add_argument('--size', type=_size, default=(320, 240))
+    bag.set_defaults(run=demo_bag)
+    cut = commands.add_parser('scene-cut')
+    cut.add_argument('--before', type=int, default=3)
+    cut.add_argument('--after', type=int, default=2)
+    cut.add_argument('--size', type=_size, default=(320, 240))
+    cut.add_argument('--iterations', type=int, default=40)
+    cut.add_argument('--warm-iterations', type=int, default=10)
+    cut.set_defaults(run=scene_cut)
+    args = parser.parse_args()
+    args.run(args)
+
+
+if __name__ == '__main__':
+    main()

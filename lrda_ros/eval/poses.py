@@ -1,0 +1,68 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Camera poses of a recorded sequence, for the temporal alignment error (eval/temporal.py).
+
+In order of preference: the bag's ``/tf`` chain from a fixed frame (``map``, ``odom`` or
+``world``, REP 105) to the camera; otherwise LiDAR odometry with KISS-ICP (the ``odometry``
+extra) run on the bag's clouds, the camera following the LiDAR through the extrinsic. Datasets
+that carry poses (the synthetic world) set ``Frame.T_world_cam`` themselves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..geometry import RigidTransform, TransformTree
+
+#: Fixed frames whose transform to the camera is a camera pose, in order of preference.
+FIXED_FRAMES = ('map', 'odom', 'world')
+#: Where a sequence's poses come from, as reports name it.
+POSE_SOURCES = ('dataset', 'tf', 'lidar_odometry', 'none')
+
+
+def fixed_frame_of(tree: TransformTree, camera_frame: str) -> str | None:
+    """Return the first of :data:`FIXED_FRAMES` linked to ``camera_frame``, or None."""
+    linked = tree.connected(camera_frame) if camera_frame in tree.frames else set()
+    return next((frame for frame in FIXED_FRAMES if frame in linked), None)
+
+
+class LidarOdometry:
+    """
+    KISS-ICP on successive clouds: the camera pose of each frame in the first LiDAR frame.
+
+    ``max_range`` bounds the points used (metres); the voxel size is a hundredth of it, as
+    KISS-ICP's own configuration loader chooses it. Clouds carry no per-point time here, so
+    they are registered without deskewing.
+    """
+
+    def __init__(self, max_range: float = 100.0) -> None:
+        try:
+            from kiss_icp.config import KISSConfig
+            from kiss_icp.kiss_icp import KissICP
+        except ImportError as error:
+            raise ImportError('LiDAR odometry needs KISS-ICP: pip install '
+                              "'lrda_ros[odometry]' (kiss-icp)") from error
+        config = KISSConfig()
+        config.data.max_range = max_range
+        config.data.deskew = False
+        config.mapping.voxel_size = max_range / 100.0
+        self._odometry = KissICP(config)
+
+    def camera_pose(self, points_lidar: np.ndarray, T_cam_lidar: RigidTransform) -> np.ndarray:
+        """Register one cloud (N x 3, LiDAR frame); return that frame's T_world_cam (4x4)."""
+        points = np.ascontiguousarray(points_lidar[:, :3], dtype=np.float64)
+        self._odometry.register_frame(points, np.zeros(0))
+        return self._odometry.last_pose @ T_cam_lidar.inverse().as_matrix()
