@@ -60,7 +60,6 @@ from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import figure_path, frame_figure, report_metadata, write_report
 from ..eval.temporal import TemporalTracker
-from ..interrupts import exit_within
 from ..messages.conversions import depth_image_to_array, image_to_rgb, transform_to_rigid
 from ..messages.stamps import stamp_text, stamp_to_ns
 from ..messages.sync_losses import LOSS_REASONS
