@@ -109,9 +109,9 @@ def test_a_stamp_going_back_is_counted_warned_and_restarts_cold(system, frames):
     completer = node.pipeline.completer
     original_reset = completer.reset
 
-    def reset() -> None:
+    def reset(stream=None) -> None:
         resets.append(node.stats.processed)
-        original_reset()
+        original_reset(stream)
 
     completer.reset = reset
     for k, stamp_s in enumerate((10, 15, 9)):
