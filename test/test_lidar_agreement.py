@@ -78,8 +78,9 @@ def test_method_lrda_lidar_runs_lrda_then_the_stage(tiny_model):
     sparse = np.where(rng.random((56, 84)) < 0.1, rng.uniform(2.0, 6.0, (56, 84)), 0.0)
     sparse = sparse.astype(np.float32)
     config = TTOConfig(iterations=2, device='cpu', min_points=8)
-    plain = build_method('lrda', tiny_model, config).complete(rgb, sparse)
-    agreed = build_method('lrda-lidar', tiny_model, config).complete(rgb, sparse)
+    K = np.array([[60.0, 0, 42], [0, 60, 28], [0, 0, 1]])  # lrda eval passes each frame's K
+    plain = build_method('lrda', tiny_model, config).complete(rgb, sparse, K)
+    agreed = build_method('lrda-lidar', tiny_model, config).complete(rgb, sparse, K)
     assert agreed.iterations == plain.iterations
     np.testing.assert_array_equal(agreed.depth[sparse > 0], sparse[sparse > 0])
     np.testing.assert_allclose(agreed.depth, agree_with_lidar(plain.depth, sparse), rtol=1e-5)

@@ -271,7 +271,7 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
             record = {'kind': 'method', 'index': index, 'frame': frame.name, 'method': name}
             try:
                 with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth)
+                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
                 metrics = compute_metrics(output.depth, frame.gt_depth)
             except METHOD_ERRORS as error:
                 method.reset()

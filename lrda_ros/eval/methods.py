@@ -172,9 +172,10 @@ class LidarAgreementMethod:
                  agreement: LidarAgreement = LidarAgreement()) -> None:
         self.name, self.inner, self.agreement = name, inner, agreement
 
-    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> MethodOutput:
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
         """Complete with the inner method, then agree with the LiDAR (NaN stays NaN)."""
-        output = self.inner.complete(rgb, sparse_depth)
+        output = self.inner.complete(rgb, sparse_depth, intrinsics)
         output.depth = agree_with_lidar(output.depth, sparse_depth, self.agreement)
         return output
 
