@@ -59,6 +59,7 @@ setup(
         'tensorrt': ['tensorrt>=10'],
         'cluster': ['ray>=2.30'],
         'odometry': ['kiss-icp>=1.0'],
+        'nyuv2': ['h5py>=3.0'],
     },
     zip_safe=True,
     maintainer='lrda_ros maintainers',

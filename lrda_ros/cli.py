@@ -246,12 +246,19 @@ def _run_benchmark(args) -> int:
     from .eval.benchmark import BenchmarkOptions, PROTOCOLS, run_benchmark
 
     roots = {key: getattr(args, key) for key in PROTOCOLS if getattr(args, key) is not None}
-    data = run_benchmark(BenchmarkOptions(
-        roots=roots, output=args.output, methods=args.methods, model=args.model,
-        device=args.device, iterations=args.iterations, warm_iterations=args.warm_iterations,
-        learning_rate=args.learning_rate, processing_size=args.processing_size,
-        dtype=args.dtype, seed=args.seed, max_frames=args.max_frames, resume=args.resume,
-        overwrite=args.overwrite, paper_backbone=args.paper_backbone))
+    try:
+        data = run_benchmark(BenchmarkOptions(
+            roots=roots, output=args.output, methods=args.methods, model=args.model,
+            device=args.device, iterations=args.iterations,
+            warm_iterations=args.warm_iterations, learning_rate=args.learning_rate,
+            processing_size=args.processing_size, dtype=args.dtype, seed=args.seed,
+            max_frames=args.max_frames, resume=args.resume, overwrite=args.overwrite,
+            paper_backbone=args.paper_backbone))
+    except KeyboardInterrupt:
+        # Every finished result is on disk already: say how to continue.
+        print(f'lrda benchmark: interrupted; the results so far are in {args.output}/frames: '
+              'run the same command with --resume to continue', file=sys.stderr)
+        return 130
     print((args.output / 'benchmark.md').read_text())
     skipped = sum(d['frames_skipped'] for d in data['datasets'].values())
     print(f'wrote {args.output}/: benchmark.md, benchmark.json, benchmark.png, frames/*.jsonl'

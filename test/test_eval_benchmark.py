@@ -16,8 +16,11 @@
 
 import json
 from pathlib import Path
+import re
+import signal
 import subprocess
 import sys
+import time
 
 from lrda_ros.errors import ConfigError
 from lrda_ros.eval.benchmark import BenchmarkOptions, run_benchmark
@@ -52,7 +55,7 @@ def _ibims_samples(root: Path) -> None:
 
 
 def _void_release(root: Path) -> None:
-    """Write the release layout with its test lists: 3 frames of one sequence, the 2nd corrupt."""
+    """Write the release layout with its test lists: 4 frames, the 2nd corrupt, the 4th lost."""
     base = root / 'void_1500'
     rng = np.random.default_rng(1)
     lines = {role: [] for role in ('image', 'sparse_depth', 'validity_map', 'ground_truth',
@@ -60,7 +63,7 @@ def _void_release(root: Path) -> None:
     seq = base / 'data' / 'office'
     seq.mkdir(parents=True)
     (seq / 'K.txt').write_text('30 0 16\n0 30 12\n0 0 1\n')
-    for i, stamp in enumerate(('100.0', '100.1', '100.2')):
+    for i, stamp in enumerate(('100.0', '100.1', '100.2', '100.3')):
         rows, cols = np.mgrid[0:24, 0:32]
         gt = ((1.5 + 0.04 * rows + 0.01 * cols) * 256).astype(np.uint16)
         sparse = np.where(rng.random(gt.shape) < 0.1, gt, 0).astype(np.uint16)
@@ -72,6 +75,7 @@ def _void_release(root: Path) -> None:
             lines[role].append(f'void_1500/data/office/{role}/{stamp}.png')
         lines['intrinsics'].append('void_1500/data/office/K.txt')
     (seq / 'image' / '100.1.png').write_bytes(b'not a PNG')  # a damaged file
+    (seq / 'ground_truth' / '100.3.png').unlink()  # a listed file that is not there
     for role, entries in lines.items():
         (base / f'test_{role}.txt').write_text('\n'.join(entries) + '\n')
 
@@ -95,8 +99,10 @@ def test_tiny_layouts_end_to_end_with_a_skip_and_a_resume(tmp_path, tiny_model_d
     data = run_benchmark(options)
     out = options.output
     void = data['datasets']['void']
-    assert void['frames_evaluated'] == 2 and void['frames_skipped'] == 1
+    assert void['frames_evaluated'] == 2 and void['frames_skipped'] == 2
     assert void['skipped'][0]['index'] == 1 and '100.1.png' in void['skipped'][0]['error']
+    assert void['skipped'][1]['index'] == 3 and 'FileNotFoundError' in void['skipped'][1]['error']
+    assert 'ground_truth/100.3.png' in void['skipped'][1]['error']
     for key in ('ibims', 'void', 'ddad'):
         for method in ('scale-shift', 'lrda', 'classical'):
             entry = data['datasets'][key]['methods'][method]
@@ -108,6 +114,7 @@ def test_tiny_layouts_end_to_end_with_a_skip_and_a_resume(tmp_path, tiny_model_d
     markdown = (out / 'benchmark.md').read_text()
     assert 'DAv2-L + ours (paper)' in markdown and 'Marigold-DC' in markdown
     assert 'NYUv2 (`--nyuv2`)' in markdown and 'VOID frame 1' in markdown
+    assert 'VOID frame 3: FileNotFoundError' in markdown
     saved = json.loads((out / 'benchmark.json').read_text())
     lrda_ibims = next(r for r in saved['comparison']
                       if r['dataset'] == 'ibims' and r['method'] == 'lrda')
@@ -171,6 +178,42 @@ def test_cli_errors_are_one_line(tmp_path):
 
 
 @pytest.mark.slow
+def test_ctrl_c_then_resume_computes_only_what_was_missing(tmp_path, tiny_model_dir):
+    _ibims_samples(tmp_path / 'ibims')
+    output = tmp_path / 'out'
+    command = [sys.executable, '-m', 'lrda_ros.cli', 'benchmark', '--ibims',
+               str(tmp_path / 'ibims'), '--model', str(tiny_model_dir), '--device', 'cpu',
+               '--methods', 'classical,lrda', '--iterations', '400', '--processing-size', '56',
+               '--output', str(output)]
+    store = output / 'frames' / 'ibims.jsonl'
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    # Ctrl-C once the first frame is complete, while the second is being computed.
+    while not (store.is_file() and '"lrda"' in store.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert 'interrupted' in stderr and '--resume' in stderr.strip().splitlines()[-1]
+    assert not (output / 'benchmark.json').exists()
+    before = [json.loads(line) for line in store.read_text().splitlines()]
+    finished = [(r.get('method'), r['index']) for r in before]
+    assert ('lrda', 0) in finished and ('lrda', 1) not in finished
+
+    resumed = subprocess.run(command + ['--resume'], cwd=REPO, capture_output=True, text=True,
+                             timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    records = [json.loads(line) for line in store.read_text().splitlines()]
+    assert records[:len(before)] == before  # what was done stays, untouched
+    done = sorted((r['index'], r['method']) for r in records if r['kind'] == 'method')
+    assert done == [(0, 'classical'), (0, 'lrda'), (1, 'classical'), (1, 'lrda')]
+    data = json.loads((output / 'benchmark.json').read_text())
+    assert data['datasets']['ibims']['methods']['lrda']['frames'] == 2
+
+
+@pytest.mark.slow
 def test_shared_data_with_the_demo_prior(shared_data, tmp_path):
     output = tmp_path / 'bench'
     result = _lrda('benchmark', '--kitti-dc', str(shared_data / 'kitti_dc'), '--nyuv2',
@@ -188,3 +231,5 @@ def test_shared_data_with_the_demo_prior(shared_data, tmp_path):
     for result_ in data['datasets'].values():
         assert result_['methods']['lrda']['frames'] == 1
     assert 'VOID (`--void`), DDAD (`--ddad`)' in (output / 'benchmark.md').read_text()
+    # The progress bar counts frames over all datasets and estimates the time left.
+    assert re.search(r'benchmark: +\d+%\|.*\| 1/3 \[\d\d:\d\d<\d\d:\d\d', result.stderr)

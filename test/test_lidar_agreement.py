@@ -17,8 +17,9 @@
 from conftest import smooth_image
 from lrda_ros.engine import TTOConfig
 from lrda_ros.errors import ConfigError
-from lrda_ros.eval.methods import build_method, METHODS
+from lrda_ros.eval.methods import build_method, build_methods, METHODS
 from lrda_ros.geometry import agree_with_lidar, LidarAgreement
+import lrda_ros.geometry.agreement as agreement_module
 import numpy as np
 import pytest
 
@@ -78,8 +79,49 @@ def test_method_lrda_lidar_runs_lrda_then_the_stage(tiny_model):
     sparse = np.where(rng.random((56, 84)) < 0.1, rng.uniform(2.0, 6.0, (56, 84)), 0.0)
     sparse = sparse.astype(np.float32)
     config = TTOConfig(iterations=2, device='cpu', min_points=8)
-    plain = build_method('lrda', tiny_model, config).complete(rgb, sparse)
-    agreed = build_method('lrda-lidar', tiny_model, config).complete(rgb, sparse)
+    K = np.array([[60.0, 0, 42], [0, 60, 28], [0, 0, 1]])  # lrda eval passes each frame's K
+    plain = build_method('lrda', tiny_model, config).complete(rgb, sparse, K)
+    agreed = build_method('lrda-lidar', tiny_model, config).complete(rgb, sparse, K)
     assert agreed.iterations == plain.iterations
     np.testing.assert_array_equal(agreed.depth[sparse > 0], sparse[sparse > 0])
     np.testing.assert_allclose(agreed.depth, agree_with_lidar(plain.depth, sparse), rtol=1e-5)
+
+    # Selected together, the two run the network once per frame, with the same results.
+    methods = build_methods(['lrda-lidar', 'lrda'], tiny_model, config)
+    calls = []
+    network = methods['lrda'].inner
+    original = network.complete
+    network.complete = lambda *args: calls.append(1) or original(*args)
+    for method in methods.values():
+        method.reset()
+    shared = {name: m.complete(rgb, sparse, K) for name, m in methods.items()}
+    assert len(calls) == 1  # the second to run gets the first's time as reused_seconds
+    assert sorted(o.reused_seconds > 0 for o in shared.values()) == [False, True]
+    np.testing.assert_array_equal(shared['lrda'].depth, plain.depth)
+    np.testing.assert_array_equal(shared['lrda-lidar'].depth, agreed.depth)
+
+
+def test_window_and_grid_sums_agree_and_scales_fill_a_gap():
+    truth, prediction, sparse = _scene(seed=3)
+    # A short reach is summed exactly over offsets, a long one on the grid: the same rule.
+    one_scale = {'levels': 1, 'spatial_scale': 0.7}
+    short = agree_with_lidar(prediction, sparse, LidarAgreement(**one_scale))
+    with_grid = agreement_module.WINDOW_REACH
+    try:
+        agreement_module.WINDOW_REACH = 0.0
+        gridded = agree_with_lidar(prediction, sparse, LidarAgreement(**one_scale))
+    finally:
+        agreement_module.WINDOW_REACH = with_grid
+    between = sparse == 0
+    assert np.abs(np.log(short / gridded))[between].mean() < 0.01
+    # A band without returns: one short scale fades back to the prediction inside it, the
+    # coarser scales carry the surrounding correction into it.
+    sparse[40:80] = 0
+    gap = (slice(50, 70), slice(None))
+    single = agree_with_lidar(prediction, sparse, LidarAgreement(levels=1))
+    scales = agree_with_lidar(prediction, sparse)
+    error = {name: np.abs(out[gap] - truth[gap]).mean() for name, out in
+             (('prediction', prediction), ('single', single), ('scales', scales))}
+    assert error['scales'] < 0.5 * error['single'] and error['single'] > 0.8 * error['prediction']
+    with pytest.raises(ConfigError, match='levels'):
+        LidarAgreement(levels=0)

@@ -41,7 +41,7 @@ from tqdm import tqdm
 from .benchmark_report import write_report
 from .datasets import DDAD, FrameDataset, IBims, KittiDepthCompletion, NYU_PROTOCOL, NYUv2
 from .datasets import NYUv2Mat, VOID
-from .methods import build_method, METHODS
+from .methods import build_methods, METHODS
 from .metrics import aggregate, compute_metrics, DepthMetrics
 from .paper import backbone_of, PAPER_BACKBONES
 from .profiling import Measure
@@ -239,7 +239,7 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
     if not any(pending.values()):
         return
     config = _config(options, protocol)
-    methods = {name: build_method(name, model, config) for name in options.methods}
+    methods = build_methods(options.methods, model, config)
     device = str(model.device) if model is not None else 'cpu'
     # The (sequence, index) each method completed last in this run: a warm start needs the
     # previous frame of the same sequence, computed just before by the same method.
@@ -271,7 +271,7 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
             record = {'kind': 'method', 'index': index, 'frame': frame.name, 'method': name}
             try:
                 with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth)
+                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
                 metrics = compute_metrics(output.depth, frame.gt_depth)
             except METHOD_ERRORS as error:
                 method.reset()
@@ -279,7 +279,8 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
                 tqdm.write(f'{protocol.label}: {name} failed on {frame.name}: {error}',
                            file=sys.stderr)
             else:
-                record.update(status=output.status, seconds=measured.seconds,
+                record.update(status=output.status,
+                              seconds=measured.seconds + output.reused_seconds,
                               peak_mb=measured.peak_mb, iterations=output.iterations,
                               metrics=metrics.to_dict())
             store.append(_clean(record))

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
+import time
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -114,6 +115,8 @@ class MethodOutput:
     final_loss: float = float('nan')
     #: The model's own per-pixel uncertainty (larger = less reliable; UniDepthV2), or None.
     confidence: np.ndarray | None = None
+    #: Seconds another method spent on this output, reused here (add them to this one's time).
+    reused_seconds: float = 0.0
 
 
 class Method(Protocol):
@@ -185,6 +188,64 @@ class LidarAgreementMethod:
     def reset(self) -> None:
         """Reset the inner method."""
         self.inner.reset()
+
+
+class SharedCompletion:
+    """
+    A cold-start method whose completion of the latest frame a following stage reuses.
+
+    ``lrda`` and ``lrda-lidar`` run the same deterministic cold start on a frame; when both are
+    selected the network runs once. The frame is recognised by its arrays' identity (held, so
+    an id is never reused); resets change nothing a cold start depends on, so they keep it.
+    """
+
+    def __init__(self, inner: TTOMethod) -> None:
+        self.inner, self.name = inner, inner.name
+        self._last: tuple | None = None
+
+    def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
+                 intrinsics: np.ndarray | None = None) -> MethodOutput:
+        """Complete the frame, or return a copy of the output for the same frame."""
+        last = self._last
+        if last is not None and last[0] is rgb and last[1] is sparse_depth \
+                and last[2] is intrinsics:
+            output = last[3]
+            return replace(output, depth=output.depth.copy(), reused_seconds=last[4])
+        started = time.perf_counter()
+        output = self.inner.complete(rgb, sparse_depth, intrinsics)
+        self._last = (rgb, sparse_depth, intrinsics, output, time.perf_counter() - started)
+        return replace(output, depth=output.depth.copy())
+
+    def reset(self) -> None:
+        """Reset the inner method (its cold start does not depend on it)."""
+        self.inner.reset()
+
+
+def build_methods(names: Sequence[str], model: DepthModel | None,
+                  config: TTOConfig) -> dict[str, Method]:
+    """
+    Return the named methods by name, sharing work where the results are the same.
+
+    A LiDAR agreement method whose network part is another selected method (``lrda-lidar``
+    and ``lrda``) reuses that method's completion of each frame instead of computing it again;
+    its ``reused_seconds`` carry the time of that completion.
+    """
+    check_method_names(list(names))
+    methods: dict[str, Method] = {}
+    for name in names:
+        if name in methods:
+            continue  # built already, shared with a stage that follows it
+        spec = METHODS[name]
+        base = next((other for other in names if spec.lidar_agreement and other != name
+                     and replace(spec, name=other, description=METHODS[other].description,
+                                 lidar_agreement=False) == METHODS[other]), None)
+        if base is None or model is None or spec.warm_start:
+            methods[name] = build_method(name, model, config)
+            continue
+        if not isinstance(methods.get(base), SharedCompletion):
+            methods[base] = SharedCompletion(TTOMethod(METHODS[base], model, config))
+        methods[name] = LidarAgreementMethod(name, methods[base])
+    return {name: methods[name] for name in names}
 
 
 def build_method(name: str, model: DepthModel | None, config: TTOConfig) -> Method:
