@@ -22,7 +22,10 @@ before any step on the new frame, are scored on its LiDAR pixels, as a share of 
 constant prediction leaves (the target's variance; 1 = explains nothing, and scale and shift
 are fitted, so the share does not depend on the scene's depth range). On a continuing
 sequence it is a little above the previous frame's final share (new points, a small motion);
-after a cut it is many times that. Such a frame is completed cold instead.
+after a cut it is many times that. Such a frame is completed cold instead, when the unadapted
+network also starts better on it than the carried weights (a sequence fitted almost perfectly
+can multiply its share on ordinary motion, and then the carried weights are still the better
+start).
 """
 
 from __future__ import annotations

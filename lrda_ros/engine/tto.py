@@ -355,16 +355,33 @@ class DepthCompleter:
     def _follows_scene_cut(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                            samples: SparseSamples, target: torch.Tensor,
                            constant_loss: float) -> bool:
-        """Score the carried weights on this frame's LiDAR pixels; return whether it is a cut."""
+        """
+        Score the carried weights on this frame's LiDAR pixels; return whether it is a cut.
+
+        A share far above the last frame's is confirmed against the unadapted network on the
+        same pixels: on a sequence fitted almost perfectly, ordinary motion can multiply the
+        share too, and the carried weights, if still better than a cold start, are kept.
+        """
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])
                                     ) if self._uses_sparse_head else None
-        with self._autocast():
-            features = self.adaptation.features(self.model, pixel_values, encoded)
-            points = self._points_prediction(features, samples, plan)
-        loss, _ = alignment_loss(points, target)
-        return self._scene_cut_rule.is_cut(unexplained_share(float(loss), constant_loss),
-                                           self._previous_share)
+
+        def starting_share() -> float:
+            with self._autocast():
+                features = self.adaptation.features(self.model, pixel_values, encoded)
+                points = self._points_prediction(features, samples, plan)
+            loss, _ = alignment_loss(points, target)
+            return unexplained_share(float(loss), constant_loss)
+
+        carried = starting_share()
+        if not self._scene_cut_rule.is_cut(carried, self._previous_share):
+            return False
+        kept = self.adaptation.capture()
+        self.adaptation.reset(pixel_values)
+        if not carried < starting_share():  # NaN (a diverged carry) counts as a cut
+            return True
+        self.adaptation.restore(kept)
+        return False
 
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
@@ -563,7 +580,7 @@ class DepthCompleter:
         target = depth_to_target(samples.depth, self.model.prediction_space)
         constant_loss = float(((target - target.mean()) ** 2).sum())
         scene_cut = warm and not too_few and self._follows_scene_cut(
-            pixel_values, encoded, samples, target, constant_loss)
+            pixel_values, features, samples, target, constant_loss)
         if scene_cut:  # the carried weights fit another scene: start this frame cold
             self.adaptation.reset(pixel_values)
             warm = False
