@@ -74,8 +74,8 @@ def test_lrda_eval_runs_unidepth_with_the_frames_camera(tmp_path, monkeypatch):
 def test_bench_names_unidepth_backbones_and_skips_what_does_not_apply():
     options = BenchOptions(backbones=('vits', 'unidepth-vits'), resolutions=('vga',))
     config = TTOConfig(device='cpu', dtype='float32')
-    dpt = [name for name, _, _ in bench._plan(options, config, 'vits')]
-    unidepth = [name for name, _, _ in bench._plan(options, config, 'unidepth-vits')]
+    dpt = [run.label for run in bench._plan(options, config, 'vits')]
+    unidepth = [run.label for run in bench._plan(options, config, 'unidepth-vits')]
     assert 'lrda-strips' in dpt and 'lrda, dense head' in dpt
     assert unidepth == ['lrda', 'lrda-warm', 'encoder-lora', 'prompt', 'lrda, contiguous']
     with pytest.raises(ValueError, match='unidepth-vitb'):
