@@ -21,7 +21,8 @@ import json
 
 from conftest import smooth_image
 from lrda_ros.engine import (
-    DepthCompleter, load_depth_model, ModelLoadError, PredictionSpace, Scope, TTOConfig)
+    DepthCompleter, InsufficientSparseDepthError, load_depth_model, ModelLoadError,
+    PredictionSpace, Scope, TTOConfig)
 from lrda_ros.engine.lora import adaptable_layers
 from lrda_ros.engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 from lrda_ros.engine.unidepth.config import config_from_state_dict
@@ -152,29 +153,50 @@ def test_hub_ids_resolve_from_the_cache_and_fail_fast_offline(tmp_path, base_net
 
 @pytest.mark.parametrize('height, width', [(60, 80), (40, 200), (200, 60), (480, 640),
                                            (352, 1216)])
-def test_input_layout_pads_into_the_training_aspect_ratios(height, width):
+@pytest.mark.parametrize('processing_size', [None, 266])
+def test_input_layout_pads_into_the_training_aspect_ratios(height, width, processing_size):
     official = UniDepthV2Config.official('vits')
-    layout = processing_layout(height, width, None, official)
-    padded_h, padded_w = layout.padded
-    assert padded_h % 14 == 0 and padded_w % 14 == 0
-    assert 0.5 - 0.1 <= padded_w / padded_h <= 2.5 + 0.1
-    assert layout.top + layout.image[0] <= padded_h and layout.left + layout.image[1] <= padded_w
-    assert abs(layout.image[1] / layout.image[0] - width / height) < 0.05 * width / height
-    assert layout_of_input((height, width), layout.padded, official) == layout
-    if width / height <= 2.5 and height * width >= 200_000:  # VGA and KITTI keep their size
-        assert abs(padded_h - height) <= 7 and abs(padded_w - width) <= 7
+    layout = processing_layout(height, width, processing_size, official)
+    left, right, top, bottom = layout.paddings
+    assert layout.padded == (height + top + bottom, width + left + right)
+    assert 0.5 - 0.01 <= layout.padded[1] / layout.padded[0] <= 2.5 + 0.01
+    assert layout.network[0] % 14 == 0 and layout.network[1] % 14 == 0
+    if processing_size is None:
+        assert official.pixel_bounds[0] <= layout.scale ** 2 * np.prod(layout.padded) <= \
+            official.pixel_bounds[1]
+    else:
+        assert max(layout.network) == processing_size
+    assert layout_of_input((height, width), layout.network, official) == layout
+
+
+@pytest.mark.parametrize('height, width, paddings, network, scale', [
+    # Hand-computed with UniDepthV2's rule (pad to the ratio range, scale into 200k..600k
+    # pixels, truncate, round each side up to a multiple of 14).
+    (480, 640, (0, 0, 0, 0), (490, 644), 1.0),
+    (352, 1216, (0, 0, 67, 67), (490, 1218), 1.0),  # 1216 / 2.5 = 486.4 -> 486 rows
+    (200, 60, (20, 20, 0, 0), (644, 322), (200_000 / (200 * 100)) ** 0.5),  # 632, 316
+])
+def test_input_layout_follows_the_official_rule(height, width, paddings, network, scale):
+    layout = processing_layout(height, width, None, UniDepthV2Config.official('vits'))
+    assert (layout.paddings, layout.network) == (paddings, network)
+    assert layout.scale == pytest.approx(scale)
 
 
 def test_wide_images_are_padded_and_the_prediction_covers_the_image(model):
-    image = smooth_image(2, 20, 80)  # aspect 4: padded to 2.5
+    image = smooth_image(2, 20, 80)  # aspect 4: padded to 2.5, 32 rows
     pixel_values = model.preprocess(image, None)
     layout = processing_layout(20, 80, None, model.config)
-    assert layout.top > 0 and tuple(pixel_values.shape[-2:]) == layout.padded
-    encoded = model.encode(pixel_values, (20, 80), camera_matrix(20, 80))
-    assert tuple(model.decode(encoded).shape[-2:]) == layout.image
+    assert layout.paddings == (0, 0, 6, 6) and layout.scale == 1.0
+    assert tuple(pixel_values.shape[-2:]) == layout.network == (42, 84)
+    # The padding rows are zeros after normalization (before the resize: bilinear keeps
+    # the top row, which samples only padding, at zero).
+    assert float(pixel_values[0, :, 0].abs().max()) == 0.0
+    K = camera_matrix(20, 80)
+    encoded = model.encode(pixel_values, (20, 80), K)
+    assert tuple(model.decode(encoded).shape) == (1, 20, 80)
     # K moves with the padding: the principal point shifts down by the top padding.
-    assert float(encoded.camera.intrinsics[0, 1, 2]) == pytest.approx(
-        (20 / 2 - 0.5) * layout.image[0] / 20 + layout.top)
+    assert float(encoded.camera.intrinsics[0, 1, 2]) == pytest.approx(K[1, 2] + 6)
+    assert float(encoded.camera.intrinsics[0, 0, 2]) == pytest.approx(K[0, 2])
     assert model.predict(image).shape == (20, 80)
 
 
@@ -258,7 +280,9 @@ def test_encoder_stays_fixed_and_is_run_once_per_frame(model, monkeypatch):
 
 @pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
 @pytest.mark.parametrize('warm_start', [False, True])
-@pytest.mark.parametrize('time_budget', [0.0, 30.0])
+# A budget that never binds (the tiny frames take well under a second on an idle machine,
+# and the first can take tens on a loaded one): the deadline bookkeeping runs every step.
+@pytest.mark.parametrize('time_budget', [0.0, 600.0])
 def test_options_matrix(base_network, dtype, warm_start, time_budget):
     completer = DepthCompleter(UniDepthModel(copy.deepcopy(base_network)),
                                config(dtype=dtype, warm_start=warm_start,
@@ -306,3 +330,64 @@ def test_dpt_specific_options_are_rejected_or_fall_back_explicitly(base_network)
     image, sparse = smooth_image(10, HEIGHT, WIDTH), sparse_frame()
     np.testing.assert_allclose(completer.complete(image, sparse).depth,
                                dense.complete(image, sparse).depth, rtol=1e-5)
+
+
+# Every engine option not exercised above, on its own or with its partners: each either runs
+# with UniDepthV2 or is refused when the completer is built, naming the option.
+OPTION_CASES = {
+    'processing_size': ({'processing_size': 42}, None),
+    'lora shape, dropout, seed, layout': ({'lora_rank': 2, 'lora_alpha': 4.0,
+                                           'lora_dropout': 0.1, 'seed': 3,
+                                           'channels_last': False,
+                                           'tune_cpu_allocator': False}, None),
+    'target_modules': ({'target_modules': (r'to_depth_lr$',)}, None),
+    'target_modules matching nothing': ({'target_modules': ('no_such_layer',)},
+                                        'target_modules'),
+    'float16': ({'dtype': 'float16'}, 'dtype?'),  # runs, or is refused, on this CPU
+    'auto precision': ({'dtype': 'auto'}, None),
+    'convergence': ({'convergence_tol': 0.5, 'patience': 1}, None),
+    'divergence and backtracking': ({'learning_rate': 1.0, 'divergence_factor': 1.5,
+                                     'backtrack_fraction': 1.0}, None),
+    'depth range': ({'min_depth': 4.0, 'max_depth': 5.0}, None),
+    'few points: align': ({'min_points': 10_000}, None),
+    'no steps': ({'iterations': 0}, None),
+}
+
+
+@pytest.mark.parametrize('case', list(OPTION_CASES))
+def test_every_engine_option_runs_or_is_refused_at_start_up(base_network, case):
+    overrides, refused = OPTION_CASES[case]
+    model = UniDepthModel(copy.deepcopy(base_network))
+    try:
+        completer = DepthCompleter(model, config(iterations=2, **overrides)
+                                   if 'iterations' not in overrides else
+                                   config(**overrides))
+    except ConfigError as error:
+        assert refused is not None, f'{case} refused: {error}'
+        assert error.field == refused.rstrip('?') and str(error)
+        return
+    assert refused is None or refused.endswith('?'), f'{case} was not refused'
+    image, sparse = smooth_image(11, HEIGHT, WIDTH), sparse_frame()
+    result = completer.complete(image, sparse, intrinsics=camera_matrix(HEIGHT, WIDTH))
+    assert result.depth.shape == result.confidence.shape == (HEIGHT, WIDTH)
+    assert np.all(np.isfinite(result.depth)) and np.all(np.isfinite(result.confidence))
+    if 'processing_size' in overrides:
+        assert max(model.preprocess(image, 42).shape[-2:]) == 42
+    if 'target_modules' in overrides:
+        adapted = [name for name, module in model.network.named_modules()
+                   if hasattr(module, 'lora_A')]
+        assert adapted == ['pixel_decoder.depth_layer.to_depth_lr']
+    if 'max_depth' in overrides:
+        assert result.depth.min() >= 4.0 and result.depth.max() <= 5.0
+    if 'min_points' in overrides or overrides.get('iterations') == 0:
+        assert result.status.value == 'alignment_only' and result.iterations == 0
+    else:
+        assert result.iterations >= 1
+
+
+def test_too_few_points_with_the_error_policy_is_an_input_error(base_network):
+    completer = DepthCompleter(UniDepthModel(copy.deepcopy(base_network)),
+                               config(min_points=10_000, few_points='error'))
+    with pytest.raises(InsufficientSparseDepthError, match='min_points'):
+        completer.complete(smooth_image(12, HEIGHT, WIDTH), sparse_frame(),
+                           intrinsics=camera_matrix(HEIGHT, WIDTH))

@@ -16,8 +16,10 @@
 Parity with the official UniDepth code (ViT-S): the same random weights, the same outputs.
 
 Needs the ``unidepth`` package of the UniDepth repository importable, with its ``configs/``
-folder beside it (a source checkout on PYTHONPATH); skipped otherwise. Random weights are
-enough: loading by name and computing the same function is what is checked.
+folder beside it (a source checkout on PYTHONPATH, with the imports it needs: einops, timm,
+torchvision, scipy, wandb); skipped otherwise. Random weights are enough: loading by name and
+computing the same function is what is checked, for the network and for the whole inference
+(padding, resizing, camera scaling, resizing back) at sizes that need each step.
 """
 
 from __future__ import annotations
@@ -84,14 +86,28 @@ def test_network_outputs_agree(official_and_ours, given_camera):
                                    atol=1e-4)
 
 
-def test_engine_prediction_agrees_with_official_infer(official_and_ours):
+@pytest.mark.parametrize('height, width, given_camera', [
+    (476, 644, True),    # a size both keep as it is (multiples of 14, in the pixel range)
+    (480, 640, True),    # VGA: stretched to multiples of 14, K scaled
+    (480, 640, False),   # the camera head's own K
+    (375, 1242, True),   # KITTI: wider than the training ratios, padded; above the pixel range
+    (300, 120, True),    # taller than the training ratios, padded; below the pixel range
+])
+def test_engine_prediction_agrees_with_official_infer(official_and_ours, height, width,
+                                                      given_camera):
     official, ours = official_and_ours
-    # A size both keep as it is (a multiple of 14 within the training pixel range).
     rng = np.random.default_rng(3)
-    image = rng.integers(0, 255, (476, 644, 3), dtype=np.uint8)
-    intrinsics = np.array([[520.0, 0.0, 320.0], [0.0, 515.0, 240.0], [0.0, 0.0, 1.0]])
-    expected = official.infer(torch.from_numpy(image).permute(2, 0, 1),
-                              torch.from_numpy(intrinsics).float()[None])
+    image = rng.integers(0, 255, (height, width, 3), dtype=np.uint8)
+    intrinsics = np.array([[0.8 * width, 0.0, width / 2 + 3.0],
+                           [0.0, 0.8 * width, height / 2 - 2.0], [0.0, 0.0, 1.0]])
+    camera = torch.from_numpy(intrinsics).float()[None] if given_camera else None
+    expected = official.infer(torch.from_numpy(image).permute(2, 0, 1), camera)
     model = UniDepthModel(ours)
-    np.testing.assert_allclose(model.predict(image, intrinsics=intrinsics),
+    K = intrinsics if given_camera else None
+    np.testing.assert_allclose(model.predict(image, intrinsics=K),
                                expected['depth'][0, 0].numpy(), rtol=1e-4, atol=1e-5)
+    # The confidence the node publishes: the same resize back and crop as the depth.
+    encoded = model.encode(model.preprocess(image, None), image.shape[:2], K)
+    _, confidence = model.decode_with_confidence(encoded)
+    np.testing.assert_allclose(confidence[0].numpy(), expected['confidence'][0, 0].numpy(),
+                               rtol=1e-4, atol=1e-5)

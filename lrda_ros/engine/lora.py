@@ -24,6 +24,8 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
+from ..errors import ConfigError
+
 ADAPTER_NAME = 'tto'
 #: Module name prefixes of each part of DepthAnythingForDepthEstimation.
 ENCODER_PREFIXES = ('backbone.',)
@@ -98,7 +100,8 @@ class LoraAdapters:
         from peft.tuners.lora import LoraLayer
 
         if not layer_names:
-            raise ValueError('no layers to adapt: check the scope and target_modules patterns')
+            raise ConfigError('no layers to adapt: check the scope and target_modules patterns',
+                              field='target_modules')
         config = LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,
                             target_modules=list(layer_names), bias='none')
         with torch.random.fork_rng(devices=[]):

@@ -21,10 +21,12 @@ only the decoder (:meth:`decode`). The output is metric depth (metres along the 
 axis), so the alignment fits scale and shift in depth space. The confidence head is
 evaluated only for the frame's final dense prediction (:meth:`decode_with_confidence`).
 
-Input layout follows UniDepthV2's training: images wider or taller than its aspect-ratio
-range are padded into it (zeros after normalization), and without a ``processing_size`` the
-image is scaled into its training pixel-count range; the padding is cropped off every
-prediction, so predictions cover exactly the input image as the engine expects.
+Input and output follow UniDepthV2's own inference (``UniDepthV2.infer``) step for step, so
+its predictions match the official code at every image size: images wider or taller than its
+aspect-ratio range are padded into it (zeros after normalization), the padded image is scaled
+into its training pixel-count range (unless a ``processing_size`` is given) and K with it, and
+every output is resized back to the padded size and the padding cut off, so predictions cover
+exactly the input image at its resolution.
 """
 
 from __future__ import annotations
@@ -57,15 +59,38 @@ ENCODER_PREFIXES = ('pixel_encoder.',)
 
 @dataclass(frozen=True)
 class ProcessingLayout:
-    """Where the image sits in the network input: (height, width) and padding offsets."""
+    """
+    How an image becomes the network input, as UniDepthV2's own inference does it.
+
+    The image is padded (in its own pixels) to ``padded`` (height, width): ``paddings``
+    (left, right, top, bottom) bring its aspect ratio into the training range; the padded image
+    is then resized to ``network`` (multiples of the patch size). ``scale`` is the factor the
+    camera matrix is scaled by.
+    """
 
     image: tuple[int, int]
     padded: tuple[int, int]
-    top: int = 0
-    left: int = 0
+    paddings: tuple[int, int, int, int]
+    network: tuple[int, int]
+    scale: float
 
 
-def _multiple(value: float, patch: int, ceil: bool = False) -> int:
+def _paddings(height: int, width: int, ratio_bounds: tuple[float, float]
+              ) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """Return (left, right, top, bottom) padding and the padded size (UniDepthV2's rule)."""
+    low, high = ratio_bounds
+    ratio = width / height
+    target = min(high, max(low, ratio))
+    if ratio > target:  # too wide: rows of padding above and below
+        padded_h = int(width / target)
+        top = (padded_h - height) // 2
+        return (0, 0, top, padded_h - height - top), (padded_h, width)
+    padded_w = int(height * target)  # too tall (or within range: no padding)
+    left = (padded_w - width) // 2
+    return (left, padded_w - width - left, 0, 0), (height, padded_w)
+
+
+def _multiple(value: float, patch: int, ceil: bool) -> int:
     rounded = math.ceil(value / patch) if ceil else round(value / patch)
     return max(patch, int(rounded) * patch)
 
@@ -75,51 +100,40 @@ def processing_layout(height: int, width: int, processing_size: int | None,
     """
     Return the network input layout of an (height, width) image.
 
-    The padded input has the aspect ratio clamped into ``config.ratio_bounds`` and sides
-    that are multiples of the patch size; ``processing_size`` caps its longer side, else its
-    pixel count is brought into ``config.pixel_bounds`` (UniDepthV2's training range).
+    Without ``processing_size``: UniDepthV2's inference rule, so that predictions match the
+    official ``infer``: the padded image's pixel count is brought into ``config.pixel_bounds``
+    (its training range), each side truncated and rounded up to a multiple of the patch, and K
+    is scaled by that pixel-count factor. With ``processing_size``: the padded image's longer
+    side becomes ``processing_size`` (to the nearest multiple of the patch), and K is scaled by
+    the longer side's actual factor.
     """
     patch = config.patch_size
-    low, high = config.ratio_bounds
-    ratio = width / height
-    padded_h, padded_w = float(height), float(width)
-    if ratio > high:
-        padded_h = width / high
-    elif ratio < low:
-        padded_w = height * low
+    paddings, padded = _paddings(height, width, config.ratio_bounds)
     if processing_size is None:
-        pixels = padded_h * padded_w
-        target = min(max(pixels, config.pixel_bounds[0]), config.pixel_bounds[1])
-        scale = math.sqrt(target / pixels)
-    else:
-        scale = processing_size / max(padded_h, padded_w)
-    if ratio > high:  # too wide: full width, rows of padding above and below
-        w = _multiple(width * scale, patch)
-        h = max(1, round(height * w / width))
-        padded = (max(_multiple(h, patch, ceil=True), _multiple(w / high, patch)), w)
-        return ProcessingLayout((h, w), padded, top=(padded[0] - h) // 2)
-    if ratio < low:  # too tall: full height, columns of padding left and right
-        h = _multiple(height * scale, patch)
-        w = max(1, round(width * h / height))
-        padded = (h, max(_multiple(w, patch, ceil=True), _multiple(h * low, patch)))
-        return ProcessingLayout((h, w), padded, left=(padded[1] - w) // 2)
-    size = (_multiple(height * scale, patch), _multiple(width * scale, patch))
-    return ProcessingLayout(size, size)
+        pixels = padded[0] * padded[1]
+        low, high = config.pixel_bounds
+        scale = math.sqrt(min(high, max(low, pixels)) / pixels)
+        network = (_multiple(int(padded[0] * scale), patch, ceil=True),
+                   _multiple(int(padded[1] * scale), patch, ceil=True))
+        return ProcessingLayout((height, width), padded, paddings, network, scale)
+    factor = processing_size / max(padded)
+    network = (_multiple(padded[0] * factor, patch, ceil=False),
+               _multiple(padded[1] * factor, patch, ceil=False))
+    longer = 0 if padded[0] >= padded[1] else 1
+    return ProcessingLayout((height, width), padded, paddings, network,
+                            network[longer] / padded[longer])
 
 
-def layout_of_input(input_size: tuple[int, int], padded: tuple[int, int],
+def layout_of_input(input_size: tuple[int, int], network: tuple[int, int],
                     config: UniDepthV2Config) -> ProcessingLayout:
-    """Recover the layout :func:`processing_layout` gave an input of this padded size."""
-    height, width = input_size
-    low, high = config.ratio_bounds
-    ratio = width / height
-    if ratio > high:
-        h = max(1, round(height * padded[1] / width))
-        return ProcessingLayout((h, padded[1]), padded, top=(padded[0] - h) // 2)
-    if ratio < low:
-        w = max(1, round(width * padded[0] / height))
-        return ProcessingLayout((padded[0], w), padded, left=(padded[1] - w) // 2)
-    return ProcessingLayout(padded, padded)
+    """Recover the layout :func:`processing_layout` gave an input of this network size."""
+    layout = processing_layout(*input_size, None, config)
+    if layout.network == tuple(network):
+        return layout
+    # A processing_size was given: its factor is the longer side's (see processing_layout).
+    longer = 0 if layout.padded[0] >= layout.padded[1] else 1
+    return ProcessingLayout(layout.image, layout.padded, layout.paddings, tuple(network),
+                            network[longer] / layout.padded[longer])
 
 
 @dataclass(frozen=True)
@@ -172,28 +186,26 @@ class UniDepthModel:
         image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
         image = image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
         image = (image - self._mean) / self._std
-        if layout.image != tuple(rgb.shape[:2]):
+        left, right, top, bottom = layout.paddings
+        if left or right or top or bottom:  # zeros after normalization, as UniDepthV2
+            image = F.pad(image, (left, right, top, bottom), value=0.0)
+        if layout.network != layout.padded:
             # Bilinear without antialiasing, as UniDepthV2's own preprocessing.
-            image = F.interpolate(image, size=layout.image, mode='bilinear',
+            image = F.interpolate(image, size=layout.network, mode='bilinear',
                                   align_corners=False)
-        bottom = layout.padded[0] - layout.image[0] - layout.top
-        right = layout.padded[1] - layout.image[1] - layout.left
-        if bottom or right or layout.top or layout.left:
-            image = F.pad(image, (layout.left, right, layout.top, bottom), value=0.0)
         return image
 
-    def _network_intrinsics(self, intrinsics: np.ndarray | None, input_size: tuple[int, int],
+    def _network_intrinsics(self, intrinsics: np.ndarray | None,
                             layout: ProcessingLayout) -> torch.Tensor | None:
-        """Scale an input image's K to the network input (resize, then padding offset)."""
+        """Move an input image's K to the network input (padding offset, then resize)."""
         if intrinsics is None:
             return None
         matrix = torch.tensor(np.asarray(intrinsics, dtype=np.float64), dtype=torch.float32,
                               device=self.device)
-        scale_y, scale_x = (layout.image[0] / input_size[0], layout.image[1] / input_size[1])
-        matrix[0, :] *= scale_x
-        matrix[1, :] *= scale_y
-        matrix[0, 2] += layout.left
-        matrix[1, 2] += layout.top
+        # As UniDepthV2's inference: shift by the padding, then one scale for both axes.
+        matrix[0, 2] += layout.paddings[0]
+        matrix[1, 2] += layout.paddings[2]
+        matrix[:2] *= layout.scale
         matrix[2] = torch.tensor([0.0, 0.0, 1.0], device=self.device)
         return matrix[None]
 
@@ -203,7 +215,7 @@ class UniDepthModel:
         layout = layout_of_input(input_size, size, self.config)
         features, class_tokens = self.network.encode(pixel_values)
         camera = self.network.camera(class_tokens, size,
-                                     self._network_intrinsics(intrinsics, input_size, layout))
+                                     self._network_intrinsics(intrinsics, layout))
         return UniDepthFeatures(tuple(features), (size[0] // self.patch_size,
                                                   size[1] // self.patch_size),
                                 tuple(input_size), intrinsics, camera, layout)
@@ -237,23 +249,29 @@ class UniDepthModel:
         return self._encode(pixel_values, input_size, intrinsics)
 
     @staticmethod
-    def _crop(prediction: torch.Tensor, layout: ProcessingLayout) -> torch.Tensor:
-        """Cut the (B, 1, H, W) prediction to the image: (B, h, w)."""
-        rows = slice(layout.top, layout.top + layout.image[0])
-        cols = slice(layout.left, layout.left + layout.image[1])
-        return prediction[:, 0, rows, cols]
+    def _to_image(prediction: torch.Tensor, layout: ProcessingLayout) -> torch.Tensor:
+        """
+        Bring a (B, 1, h, w) network output to the input image: (B, H, W).
+
+        As UniDepthV2's inference: bilinear (corners not aligned) to the padded image size,
+        then the padding cut off; the engine's own resize is then a no-op.
+        """
+        prediction = F.interpolate(prediction, size=layout.padded, mode='bilinear',
+                                   align_corners=False)
+        left, right, top, bottom = layout.paddings
+        return prediction[:, 0, top:layout.padded[0] - bottom, left:layout.padded[1] - right]
 
     def decode(self, encoded: UniDepthFeatures) -> torch.Tensor:
-        """Run the decoder: the (1, h, w) metric depth at processing resolution."""
+        """Run the decoder: the (1, H, W) metric depth of the input image."""
         trunk = self.network.trunk(list(encoded.hidden_states), encoded.camera)
-        return self._crop(self.network.depth(trunk, encoded.camera), encoded.layout)
+        return self._to_image(self.network.depth(trunk, encoded.camera), encoded.layout)
 
     def decode_with_confidence(self, encoded: UniDepthFeatures
                                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """Run the decoder once for (1, h, w) depth and confidence at processing resolution."""
+        """Run the decoder once for the (1, H, W) depth and confidence of the input image."""
         trunk = self.network.trunk(list(encoded.hidden_states), encoded.camera)
-        return (self._crop(self.network.depth(trunk, encoded.camera), encoded.layout),
-                self._crop(self.network.confidence(trunk, encoded.camera), encoded.layout))
+        return (self._to_image(self.network.depth(trunk, encoded.camera), encoded.layout),
+                self._to_image(self.network.confidence(trunk, encoded.camera), encoded.layout))
 
     @torch.no_grad()
     def predict(self, rgb: np.ndarray, processing_size: int | None = None,
