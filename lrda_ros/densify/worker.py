@@ -54,7 +54,7 @@ class FrameResult:
     index: int
     #: (H, W) float32 metres, NaN = no depth (the node's ``depth``); None when dropped.
     depth: np.ndarray | None
-    #: The node's ``depth/confidence``, for models with a confidence output.
+    #: The node's ``depth/confidence`` (geometry/confidence.py).
     confidence: np.ndarray | None
     #: The node's drop reason (malformed, bad_camera_info, too_few_points, ...), or ''.
     dropped: str

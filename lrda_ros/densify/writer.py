@@ -84,7 +84,7 @@ def write_densified(path: Path, recording: Recording, topics: dict[str, str], st
         connections: dict[str, Any] = {}
 
         def write(name: str, log_ns: int, message) -> None:
-            # Created at first use: a model without confidence leaves no empty topic.
+            # Created at first use: a recording without a completed frame gets no empty topic.
             msgtype = CAMERA_INFO if name == DEPTH_INFO else IMAGE
             if name not in connections:
                 connections[name] = writer.add_connection(topics[name], msgtype,
