@@ -92,7 +92,7 @@ class EvalOptions:
     #: The engine's precision ('float32', 'bfloat16', 'float16' or 'auto', as the node's dtype).
     dtype: str = 'float32'
     #: torch.compile the step and the decode (as the node's compile).
-    compile: bool = False
+    compile: bool = False  # noqa: A003 (the option is named compile)
     #: Where the encoder runs (as the node's encoder_backend).
     encoder_backend: str = 'torch'
     #: Write every method's depth of every frame as depth/<method>/<frame>.npy.
