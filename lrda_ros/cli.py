@@ -86,6 +86,12 @@ def _add_eval(commands) -> None:
     parser.add_argument('--dtype', default='float32',
                         help='engine precision: float32, bfloat16, float16 or auto (the '
                              "node's dtype parameter)")
+    parser.add_argument('--compile', action='store_true',
+                        help="torch.compile the step and decode (the node's compile; the "
+                             'steps then decode the full map)')
+    parser.add_argument('--encoder-backend', default='torch',
+                        choices=('torch', 'onnxruntime', 'tensorrt'),
+                        help="where the encoder runs (the node's encoder_backend)")
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
@@ -462,7 +468,8 @@ def _evaluate(args) -> int:
                          args.depth_topic),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
-        dtype=args.dtype, save_depth=args.save_depth,
+        dtype=args.dtype, save_depth=args.save_depth, compile=args.compile,
+        encoder_backend=args.encoder_backend,
         outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on')
     result, summary = run_evaluation(options)
     print(summary_markdown(summary, f'{options.kind}: {options.root}'))

@@ -22,6 +22,8 @@ from enum import Enum
 from ..errors import ConfigError
 
 
+#: Where the encoder can run (engine/encoder_backends.py).
+ENCODER_BACKENDS = ('torch', 'onnxruntime', 'tensorrt')
 #: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
 PRECISIONS = ('float32', 'bfloat16', 'float16')
 #: ``dtype`` values: a precision, or 'auto' (bfloat16 where the hardware computes it
@@ -97,6 +99,11 @@ class TTOConfig:
     #: (0 disables the test).
     convergence_tol: float = 0.0
     patience: int = 3
+    #: The steps never wait for the device (engine/steps.py): a stop (convergence,
+    #: divergence) masks the remaining steps, read at the frame's end. N > 0 reads the stop
+    #: flag every N steps (one host synchronization each) to end the loop early, which saves
+    #: the masked steps' time when ``convergence_tol`` stops frames early. 0 = never.
+    stop_check_every: int = 0
     #: Anytime mode: seconds per ``complete`` call (0 = off). The steps stop in time to
     #: return within it, with the best iterate so far (engine/deadline.py); an explicit
     #: ``deadline`` argument to ``complete`` takes precedence.
@@ -126,6 +133,15 @@ class TTOConfig:
     #: engine/allocator.py): steps stop paying page faults for their activations.
     tune_cpu_allocator: bool = True
     seed: int = 0
+    #: Where the encoder runs: 'torch', 'onnxruntime' (the backbone exported to ONNX, cached
+    #: per model and input size in ``encoder_cache_dir``), or 'tensorrt' (ONNX Runtime's
+    #: TensorRT provider); see engine/encoder_backends.py. The decoder's steps stay in torch.
+    encoder_backend: str = 'torch'
+    #: Folder of the exported encoders ('' = ~/.cache/lrda_ros/onnx).
+    encoder_cache_dir: str = ''
+    #: Run the step's forward pass and the final decode under torch.compile (static shapes,
+    #: no graph breaks; compiled once per resolution); see engine/compiled.py.
+    compile: bool = False  # noqa: A003 (the option is named compile)
 
     def __post_init__(self) -> None:
         """Coerce enum fields and reject values that cannot work."""
@@ -150,7 +166,11 @@ class TTOConfig:
             (self.convergence_tol >= 0, 'convergence_tol', 'convergence_tol must be >= 0'),
             (self.time_budget >= 0, 'time_budget', 'time_budget must be >= 0 (0 = off)'),
             (self.patience >= 1, 'patience', 'patience must be >= 1'),
+            (self.stop_check_every >= 0, 'stop_check_every',
+             'stop_check_every must be >= 0 (0 = read the stop flag at the end only)'),
             (self.tail_strips >= 1, 'tail_strips', 'tail_strips must be >= 1'),
+            (self.encoder_backend in ENCODER_BACKENDS, 'encoder_backend',
+             f'encoder_backend must be one of {list(ENCODER_BACKENDS)}'),
             (self.divergence_factor > 1, 'divergence_factor', 'divergence_factor must be > 1'),
             (0 < self.backtrack_fraction <= 1, 'backtrack_fraction',
              'backtrack_fraction must be in (0, 1]'),

@@ -204,6 +204,8 @@ class DepthModel:
     has_confidence = False
     encoder_prefixes = ENCODER_PREFIXES
     decoder_prefixes = DECODER_PREFIXES
+    #: Runs the backbone for ``encode`` instead of PyTorch (engine/encoder_backends.py).
+    encoder_runner = None
 
     def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
@@ -249,7 +251,8 @@ class DepthModel:
                intrinsics: np.ndarray | None = None) -> EncodedImage:
         """Run the backbone once, outside autograd, and keep its features (K is unused)."""
         with torch.inference_mode():
-            features = self.network.backbone(pixel_values).feature_maps
+            features = (self.network.backbone(pixel_values).feature_maps
+                        if self.encoder_runner is None else self.encoder_runner(pixel_values))
         # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
         return EncodedImage(tuple(f.clone() for f in features), self._patch_grid(pixel_values),
                             input_size, intrinsics)

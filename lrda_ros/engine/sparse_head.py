@@ -202,6 +202,8 @@ class SparseHeadPlan:
     _sampling: dict = field(default_factory=dict, repr=False)
     #: The conv1 rows each band of windows reads, per conv1 size (frame constants).
     _rows_read: dict = field(default_factory=dict, repr=False)
+    #: The bands of needed pixels, per strip count (frame constants).
+    _band_slices: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
@@ -261,8 +263,26 @@ class SparseHeadPlan:
         """Resize (bilinearly) the needed processing-resolution values to the LiDAR pixels."""
         return (values[self.corner_index] * self.corner_weight.to(values.dtype)).sum(dim=1)
 
+    def prepare(self, model: DepthModel, encoded: EncodedImage, strips: int = 1) -> None:
+        """
+        Compute the host-side bounds :meth:`evaluate` needs, before the steps.
+
+        The bands and the conv1 rows they read come from the frame's LiDAR pixels, a device
+        tensor: reading them inside a step would wait for the device there.
+        """
+        grid = conv1_size(model, encoded)
+        self._grid_rows(grid)
+        if strips > 1:
+            for band in self._bands(strips):
+                self._grid_rows(grid, band)
+
     def _bands(self, strips: int) -> list[slice]:
         """Split the needed pixels (sorted by position) into bands of processing rows."""
+        if strips not in self._band_slices:
+            self._band_slices[strips] = self._split_bands(strips)
+        return self._band_slices[strips]
+
+    def _split_bands(self, strips: int) -> list[slice]:
         proc_h, proc_w = self.processing_size
         needed_rows = self.window_positions[:, 4] // proc_w  # the windows' centres
         edges = [first for first, _ in row_bands(proc_h, strips)] + [proc_h]
@@ -273,7 +293,7 @@ class SparseHeadPlan:
     def _grid_rows(self, grid: tuple[int, int], band: slice = slice(None)) -> tuple[int, int]:
         """Return the rows [first, stop) of conv1's ``grid`` that a band of windows reads."""
         key = (grid, band.start, band.stop)
-        if key not in self._rows_read:  # every step asks; a mask and a host sync each time
+        if key not in self._rows_read:  # every step asks; a mask and a host read (prepare)
             proc_h, proc_w = self.processing_size
             positions, inside = self.window_positions[band], self.window_inside[band]
             window_rows = positions[inside] // proc_w

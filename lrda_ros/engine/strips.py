@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -51,9 +52,17 @@ def row_bands(size: int, count: int) -> list[tuple[int, int]]:
 
 
 def source_rows(first: int, stop: int, size_in: int, size_out: int) -> tuple[int, int]:
-    """Return the input rows [lo, hi) that bilinear output rows [first, stop) interpolate."""
-    low, high, _ = bilinear_source(torch.arange(first, stop), size_in, size_out)
-    return int(low.min()), int(high.max()) + 1
+    """
+    Return the input rows [lo, hi) that bilinear output rows [first, stop) interpolate.
+
+    Host arithmetic in float32, as :func:`~lrda_ros.engine.model.bilinear_source` (and
+    PyTorch's kernel) computes the source rows; they grow with the output row, so the first
+    and last output rows bound them. No tensor is read back: the steps call this.
+    """
+    scale = np.float32((size_in - 1) / (size_out - 1) if size_out > 1 else 0.0)
+    low = int(np.float32(first) * scale)
+    high = min(int(np.float32(stop - 1) * scale) + 1, size_in - 1)
+    return min(low, size_in - 1), high + 1
 
 
 def upsample_rows(band: torch.Tensor, band_first_row: int, size_in: int,

@@ -34,19 +34,18 @@ import torch
 from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
+from .compiled import check_compile, compiled, mark_points_dynamic
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
+from .encoder_backends import encoder_backend_for
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
 from .sparse_head import SparseHeadPlan
+from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, WarmState
 from .strips import decode_in_strips
 from ..errors import ConfigError, InputError, LrdaError
-
-
-#: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
-_MATERIAL_GAIN = 0.01
 
 
 class InsufficientSparseDepthError(InputError):
@@ -139,27 +138,6 @@ class EncodedFrame:
     seconds: float
 
 
-@dataclass
-class _Trace:
-    losses: list[float]
-    diverged: bool
-    best_loss: float
-    best_state: list[torch.Tensor] | None
-    #: Collapsed steps undone (back to the best weights at half the step size).
-    backtracks: int = 0
-
-
-def _collapsed(loss: float, best_loss: float, constant_loss: float, fraction: float) -> bool:
-    """
-    Return whether a step gave back ``fraction`` of the best iterate's gain over a constant.
-
-    Only a material gain (1 % of the constant prediction's loss) can be lost: when the best
-    iterate explains next to nothing, a rise toward the constant is rounding noise.
-    """
-    gain = constant_loss - best_loss
-    return gain > _MATERIAL_GAIN * constant_loss and loss > best_loss + fraction * gain
-
-
 class DepthCompleter:
     """
     Turn (RGB, sparse depth) into dense metric depth by test-time optimization.
@@ -181,6 +159,15 @@ class DepthCompleter:
         self.notices: list[str] = []
         self._check_model_options()
         self.adaptation = build_adaptation(model, self.config)
+        check_compile(self.model, self.config, self.adaptation.reencodes)
+        if self.config.compile and self.config.sparse_head and self.model.dpt_decoder:
+            self.notices.append('sparse_head: compiled steps decode the full depth map '
+                                '(torch.compile cannot trace the sparse head)')
+        self._step_loss = compiled(self._loss) if self.config.compile else self._loss
+        self._decode = compiled(self.model.decode) if self.config.compile else self.model.decode
+        self.model.encoder_runner = encoder_backend_for(
+            self.model, self.config.encoder_backend, self.adaptation.reencodes,
+            self.config.encoder_cache_dir)
         self._warm_input_shape: tuple[int, ...] | None = None
         #: The last frame's final loss as a share of a constant prediction's (scene cuts).
         self._previous_share: float | None = None
@@ -220,7 +207,8 @@ class DepthCompleter:
 
     @property
     def _uses_sparse_head(self) -> bool:
-        return self.config.sparse_head and self.model.dpt_decoder
+        # Compiled steps decode densely: torch.compile cannot trace the sparse head.
+        return self.config.sparse_head and self.model.dpt_decoder and not self.config.compile
 
     def _probe_precision(self) -> None:
         """
@@ -345,9 +333,9 @@ class DepthCompleter:
         self.adaptation.restore([value.to(device) for value in state['adaptation']])
         self._optimizer = None
         if state['optimizer'] is not None:
-            self._optimizer = torch.optim.Adam(self.adaptation.parameters,
-                                               lr=self.config.learning_rate)
+            self._optimizer = new_adam(self.adaptation.parameters, self.config.learning_rate)
             self._optimizer.load_state_dict(state['optimizer'])  # moves moments to the device
+            reset_learning_rate(self._optimizer, self.config.learning_rate)
         self._warm_input_shape = tuple(state['input_shape'])
         self._previous_share = state.get('previous_share')
 
@@ -409,74 +397,59 @@ class DepthCompleter:
     def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                   samples: SparseSamples, target: torch.Tensor, iterations: int,
                   warm: bool, deadline: FrameDeadline,
-                  should_stop: Callable[[], bool] | None = None) -> _Trace:
+                  should_stop: Callable[[], bool] | None = None) -> StepTrace:
+        """
+        Run the steps; the host reads nothing from the device until they end (engine/steps.py).
+
+        Only the deadline (host clock) and ``should_stop`` are checked between steps, and the
+        stop flag every ``stop_check_every`` steps when set.
+        """
         config = self.config
         parameters = self.adaptation.parameters
-        trace = _Trace([], False, math.inf, None)
         if iterations == 0 or not parameters:
-            return trace
+            return StepTrace([], False, math.inf, None)
         if not warm or self._optimizer is None:
-            self._optimizer = torch.optim.Adam(parameters, lr=config.learning_rate)
-        for group in self._optimizer.param_groups:  # an earlier frame's backtrack lowered it
-            group['lr'] = config.learning_rate
+            self._optimizer = new_adam(parameters, config.learning_rate)
+        reset_learning_rate(self._optimizer, config.learning_rate)
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])
                                     ) if self._uses_sparse_head else None
-        # Any prediction, once aligned, does at least as well as this constant one.
-        constant_loss = float(((target - target.mean()) ** 2).sum())
-        for _ in range(iterations):
+        if plan is not None:  # its host-side index bounds, before the steps
+            plan.prepare(self.model, encoded, config.tail_strips)
+        rules = StepRules(parameters, target, iterations, config)
+        if config.compile:
+            mark_points_dynamic(samples.rows, samples.cols, target)
+        for index in range(iterations):
             if not deadline.another_step_fits():
                 break
             # Checked between steps: a step is the longest uninterruptible unit of work.
             if should_stop is not None and should_stop():
                 raise CompletionCancelledError('stopped between optimization steps')
-            self._optimizer.zero_grad(set_to_none=True)
-            with self._autocast():
-                features = self.adaptation.features(self.model, pixel_values, encoded)
-                points = self._points_prediction(features, samples, plan)
-            loss, _ = alignment_loss(points, target)
-            value = float(loss.detach())
-            trace.losses.append(value)
-            # A collapse is undone and the steps go on; a rise that is no collapse (or a
-            # non-finite loss) beyond divergence_factor ends them.
-            if (math.isfinite(value) and trace.best_state is not None
-                    and _collapsed(value, trace.best_loss, constant_loss,
-                                   config.backtrack_fraction)):
-                self._backtrack(trace)
-                continue
-            if not math.isfinite(value) or value > config.divergence_factor * trace.losses[0]:
-                trace.diverged = True
+            if (config.stop_check_every and index and index % config.stop_check_every == 0
+                    and rules.stopped()):
                 break
-            if value < trace.best_loss:
-                trace.best_loss, trace.best_state = value, self.adaptation.capture()
-            if self._converged(trace.losses):
-                break
-            loss.backward()
-            self._optimizer.step()
-        return trace
+            self._step(pixel_values, encoded, samples, target, plan, rules, index)
+            if deadline.deadline is not None:
+                self._synchronize()  # a step's duration, not its launch, for the deadline
+        return rules.trace()
 
-    def _backtrack(self, trace: _Trace) -> None:
-        """
-        Go back to the best weights and halve the step size.
+    def _loss(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
+              target: torch.Tensor, plan: SparseHeadPlan | None) -> torch.Tensor:
+        """Return the step's alignment loss (its forward pass; compiled with ``compile``)."""
+        with self._autocast():
+            features = self.adaptation.features(self.model, pixel_values, encoded)
+            points = self._points_prediction(features, samples, plan)
+        return alignment_loss(points, target)[0]
 
-        Adam's moments are kept: fresh ones would make the next step move every weight by
-        the full step size again. The loss ignores the prediction's scale (it is refitted),
-        so Adam can grow the output until the head's final ReLU is off at nearly every LiDAR
-        pixel: the loss jumps to about a constant prediction's and the gradient all but
-        vanishes, so the remaining steps would be wasted. Without this, inputs that differ
-        only by JPEG noise can end one stuck and one converged.
-        """
-        trace.backtracks += 1
-        self.adaptation.restore(trace.best_state)
-        for group in self._optimizer.param_groups:
-            group['lr'] /= 2
-
-    def _converged(self, losses: list[float]) -> bool:
-        tol, patience = self.config.convergence_tol, self.config.patience
-        if tol <= 0 or len(losses) <= patience:
-            return False
-        before = losses[-1 - patience]
-        return before - losses[-1] < tol * before
+    def _step(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
+              target: torch.Tensor, plan: SparseHeadPlan | None, rules: StepRules,
+              index: int) -> None:
+        """One optimization step, free of host synchronization."""
+        self._optimizer.zero_grad(set_to_none=True)
+        loss = self._step_loss(pixel_values, encoded, samples, target, plan)
+        loss.backward()
+        rules.decide(index, loss)
+        rules.apply(self._optimizer)
 
     @torch.no_grad()
     def _dense_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage
@@ -490,13 +463,13 @@ class DepthCompleter:
             else:
                 strips = self.config.tail_strips if self.model.dpt_decoder else 1
                 prediction = (decode_in_strips(self.model, features, strips) if strips > 1
-                              else self.model.decode(features))
+                              else self._decode(features))
         if confidence is not None:
             confidence = resize_prediction(confidence.float(), encoded.input_size)[0]
         return resize_prediction(prediction.float(), encoded.input_size)[0], confidence
 
     def _final_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage,
-                          samples: SparseSamples, target: torch.Tensor, trace: _Trace,
+                          samples: SparseSamples, target: torch.Tensor, trace: StepTrace,
                           deadline: FrameDeadline):
         """
         Decode densely with the final weights, falling back to the best ones if worse.

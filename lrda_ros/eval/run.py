@@ -91,6 +91,10 @@ class EvalOptions:
     progress: bool = True
     #: The engine's precision ('float32', 'bfloat16', 'float16' or 'auto', as the node's dtype).
     dtype: str = 'float32'
+    #: torch.compile the step and the decode (as the node's compile).
+    compile: bool = False  # noqa: A003 (the option is named compile)
+    #: Where the encoder runs (as the node's encoder_backend).
+    encoder_backend: str = 'torch'
     #: Write every method's depth of every frame as depth/<method>/<frame>.npy.
     save_depth: bool = False
     #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
@@ -187,7 +191,8 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                        learning_rate=options.learning_rate,
                        processing_size=options.processing_size, device=options.device,
-                       dtype=options.dtype, seed=options.seed, min_points=8)
+                       dtype=options.dtype, seed=options.seed, min_points=8,
+                       compile=options.compile, encoder_backend=options.encoder_backend)
     methods = [build_method(name, model, config) for name in options.methods]
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)

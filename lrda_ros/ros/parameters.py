@@ -136,6 +136,16 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14, the patch size, so at least 14); 0 keeps the image size. '
                   'Lower is faster.', 0, 8192, excluded=(1, 13)),
+    ParameterSpec('compile', False, 'Run the optimization step and the final decode under '
+                  'torch.compile (one graph each, static shapes; compiled on the first frame of '
+                  'each resolution); the steps then decode the full map (no sparse head). Depth '
+                  'Anything V2 with tail_strips 1 only; other combinations stop start-up with '
+                  'the reason.', read_only=True),
+    ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
+                  '(exported to ONNX once per model and input size, cached in '
+                  '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '
+                  'backend that cannot run here stops start-up with the reason.',
+                  choices=('torch', 'onnxruntime', 'tensorrt'), read_only=True),
     ParameterSpec('tail_strips', 1, "Compute the decoder's high-resolution tail in this many "
                   'bands of rows (exact; recomputed in the backward pass): much less memory at '
                   'high resolution, steps up to ~2x slower. 1 = off.', 1, 256),
@@ -366,7 +376,8 @@ class NodeSettings:
                             else FewPointsPolicy.ALIGN),
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
                 scene_cut_factor=v['scene_cut_factor'],
-                convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'])
+                convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'],
+                compile=v['compile'], encoder_backend=v['encoder_backend'])
         except ConfigError as error:
             raise _parameter_error(error) from error
         try:

@@ -1,0 +1,69 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+``compile: true``: the step's forward pass and the final decode under ``torch.compile``.
+
+Both are compiled whole (``fullgraph=True``: a graph break is an error, not a slow path) with
+static shapes (``dynamic=False``), which is what CUDA graphs need; the one size that changes
+from frame to frame, the number of LiDAR points, is marked dynamic, so a new resolution
+compiles once (the warm-up, paid on the first frame of that resolution) and later frames of
+it reuse the graphs. The backward pass is compiled with the forward (AOTAutograd); Adam's
+fused step and the step rules (engine/steps.py) stay eager.
+
+What compiles whole is Depth Anything V2's decoder with the dense head, adapted in the decoder.
+The sparse head's CSR products cannot be traced, so compiled steps decode the full map (the
+completer notes it); decoder tail strips (checkpointing) and the scopes that re-encode (the
+encoder's backward, untested) are rejected at start-up.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+import torch
+
+from .config import TTOConfig
+from ..errors import ConfigError
+
+Function = TypeVar('Function', bound=Callable)
+
+
+def check_compile(model, config: TTOConfig, reencodes: bool) -> None:
+    """Raise ConfigError (field ``compile``) if ``compile: true`` cannot run, saying why."""
+    if not config.compile:
+        return
+    reasons = [
+        (not getattr(model, 'dpt_decoder', False),
+         f"compile: true compiles Depth Anything V2's DPT decoder, not {type(model).__name__}'s"),
+        (config.tail_strips > 1,
+         'compile: true needs tail_strips: 1 (checkpointed strips are not compiled)'),
+        (reencodes,
+         f'compile: true compiles decoder steps; scope {config.scope.value} re-encodes with '
+         'autograd at every step: use scope decoder_lora or decoder_full'),
+    ]
+    for failed, reason in reasons:
+        if failed:
+            raise ConfigError(f'{reason}, or set compile: false', field='compile')
+
+
+def compiled(function: Function, backend: str = 'inductor') -> Function:
+    """Return ``function`` under torch.compile: one whole graph, static shapes."""
+    return torch.compile(function, dynamic=False, fullgraph=True, backend=backend)
+
+
+def mark_points_dynamic(*tensors: torch.Tensor) -> None:
+    """Let the point count (dim 0) vary between frames without compiling again."""
+    for tensor in tensors:
+        torch._dynamo.mark_dynamic(tensor, 0)

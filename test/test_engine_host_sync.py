@@ -1,0 +1,205 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+No optimization step makes the host wait for the device.
+
+On CPU tensors nothing waits, so the operations that would make a GPU's host wait are counted
+instead, by PyTorch's own interception layers: ``TorchDispatchMode`` sees every ATen operation
+(``aten._local_scalar_dense`` behind ``.item()``/``float()``/``bool()``, ``nonzero``,
+``masked_select``, ``unique``, indexing with a boolean mask, other data-dependent shapes), and
+``TorchFunctionMode`` sees ``.tolist()``, ``.numpy()`` and ``.cpu()``, which read memory
+without an ATen call.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+
+from conftest import smooth_image, tiny_network
+from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig, UniDepthModel
+from lrda_ros.engine.precision import native_bfloat16
+import numpy as np
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from unidepth_tiny import camera_matrix, tiny_unidepth_network
+
+aten = torch.ops.aten
+
+#: ATen operations whose output value or shape the host must read from the device.
+HOST_READ_OPS = {
+    aten._local_scalar_dense.default, aten.nonzero.default, aten.nonzero_static.default,
+    aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
+    aten.unique_consecutive.default, aten.bincount.default, aten.repeat_interleave.Tensor,
+    aten.is_nonzero.default, aten.equal.default, aten.allclose.default,
+}
+#: Tensor methods that copy device memory to the host without an ATen operation.
+HOST_READ_METHODS = {torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
+                     torch.Tensor.item}
+INDEX_OPS = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
+             aten._index_put_impl_.default}
+
+
+class HostReads(TorchDispatchMode):
+    """Count the ATen operations that read device values on the host."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func in HOST_READ_OPS:
+            self.ops.append(str(func))
+        elif func in INDEX_OPS and any(
+                isinstance(i, torch.Tensor) and i.dtype == torch.bool
+                for i in (args[1] or ())):
+            self.ops.append(f'{func} with a boolean mask')
+        return func(*args, **(kwargs or {}))
+
+
+class HostCopies(TorchFunctionMode):
+    """Count ``.tolist()``, ``.numpy()``, ``.cpu()`` and ``.item()`` calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: list[str] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in HOST_READ_METHODS:
+            self.ops.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def counted_steps(monkeypatch) -> list[list[str]]:
+    """Record, for every optimization step from now on, its host reads."""
+    per_step: list[list[str]] = []
+    step = DepthCompleter._step
+
+    def counting_step(self, *args, **kwargs):
+        reads, copies = HostReads(), HostCopies()
+        with copies, reads:
+            step(self, *args, **kwargs)
+        per_step.append(reads.ops + copies.ops)
+
+    monkeypatch.setattr(DepthCompleter, '_step', counting_step)
+    return per_step
+
+
+def frame_reads(completer: DepthCompleter, image, sparse, intrinsics) -> int:
+    """Count a whole frame's host reads."""
+    reads, copies = HostReads(), HostCopies()
+    with copies, reads:
+        completer.complete(image, sparse, intrinsics=intrinsics)
+    return len(reads.ops) + len(copies.ops)
+
+
+def sparse_of(image_shape, count: int = 150, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    sparse = np.zeros(image_shape[:2], np.float32)
+    index = rng.choice(sparse.size, count, replace=False)
+    sparse.flat[index] = rng.uniform(1.0, 20.0, count)
+    sparse[:10] = 0  # no returns in the top rows, like KITTI: the sparse head crops the tail
+    return sparse
+
+
+BASE_NETWORK = tiny_network(seed=0)
+SCOPES = ('decoder_lora', 'encoder_lora', 'full_lora', 'decoder_full', 'prompt')
+HEADS = ({'sparse_head': True}, {'sparse_head': False},
+         {'sparse_head': True, 'tail_strips': 3})
+#: Every flag that changes what a step does, all off and all on.
+FLAGS_OFF: dict = {}
+FLAGS_ON = {'warm_start': True, 'convergence_tol': 0.05, 'patience': 1, 'lora_dropout': 0.1,
+            'time_budget': 3600.0, 'learning_rate': 0.3, 'channels_last': False,
+            'backtrack_fraction': 0.2,
+            'dtype': 'bfloat16' if native_bfloat16(torch.device('cpu')) else 'float32'}
+CASES = [(scope, head, flags) for scope, head, flags in itertools.product(
+    SCOPES, HEADS, (FLAGS_OFF, FLAGS_ON))]
+CASES += [('decoder_lora', HEADS[0], {name: value}) for name, value in FLAGS_ON.items()]
+
+
+def case_id(case) -> str:
+    scope, head, flags = case
+    flag_id = 'all-on' if flags is FLAGS_ON else ('-'.join(flags) or 'all-off')
+    return f'{scope}-{"-".join(f"{k}{v}" for k, v in head.items())}-{flag_id}'
+
+
+@pytest.mark.parametrize('case', CASES, ids=[case_id(c) for c in CASES])
+def test_no_step_reads_the_device(case, monkeypatch):
+    scope, head, flags = case
+    config = TTOConfig(scope=scope, device='cpu', min_depth=0.5, iterations=3,
+                       warm_iterations=2, **head, **flags)
+    completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), config)
+    image = smooth_image(1, 42, 56)
+    per_step = counted_steps(monkeypatch)
+    for seed in range(2):  # the second frame is warm where warm_start is on
+        result = completer.complete(image, sparse_of(image.shape, seed=seed))
+    # A diverged first frame (learning rate 0.3) is no warm start for the second.
+    assert result.warm_started <= config.warm_start
+    assert len(per_step) == 3 + (2 if result.warm_started else 3)
+    assert per_step == [[]] * len(per_step)
+
+
+@pytest.mark.parametrize('flags', [FLAGS_OFF, FLAGS_ON], ids=['all-off', 'all-on'])
+def test_unidepth_steps_read_nothing(flags, monkeypatch):
+    flags = {k: v for k, v in flags.items() if k != 'dtype'}  # bf16: test_unidepth covers it
+    config = TTOConfig(device='cpu', min_depth=0.5, iterations=3, warm_iterations=2,
+                       sparse_head=False, **flags)
+    completer = DepthCompleter(UniDepthModel(tiny_unidepth_network()), config)
+    image = smooth_image(1, 42, 56)
+    per_step = counted_steps(monkeypatch)
+    completer.complete(image, sparse_of(image.shape), intrinsics=camera_matrix(42, 56))
+    assert len(per_step) == 3
+    assert per_step == [[]] * 3
+
+
+@pytest.mark.parametrize('scope', ['decoder_lora', 'prompt'])
+def test_host_reads_do_not_grow_with_the_steps(scope):
+    """A frame's host reads (all at its start and end) are the same for 2 and 8 steps."""
+    image = smooth_image(2, 42, 56)
+    sparse = sparse_of(image.shape)
+    counts = []
+    for iterations in (2, 8):
+        completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(
+            scope=scope, device='cpu', min_depth=0.5, iterations=iterations,
+            convergence_tol=0.01, patience=1))
+        counts.append(frame_reads(completer, image, sparse, None))
+    assert counts[0] == counts[1] > 0
+
+
+def test_stop_check_every_reads_the_stop_flag_that_often(monkeypatch):
+    """``stop_check_every`` = 3 over 9 steps: reads at steps 3 and 6, ending on convergence."""
+    image = smooth_image(2, 42, 56)
+    sparse = sparse_of(image.shape)
+    counts = {}
+    for every in (0, 3):
+        completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(
+            device='cpu', min_depth=0.5, iterations=9, stop_check_every=every))
+        counts[every] = frame_reads(completer, image, sparse, None)
+    assert counts[3] == counts[0] + 2
+    # A frame that converges at once ends at the first check, with the same result.
+    results = {}
+    for every in (0, 3):
+        completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(
+            device='cpu', min_depth=0.5, iterations=9, convergence_tol=10.0, patience=1,
+            stop_check_every=every))
+        per_step = counted_steps(monkeypatch)
+        results[every] = completer.complete(image, sparse), len(per_step)
+    (masked, masked_steps), (ended, ended_steps) = results[0], results[3]
+    assert masked.iterations == ended.iterations == 2  # stopped at the second step
+    assert (masked_steps, ended_steps) == (9, 3)
+    np.testing.assert_array_equal(masked.depth, ended.depth)
+    assert masked.losses == ended.losses
