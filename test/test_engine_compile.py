@@ -49,9 +49,9 @@ def sparse_of(shape, count: int, seed: int) -> np.ndarray:
 
 
 def completer(**options) -> DepthCompleter:
-    return DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(
-        device='cpu', min_depth=0.5, iterations=4, sparse_head=False, dtype='float32',
-        **options))
+    options = {'device': 'cpu', 'min_depth': 0.5, 'iterations': 4, 'sparse_head': False,
+               'dtype': 'float32', **options}
+    return DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(**options))
 
 
 def test_step_and_decode_are_one_graph_each():
