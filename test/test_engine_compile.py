@@ -15,10 +15,9 @@
 """
 ``compile: true``: one graph per function (no breaks), the eager result, start-up rejections.
 
-Inductor's C++ code generation takes minutes for a decoder on a small CPU, too slow here: the
-graphs are checked by Dynamo's own ``explain`` (the graphs Inductor would compile) and run
-through AOTAutograd (``aot_eager``: the traced forward and backward graphs, executed op by op)
-against eager. The Inductor timings are in doc/performance.md.
+The graphs are checked by Dynamo's own ``explain``; frames compiled by Inductor (as the option
+runs them) are compared with eager ones on a tiny decoder. The timings of a real decoder are in
+doc/performance.md.
 """
 
 from __future__ import annotations
@@ -34,8 +33,13 @@ from lrda_ros.errors import ConfigError
 import numpy as np
 import pytest
 import torch
+from torch._inductor.compile_fx import compile_fx
 
 #: Depth after 4 steps, traced graphs against eager (float32: reordered sums only).
+#: Of the frame's inverse-depth range. Compiled kernels sum in another order, and Adam scales
+#: each gradient by its own magnitude, so a weight whose gradient is all rounding still moves
+#: by up to the learning rate: after a few steps the maps differ by a few tenths of a percent.
+INVERSE_DEPTH_SHARE = 5e-3
 DEPTH_RTOL = 1e-4
 
 BASE_NETWORK = tiny_network(seed=0)
@@ -74,8 +78,7 @@ def test_compiled_frames_match_eager_and_compile_once_per_resolution(monkeypatch
 
     def counting_backend(graph, inputs):
         compiles.append(len(inputs))
-        return torch._dynamo.backends.common.aot_autograd(
-            fw_compiler=lambda g, _: g, bw_compiler=lambda g, _: g)(graph, inputs)
+        return compile_fx(graph, inputs)  # Inductor, as ``compile: true`` runs
 
     monkeypatch.setattr(tto, 'compiled', functools.partial(compiled, backend=counting_backend))
     eager, traced = completer(warm_start=True), completer(warm_start=True, compile=True)
@@ -83,8 +86,13 @@ def test_compiled_frames_match_eager_and_compile_once_per_resolution(monkeypatch
     for seed, count in enumerate((150, 170, 130)):  # the point count changes every frame
         sparse = sparse_of(image.shape, count, seed)
         expected, result = eager.complete(image, sparse), traced.complete(image, sparse)
-        np.testing.assert_allclose(result.depth, expected.depth, rtol=DEPTH_RTOL)
         np.testing.assert_allclose(result.losses, expected.losses, rtol=DEPTH_RTOL)
+        # Compared as the aligned prediction (inverse depth): this toy's far depths are
+        # 1 / (a·d + b) with a·d close to -b, which magnifies float rounding a hundredfold.
+        inverse, expected_inverse = 1.0 / result.depth, 1.0 / expected.depth
+        spread = float(np.ptp(expected_inverse))
+        np.testing.assert_allclose(inverse, expected_inverse, rtol=0,
+                                   atol=INVERSE_DEPTH_SHARE * spread)
     assert len(compiles) == 2  # the step and the decode, once for this resolution
     traced.complete(smooth_image(3, 56, 70), sparse_of((56, 70), 150, 0))
     assert len(compiles) == 4  # a new resolution compiles both once more
