@@ -118,7 +118,8 @@ def test_the_output_bag_holds_the_recording_and_the_nodes_outputs(reference):
     for topic, messages in original.items():
         assert written[topic] == messages, f'{topic} was not copied byte for byte'
     assert sorted(set(written) - set(original)) == [f'{NAMESPACE}/depth',
-                                                    f'{NAMESPACE}/depth/camera_info']
+                                                    f'{NAMESPACE}/depth/camera_info',
+                                                    f'{NAMESPACE}/depth/confidence']
     from rosbags.typesys import get_typestore, Stores
 
     store = get_typestore(Stores.ROS2_KILTED)
