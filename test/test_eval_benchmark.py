@@ -183,7 +183,7 @@ def test_ctrl_c_then_resume_computes_only_what_was_missing(tmp_path, tiny_model_
     output = tmp_path / 'out'
     command = [sys.executable, '-m', 'lrda_ros.cli', 'benchmark', '--ibims',
                str(tmp_path / 'ibims'), '--model', str(tiny_model_dir), '--device', 'cpu',
-               '--methods', 'classical,lrda', '--iterations', '400', '--processing-size', '56',
+               '--methods', 'classical,lrda', '--iterations', '100', '--processing-size', '56',
                '--output', str(output)]
     store = output / 'frames' / 'ibims.jsonl'
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,

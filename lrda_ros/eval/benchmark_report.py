@@ -140,7 +140,9 @@ def benchmark_plot(data: dict, rows: list[dict], path: Path) -> None:
 
     keys = [k for k in PAPER_DATASETS if k in data['datasets']]
     methods = list(dict.fromkeys(row['method'] for row in rows))
-    figure, axes = plt.subplots(2, len(keys), figsize=(3.2 * len(keys) + 1, 6), squeeze=False)
+    # At least 9 inches wide: the title and legend need it when one dataset is shown.
+    figure, axes = plt.subplots(2, len(keys), figsize=(max(9.0, 3.2 * len(keys) + 1), 6),
+                                squeeze=False)
     colours = plt.get_cmap('tab10')
     for column, key in enumerate(keys):
         for line, metric in enumerate(('mae', 'rmse')):
