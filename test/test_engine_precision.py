@@ -65,9 +65,10 @@ def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, war
         # so trajectories are not compared across precisions; the forward pass and the
         # gradients are (below). A cold frame must gain; a warm frame starts near the previous
         # frame's optimum, where 3 reduced-precision steps may all overshoot: the best iterate
-        # is kept, so it never ends worse than it started.
+        # is kept, so it never ends worse than it started (up to the rounding of the final
+        # dense decode, which recomputes that loss with other kernels than the step did).
         if result.warm_started:
-            assert result.final_loss <= result.losses[0]
+            assert result.final_loss <= result.losses[0] * (1 + 1e-5)
         else:
             assert result.final_loss < result.losses[0]
 
