@@ -46,8 +46,9 @@ KEYS = {
 }
 # No rosdep key: installed with pip (README, "Build and install").
 PIP_ONLY = {'peft': 'peft', 'safetensors': 'safetensors'}
-# Optional, imported on first use with an install hint (NYUv2 .mat files only).
-OPTIONAL = {'h5py'}
+# Optional, imported on first use with an install hint (setup.py extras: NYUv2 .mat files,
+# the ONNX Runtime / TensorRT encoder, Ray, KISS-ICP odometry).
+OPTIONAL = {'h5py', 'kiss_icp', 'onnxruntime', 'onnx', 'ray', 'tensorrt'}
 
 
 def imported_modules() -> set[str]:

@@ -68,7 +68,7 @@ def assert_clean_stop(program: Process, signum: int) -> None:
     output = program.output
     assert code == 0, output
     assert seconds < DEADLINE_S, f'{seconds:.2f} s to exit:\n{output}'
-    for bad in ('Traceback', 'Failed to publish', 'error', 'context is invalid', '[ERROR]'):
+    for bad in ('Traceback', 'Failed to publish', 'Error:', 'context is invalid', '[ERROR]'):
         assert bad not in output, output
     assert session_members(program.process.pid) == [], output
 

@@ -130,7 +130,7 @@ class EvaluatorNode(Node):
     def _tae_unavailable(self, reason: str) -> None:
         if not self._tae_problem_logged:
             self._tae_problem_logged = True
-            self.get_logger().warning(f'no temporal alignment error (TAE): {reason}')
+            self.get_logger().warning(f'TAE is not computed: {reason}')
 
     def _on_camera_info(self, message: CameraInfo) -> None:
         self._K = np.asarray(message.k, dtype=np.float64).reshape(3, 3)
