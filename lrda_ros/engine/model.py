@@ -189,6 +189,13 @@ def head_output(head: torch.nn.Module, upsampled: torch.Tensor) -> torch.Tensor:
         return (head.activation2(head.conv3(hidden)) * head.max_depth)[:, 0]
 
 
+def check_rgb_image(rgb: np.ndarray) -> None:
+    """Raise ValueError unless ``rgb`` is an (H, W, 3) uint8 image (every model's input)."""
+    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
+        raise ValueError(f'expected an (H, W, 3) uint8 RGB image, got shape {rgb.shape} '
+                         f'dtype {rgb.dtype}')
+
+
 class DepthModel:
     """
     A Depth Anything V2 network with the encoder/decoder split the method needs.
@@ -230,9 +237,7 @@ class DepthModel:
 
     def preprocess(self, rgb: np.ndarray, processing_size: int | None) -> torch.Tensor:
         """Turn an (H, W, 3) uint8 RGB image into normalized (1, 3, h, w) network input."""
-        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
-            raise ValueError(f'expected an (H, W, 3) uint8 RGB image, got shape {rgb.shape} '
-                             f'dtype {rgb.dtype}')
+        check_rgb_image(rgb)
         height, width = rgb.shape[:2]
         size = processing_shape(height, width, processing_size, self.patch_size)
         image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)

@@ -42,7 +42,8 @@ import torch.nn.functional as F
 from .config import UniDepthV2Config
 from .network import CameraConditioning, UniDepthV2Network
 from ..alignment import PredictionSpace
-from ..model import EncodedImage, IMAGENET_MEAN, IMAGENET_STD, resize_prediction
+from ..model import (
+    check_rgb_image, EncodedImage, IMAGENET_MEAN, IMAGENET_STD, resize_prediction)
 
 #: LoRA targets of the method (decoder-only): every Linear/Conv2d on the path from the
 #: encoder features to the depth. The camera head and its token adapter are left out (the
@@ -179,9 +180,7 @@ class UniDepthModel:
 
     def preprocess(self, rgb: np.ndarray, processing_size: int | None) -> torch.Tensor:
         """Turn an (H, W, 3) uint8 RGB image into normalized, padded (1, 3, h, w) input."""
-        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
-            raise ValueError(f'expected an (H, W, 3) uint8 RGB image, got shape {rgb.shape} '
-                             f'dtype {rgb.dtype}')
+        check_rgb_image(rgb)
         layout = processing_layout(*rgb.shape[:2], processing_size, self.config)
         image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
         image = image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
