@@ -242,10 +242,21 @@ def _add_benchmark(commands) -> None:
     parser.add_argument('--paper-backbone', choices=PAPER_BACKBONES,
                         help="the paper's rows to compare with (default: from the model name)")
     parser.add_argument('--output', type=Path, default=defaults.output)
+    _add_long_run(parser, 'the frames of the datasets')
+
+
+def _add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
+    """Add --resume, --overwrite, --ray and --workers: how a long run continues, where it runs."""
     parser.add_argument('--resume', action='store_true',
-                        help='continue the run whose results are in --output')
+                        help='continue the interrupted run in --output')
     parser.add_argument('--overwrite', action='store_true',
-                        help='delete the results in --output and start again')
+                        help='delete what --output holds of this run and start again')
+    parser.add_argument('--ray', metavar='ADDRESS', help=f'distribute {work} over a Ray '
+                        "cluster: 'auto', 'local' (start one here), host:port or "
+                        "ray://host:port (needs pip install 'lrda_ros[cluster]')")
+    parser.add_argument('--workers', type=int, default=0,
+                        help='Ray workers, each with the model loaded once (default: one per '
+                        'GPU, or per CPU without GPUs)')
 
 
 def _run_benchmark(args) -> int:
@@ -259,7 +270,7 @@ def _run_benchmark(args) -> int:
             warm_iterations=args.warm_iterations, learning_rate=args.learning_rate,
             processing_size=args.processing_size, dtype=args.dtype, seed=args.seed,
             max_frames=args.max_frames, resume=args.resume, overwrite=args.overwrite,
-            paper_backbone=args.paper_backbone))
+            paper_backbone=args.paper_backbone, ray_address=args.ray, workers=args.workers))
     except KeyboardInterrupt:
         # Every finished result is on disk already: say how to continue.
         print(f'lrda benchmark: interrupted; the results so far are in {args.output}/frames: '
@@ -293,15 +304,7 @@ def _add_densify(commands) -> None:
                         help='split recordings into chunks of this many frames, completed '
                         'independently (each starts cold); 0: whole recordings')
     parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
-    parser.add_argument('--ray', metavar='ADDRESS', help='distribute over a Ray cluster: '
-                        "'auto', 'local' (start one here), host:port or ray://host:port")
-    parser.add_argument('--workers', type=int, default=0,
-                        help='Ray workers, each with the model loaded once (default: one per '
-                        'GPU, or per CPU without GPUs)')
-    parser.add_argument('--resume', action='store_true',
-                        help='continue the interrupted run in --output')
-    parser.add_argument('--overwrite', action='store_true',
-                        help='delete what --output holds for these recordings and start again')
+    _add_long_run(parser, 'the chunks of the recordings')
 
 
 def _run_densify(args) -> int:

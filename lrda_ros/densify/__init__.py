@@ -17,7 +17,7 @@
 Densify rosbag2 recordings offline: the completion node's outputs for every frame, written back.
 
 ``lrda densify`` (:func:`~lrda_ros.densify.run.run_densify`) runs locally, or over a Ray cluster
-with ``--ray`` (:mod:`lrda_ros.densify.cluster`, the only module that imports Ray).
+with ``--ray`` (:mod:`lrda_ros.cluster`, the only module that imports Ray).
 """
 
 from .options import DensifyOptions, load_parameters

@@ -29,6 +29,7 @@ from pathlib import Path
 import re
 from typing import Any, Mapping, Sequence
 
+from ..cluster import check_ray_options
 from ..errors import ConfigError
 from ..messages.rosbag import BagTopics
 from ..ros.parameters import (
@@ -127,10 +128,6 @@ def check_options(options: DensifyOptions) -> NodeSettings:
          'is false and no lidar_to_camera override is set: no frame could be completed'),
         (options.chunk_frames < 0, '--chunk-frames',
          f'--chunk-frames must be 0 (whole recordings) or more, got {options.chunk_frames}'),
-        (options.workers < 0, '--workers',
-         f'--workers must be 0 (one per GPU or CPU) or more, got {options.workers}'),
-        (options.workers > 0 and options.ray_address is None, '--workers',
-         '--workers sets the Ray workers: give --ray ADDRESS too, or drop --workers'),
         (options.storage not in STORAGES, '--storage',
          f'--storage must be one of {", ".join(STORAGES)}, got {options.storage!r}'),
         (options.resume and options.overwrite, '--resume',
@@ -144,6 +141,8 @@ def check_options(options: DensifyOptions) -> NodeSettings:
             raise ConfigError(message, field=name)
         if rejected:
             raise InvalidParameterError(name, message)
+    check_ray_options(options.ray_address, options.workers, settings.tto.device,
+                      device_option="parameter 'device':", device_field='device')
     names = [Path(bag).name for bag in options.bags]
     for bag in options.bags:
         if not Path(bag).exists():

@@ -26,18 +26,19 @@ messages and the node's outputs (``lrda_ros.densify.writer``).
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 import time
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from tqdm import tqdm
 
 from .options import check_options, DensifyOptions, output_topics
-from .recordings import Chunk, open_recording, RawFrame, Recording
+from .recordings import Chunk, open_recording, Recording
 from .store import PartialStore
 from .worker import FrameResult, FrameWorker
+from ..cluster import make_pool, run_units, Unit
 from ..errors import ConfigError
 
 
@@ -64,46 +65,6 @@ class DensifyReport:
     def frames_per_second(self) -> float:
         """Return the completion rate of this run (frames per second)."""
         return self.completed / self.seconds if self.seconds > 0 else float('nan')
-
-
-class LocalPool:
-    """One frame worker in this process (no Ray)."""
-
-    in_flight = 1
-    size = 1
-
-    def __init__(self, parameters: dict[str, Any]) -> None:
-        self.worker = FrameWorker(parameters)
-        self._done: deque[FrameResult] = deque()
-
-    def describe(self) -> list[dict[str, Any]]:
-        """Return what the worker loaded."""
-        return [self.worker.describe()]
-
-    def start(self, slot: int, warm_state: bytes | None) -> None:
-        """Begin a chunk."""
-        self.worker.start(warm_state)
-
-    def submit(self, slot: int, frame: RawFrame) -> None:
-        """Complete a frame now."""
-        self._done.append(self.worker.complete(frame))
-
-    def next_result(self) -> tuple[int, FrameResult]:
-        """Return the frame completed first."""
-        return 0, self._done.popleft()
-
-    def close(self) -> None:
-        """Nothing to end."""
-
-
-@dataclass
-class _Running:
-    """A chunk on a worker: its frames still to send and how many are out."""
-
-    name: str
-    chunk: Chunk
-    frames: Iterator[RawFrame]
-    out: int = 0
 
 
 def run_densify(options: DensifyOptions,
@@ -165,52 +126,22 @@ def _recorded_topics(recording: Recording) -> set[str]:
         return {connection.topic for connection in reader.connections}
 
 
-def _pool(options: DensifyOptions, device: str):
-    if options.ray_address is None:
-        return LocalPool(dict(options.parameters))
-    from .cluster import RayPool
-
-    return RayPool(options.ray_address, options.workers, options.parameters, device)
-
-
 def _complete(options: DensifyOptions, device: str,
               todo: list[tuple[Recording, Chunk, int, bytes | None]], store: PartialStore,
               report: DensifyReport, on_frame: Callable[[FrameResult], None] | None) -> None:
     """Complete the frames left, a chunk per worker at a time; store each as it finishes."""
-    pool = _pool(options, device)
+    pool = make_pool(options.ray_address, options.workers, device, FrameWorker,
+                     dict(options.parameters), units=len(todo))
     bar = None
     try:
         report.workers = pool.describe()
-        queue = deque(todo)
-        running: dict[int, _Running] = {}
         bar = tqdm(total=report.frames, initial=report.reused, unit='frame', desc='densify',
                    disable=not options.progress, dynamic_ncols=True)
         started = time.perf_counter()
 
-        def send(slot: int) -> None:
-            task = running[slot]
-            while task.out < pool.in_flight:
-                frame = next(task.frames, None)
-                if frame is None:
-                    break
-                pool.submit(slot, frame)
-                task.out += 1
-            if task.out == 0:
-                del running[slot]
-
-        while queue or running:
-            for slot in range(pool.size):
-                if slot not in running and queue:
-                    recording, chunk, start, warm_state = queue.popleft()
-                    pool.start(slot, warm_state)
-                    running[slot] = _Running(recording.name, chunk, recording.read(chunk, start))
-                    send(slot)
-            if not running:
-                continue
-            slot, result = pool.next_result()
-            task = running[slot]
-            task.out -= 1
-            store.save(task.name, task.chunk, result)
+        def finished(unit: Unit, result: FrameResult) -> None:
+            name, chunk = unit.tag
+            store.save(name, chunk, result)
             report.completed += 1
             if result.dropped:
                 report.dropped[result.dropped] += 1
@@ -218,7 +149,11 @@ def _complete(options: DensifyOptions, device: str,
             bar.update(1)
             if on_frame is not None:
                 on_frame(result)
-            send(slot)
+
+        # Chunks are read only when a worker takes them (a generator reads nothing until then).
+        run_units(pool, [Unit((warm_state,), ((frame,) for frame in recording.read(chunk, start)),
+                              (recording.name, chunk))
+                         for recording, chunk, start, warm_state in todo], finished)
     finally:
         if bar is not None:
             bar.close()

@@ -22,7 +22,7 @@ arrays with the readers ``lrda eval --bag`` uses and runs
 :class:`~lrda_ros.pipeline.CompletionPipeline` with the node's settings; frames the node would
 drop (unreadable messages, too few LiDAR points under ``few_points: skip``, a non-finite
 result, no transform) are dropped with the node's reason. The same class runs in the driver
-process or as a Ray actor (``lrda_ros.densify.cluster``).
+process or as a Ray actor (``lrda_ros.cluster``).
 """
 
 from __future__ import annotations

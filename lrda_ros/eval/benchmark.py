@@ -32,21 +32,21 @@ import math
 from pathlib import Path
 import sys
 import time
-from typing import Callable
+from typing import Callable, Iterator
 import zlib
 
 import numpy as np
 from tqdm import tqdm
 
 from .benchmark_report import write_report
+from .benchmark_worker import BenchmarkWorker, clean
 from .datasets import DDAD, FrameDataset, IBims, KittiDepthCompletion, NYU_PROTOCOL, NYUv2
 from .datasets import NYUv2Mat, VOID
-from .methods import build_methods, METHODS
-from .metrics import aggregate, compute_metrics, DepthMetrics
+from .methods import METHODS
+from .metrics import aggregate, DepthMetrics
 from .paper import backbone_of, PAPER_BACKBONES
-from .profiling import Measure
+from ..cluster import check_ray_options, make_pool, run_units, Unit
 from ..engine import TTOConfig
-from ..engine.loading import load_depth_model
 from ..errors import ConfigError, InputError
 
 
@@ -118,6 +118,10 @@ class BenchmarkOptions:
     #: The paper backbone to compare with; None: from the model's name.
     paper_backbone: str | None = None
     progress: bool = True
+    #: A Ray cluster to spread the frames over (None: this process); see lrda_ros.cluster.
+    ray_address: str | None = None
+    #: Ray workers, each with the model loaded once (0: one per GPU, or per CPU without).
+    workers: int = 0
 
 
 #: Settings a resumed run must share with the run it continues (methods may be added).
@@ -146,6 +150,7 @@ def check_options(options: BenchmarkOptions) -> None:
     for rejected, option, message in problems:
         if rejected:
             raise ConfigError(message, field=option)
+    check_ray_options(options.ray_address, options.workers, options.device)
 
 
 # --------------------------------------------------------------------------- per-frame store
@@ -185,18 +190,10 @@ class FrameStore:
             f.write(json.dumps(record) + '\n')
 
 
-def _clean(value):
-    """Return ``value`` with non-finite floats as None (valid JSON)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
-    return value
-
-
 # --------------------------------------------------------------------------- the run
 
 def _prepare_output(options: BenchmarkOptions, settings: dict) -> None:
+    """Refuse to mix with an earlier run unless resumed with its settings, or overwritten."""
     frames_dir = options.output / 'frames'
     run_file = options.output / 'run.json'
     existing = sorted(frames_dir.glob('*.jsonl')) if frames_dir.is_dir() else []
@@ -215,7 +212,6 @@ def _prepare_output(options: BenchmarkOptions, settings: dict) -> None:
                               f'({", ".join(f"{k}={earlier.get(k)!r}" for k in changed)}); '
                               'give the same, or --overwrite', field='--resume')
     frames_dir.mkdir(parents=True, exist_ok=True)
-    run_file.write_text(json.dumps(settings, indent=2) + '\n')
 
 
 def _config(options: BenchmarkOptions, protocol: BenchmarkProtocol) -> TTOConfig:
@@ -228,26 +224,34 @@ def _config(options: BenchmarkOptions, protocol: BenchmarkProtocol) -> TTOConfig
 
 #: What reading a damaged or missing frame raises (the loaders' errors included).
 FRAME_ERRORS = (OSError, ValueError, KeyError, EOFError, zlib.error, IndexError)
-#: What a method raises on a frame it cannot complete (bad input, out of memory).
-METHOD_ERRORS = (InputError, RuntimeError, ValueError)
 
 
-def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
-                 options: BenchmarkOptions, model, bar: tqdm) -> None:
-    count = len(dataset) if options.max_frames is None else min(len(dataset), options.max_frames)
-    pending = {i: set(options.methods) - store.done(i) for i in range(count)}
-    if not any(pending.values()):
-        return
+def _units(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
+           options: BenchmarkOptions, count: int, bar: tqdm) -> list[Unit]:
+    """
+    Cut a dataset's frames still to do into units a worker completes in order.
+
+    A warm-started method needs every frame of a sequence, in order, on one worker, and the
+    sequences are known only once frames are read: while one is to run, the dataset is one unit.
+    Otherwise every frame starts cold and is a unit of its own, for any worker; the results are
+    the same as in one process, since a cold start depends on nothing an earlier frame left.
+    """
+    todo = {i: set(options.methods) - store.done(i) for i in range(count)}
+    pending = [i for i in range(count) if todo[i]]
     config = _config(options, protocol)
-    methods = build_methods(options.methods, model, config)
-    device = str(model.device) if model is not None else 'cpu'
-    # The (sequence, index) each method completed last in this run: a warm start needs the
-    # previous frame of the same sequence, computed just before by the same method.
-    last: dict[str, tuple] = {}
-    for index in range(count):
-        todo = [m for m in options.methods if m in pending[index]]
-        if not todo:
-            continue
+    carries = any(METHODS[m].warm_start for i in pending for m in todo[i])
+    groups = [pending] if carries and pending else [[i] for i in pending]
+    return [Unit((options.methods, config),
+                 _frames(protocol, dataset, store, group, options.methods, count, bar),
+                 (protocol, store, bar)) for group in groups]
+
+
+def _frames(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
+            indices: list[int], methods: tuple[str, ...], count: int,
+            bar: tqdm) -> Iterator[tuple]:
+    """Read the frames (in the driver) as a worker needs them: (index, frame, methods to run)."""
+    for index in indices:
+        todo = [m for m in methods if m not in store.done(index)]
         bar.set_postfix_str(f'{protocol.label} {index + 1}/{count}')
         try:
             frame = dataset[index]
@@ -259,32 +263,22 @@ def _run_dataset(protocol: BenchmarkProtocol, dataset: FrameDataset, store: Fram
             store.append({'kind': 'skipped', 'index': index, 'error': message})
             bar.update(1)
             continue
-        store.append(_clean({'kind': 'frame', 'index': index, 'frame': frame.name,
-                             'input_points': int(np.count_nonzero(frame.sparse_depth)),
-                             'gt_points': int(np.count_nonzero(frame.gt_depth > 0)),
-                             'notes': frame.notes}))
-        for name in todo:
-            method = methods[name]
-            if frame.sequence is None or last.get(name) != (frame.sequence, index - 1):
-                method.reset()
-            last[name] = (frame.sequence, index)
-            record = {'kind': 'method', 'index': index, 'frame': frame.name, 'method': name}
-            try:
-                with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
-                metrics = compute_metrics(output.depth, frame.gt_depth)
-            except METHOD_ERRORS as error:
-                method.reset()
-                record.update(status='failed', error=f'{type(error).__name__}: {error}')
-                tqdm.write(f'{protocol.label}: {name} failed on {frame.name}: {error}',
-                           file=sys.stderr)
-            else:
-                record.update(status=output.status,
-                              seconds=measured.seconds + output.reused_seconds,
-                              peak_mb=measured.peak_mb, iterations=output.iterations,
-                              metrics=metrics.to_dict())
-            store.append(_clean(record))
-        bar.update(1)
+        store.append(clean({'kind': 'frame', 'index': index, 'frame': frame.name,
+                            'input_points': int(np.count_nonzero(frame.sparse_depth)),
+                            'gt_points': int(np.count_nonzero(frame.gt_depth > 0)),
+                            'notes': frame.notes}))
+        yield index, frame, todo
+
+
+def _finished(unit: Unit, records: list[dict]) -> None:
+    """Store a frame's records as they come back from a worker."""
+    protocol, store, bar = unit.tag
+    for record in records:
+        store.append(record)
+        if record.get('status') == 'failed':
+            tqdm.write(f"{protocol.label}: {record['method']} failed on {record['frame']}: "
+                       f"{record['error']}", file=sys.stderr)
+    bar.update(1)
 
 
 def summarize(store: FrameStore, methods: tuple[str, ...], count: int) -> dict:
@@ -316,7 +310,7 @@ def summarize(store: FrameStore, methods: tuple[str, ...], count: int) -> dict:
         if scored:
             values = [DepthMetrics(**{k: (math.nan if v is None else v)
                                       for k, v in r['metrics'].items()}) for r in scored]
-            entry.update(_clean(aggregate(values).to_dict()))
+            entry.update(clean(aggregate(values).to_dict()))
             entry['seconds_per_frame'] = float(np.mean([r['seconds'] for r in scored]))
             entry['peak_mb'] = float(np.max([r['peak_mb'] for r in scored]))
         summary['methods'][method] = entry
@@ -336,12 +330,8 @@ def run_benchmark(options: BenchmarkOptions) -> dict:
         raise ConfigError('no dataset given: pass at least one of '
                           + ', '.join(f'--{k.replace("_", "-")}' for k in PROTOCOLS),
                           field='--datasets')
-    needs_model = any(METHODS[m].scope is not None for m in options.methods)
-    model = load_depth_model(options.model, options.device) if needs_model else None
-    if model is not None and model.warning:
-        print(f'warning: {model.warning}', file=sys.stderr)
     settings = {k: v for k, v in asdict(options).items() if k in RESUME_KEYS}
-    settings.update(methods=list(options.methods), model_source=model.source if model else None,
+    settings.update(methods=list(options.methods),
                     roots={k: str(v) for k, v in options.roots.items()})
     _prepare_output(options, settings)
     stores = {p.key: FrameStore(options.output / 'frames' / f'{p.key}.jsonl') for p, _ in opened}
@@ -349,26 +339,36 @@ def run_benchmark(options: BenchmarkOptions) -> dict:
               for p, d in opened}
     done = sum(1 for p, _ in opened for i in range(counts[p.key])
                if set(options.methods) <= stores[p.key].done(i))
-    started = time.time()
     with tqdm(total=sum(counts.values()), initial=done, unit='frame', desc='benchmark',
               disable=not options.progress) as bar:
-        for protocol, dataset in opened:
-            _run_dataset(protocol, dataset, stores[protocol.key], options, model, bar)
+        units = [unit for p, d in opened
+                 for unit in _units(p, d, stores[p.key], options, counts[p.key], bar)]
+        pool = make_pool(options.ray_address, options.workers, options.device, BenchmarkWorker,
+                         options.model, options.device, options.methods, units=len(units))
+        try:
+            model = pool.describe()[0]
+            if model['warning']:
+                tqdm.write(f"warning: {model['warning']}", file=sys.stderr)
+            settings['model_source'] = model['source']
+            (options.output / 'run.json').write_text(json.dumps(settings, indent=2) + '\n')
+            started = time.time()
+            run_units(pool, units, _finished)
+        finally:
+            pool.close()
     results = {p.key: dict(summarize(stores[p.key], options.methods, counts[p.key]),
                            label=p.label, root=str(options.roots[p.key]),
                            frames_protocol=p.frames, frames_available=len(d),
                            description=p.description,
                            processing_size=options.processing_size or p.processing_size)
                for p, d in opened}
-    inferred = backbone_of(model.source) if model else None
+    inferred = backbone_of(model['source']) if model['source'] else None
     if options.paper_backbone:
         backbone, origin = options.paper_backbone, 'as given'
     elif inferred:
         backbone, origin = inferred, 'from the model name'
     else:
         backbone, origin = 'DAv2-L', "assumed: the model is none of the paper's backbones"
-    data = {'settings': settings, 'device': str(model.device) if model else 'cpu',
-            'demo_prior': bool(model and model.is_demo_prior),
+    data = {'settings': settings, 'device': model['device'], 'demo_prior': model['demo_prior'],
             'paper_backbone': backbone, 'backbone_origin': origin,
             'seconds': time.time() - started, 'datasets': results,
             'skipped_datasets': [{'key': k, 'label': p.label,

@@ -1,0 +1,146 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+``lrda benchmark --ray``: the frames on a local 2-worker Ray cluster give the local run's table.
+
+The cluster is a real Ray instance started here (``ray.cluster_utils.Cluster``); the workers are
+Ray actors that load the tiny network once. The local reference runs torch on one thread, as
+each Ray worker does, so the metrics compare exactly (several threads add in a varying order).
+"""
+
+import json
+import socket
+import sys
+
+import numpy as np
+import pytest
+from test_eval_benchmark import _ibims_samples, _void_release
+
+from lrda_ros.cli import main as lrda_main  # noqa: I100
+from lrda_ros.eval.benchmark import BenchmarkOptions, run_benchmark
+
+METHODS = ('scale-shift', 'lrda', 'lrda-warm')
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Run torch on one CPU thread, as each Ray worker does."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _options(tmp_path, model, output, methods, **extra) -> BenchmarkOptions:
+    return BenchmarkOptions(
+        roots={'ibims': tmp_path / 'ibims', 'void': tmp_path / 'void_release'},
+        output=tmp_path / output, methods=methods, model=str(model), device='cpu',
+        iterations=2, processing_size=56, progress=False, **extra)
+
+
+def _metrics(data: dict) -> dict:
+    return {(key, method): {k: v for k, v in entry.items()
+                            if k not in ('seconds_per_frame', 'peak_mb')}
+            for key, result in data['datasets'].items()
+            for method, entry in result['methods'].items()}
+
+
+def _method_records(output) -> list[tuple]:
+    return sorted((path.stem, r['index'], r['method'])
+                  for path in (output / 'frames').glob('*.jsonl')
+                  for r in map(json.loads, path.read_text().splitlines())
+                  if r['kind'] == 'method')
+
+
+@pytest.mark.slow
+def test_ray_gives_the_local_table_and_resumes(tmp_path, tiny_model_dir, one_torch_thread):
+    pytest.importorskip('ray', reason='Ray is not installed (the cluster extra)')
+    from ray.cluster_utils import Cluster
+
+    _ibims_samples(tmp_path / 'ibims')
+    _void_release(tmp_path / 'void_release')  # 2 frames readable, 2 skipped
+    local = run_benchmark(_options(tmp_path, tiny_model_dir, 'local', METHODS))
+    cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 2})
+    try:
+        # Cold-start methods only: every frame is a unit, for either worker.
+        first = run_benchmark(_options(tmp_path, tiny_model_dir, 'ray', METHODS[:2],
+                                       ray_address=cluster.address, workers=2))
+        output = tmp_path / 'ray'
+        assert _method_records(output) == sorted(
+            (key, i, m) for key, frames in (('ibims', (0, 1)), ('void', (0, 2)))
+            for i in frames for m in METHODS[:2])
+        # Resumed on the cluster with a warm-started method added: only it runs, a dataset
+        # per worker (a sequence must stay on one worker).
+        resumed = run_benchmark(_options(tmp_path, tiny_model_dir, 'ray', METHODS,
+                                         ray_address=cluster.address, workers=2,
+                                         resume=True))
+    finally:
+        cluster.shutdown()
+    assert _method_records(output) == sorted(
+        (key, i, m) for key, frames in (('ibims', (0, 1)), ('void', (0, 2)))
+        for i in frames for m in METHODS)
+    expected = _metrics(local)
+    assert {k: v for k, v in expected.items() if k[1] != 'lrda-warm'} == _metrics(first)
+    assert expected == _metrics(resumed)
+    for key in ('ibims', 'void'):
+        assert np.isfinite(resumed['datasets'][key]['methods']['lrda']['mae'])
+    assert resumed['datasets']['void']['frames_skipped'] == 2
+    assert (output / 'benchmark.md').read_text().count('| VOID | lrda-warm |') == 2
+    assert (output / 'benchmark.png').stat().st_size > 10000
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize('arguments, message', [
+    (['--ray', '127.0.0.1:{port}'], '--ray 127.0.0.1:{port}: no Ray cluster answers there '
+     "(Connection refused); start one with 'ray start --head' or give its address"),
+    (['--ray', 'head-node'], "--ray must be 'auto', 'local', host:port or ray://host:port"),
+    (['--workers', '2'], '--workers sets the Ray workers: give --ray ADDRESS too'),
+    (['--ray', 'auto', '--device', 'cuda:1'], '--device cuda:1 names one GPU, but each Ray '
+     'worker gets its own'),
+    (['--ray', 'local', '--workers', '-1'], '--workers must be 0 (one per GPU or CPU) or more'),
+])
+def test_bad_ray_options_end_in_one_line(arguments, message, tmp_path, capsys):
+    pytest.importorskip('ray', reason='Ray is not installed (the cluster extra)')
+    (tmp_path / 'ibims').mkdir()
+    port = _free_port()
+    arguments = [a.format(port=port) for a in arguments]
+    code = lrda_main(['benchmark', '--ibims', str(tmp_path / 'ibims'), '--output',
+                      str(tmp_path / 'out')] + arguments)
+    error = capsys.readouterr().err.strip()
+    assert code == 1 and error.splitlines() == [
+        'lrda benchmark: error: ' + error.split('error: ', 1)[1]], error
+    assert message.format(port=port) in error, error
+    assert not (tmp_path / 'out').exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize('command', ['benchmark', 'densify'])
+def test_without_ray_installed_the_error_says_what_to_install(command, tmp_path, capsys,
+                                                              monkeypatch):
+    monkeypatch.setitem(sys.modules, 'ray', None)  # import ray raises ImportError
+    (tmp_path / 'data').mkdir()
+    data = ['--ibims', str(tmp_path / 'data')] if command == 'benchmark' else [
+        str(tmp_path / 'data')]
+    code = lrda_main([command, *data, '--output', str(tmp_path / 'out'), '--ray', 'auto'])
+    assert code == 1
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"lrda {command}: error: --ray needs Ray: pip install 'lrda_ros[cluster]'"]
