@@ -17,11 +17,14 @@
 ``lrda benchmark --ray``: the frames on a local 2-worker Ray cluster give the local run's table.
 
 The cluster is a real Ray instance started here (``ray.cluster_utils.Cluster``); the workers are
-Ray actors that load the tiny network once. The local reference runs torch on one thread, as
-each Ray worker does, so the metrics compare exactly (several threads add in a varying order).
+Ray actors that load the tiny network once. A local run is the reference; an interrupted copy of
+it is resumed on Ray, with a dataset whose frames go to any worker and one kept on one worker.
+The local reference runs torch on one thread, as each Ray worker does, so the metrics compare
+exactly (several threads add in a varying order).
 """
 
 import json
+import shutil
 import socket
 import sys
 
@@ -60,47 +63,54 @@ def _metrics(data: dict) -> dict:
             for method, entry in result['methods'].items()}
 
 
-def _method_records(output) -> list[tuple]:
-    return sorted((path.stem, r['index'], r['method'])
-                  for path in (output / 'frames').glob('*.jsonl')
-                  for r in map(json.loads, path.read_text().splitlines())
+def _method_records(path) -> list[tuple]:
+    return sorted((r['index'], r['method']) for r in map(json.loads, path.read_text().splitlines())
                   if r['kind'] == 'method')
 
 
 @pytest.mark.slow
-def test_ray_gives_the_local_table_and_resumes(tmp_path, tiny_model_dir, one_torch_thread):
+def test_a_run_resumed_on_ray_gives_the_local_table(tmp_path, tiny_model_dir, one_torch_thread):
     pytest.importorskip('ray', reason='Ray is not installed (the cluster extra)')
     from ray.cluster_utils import Cluster
 
     _ibims_samples(tmp_path / 'ibims')
     _void_release(tmp_path / 'void_release')  # 2 frames readable, 2 skipped
     local = run_benchmark(_options(tmp_path, tiny_model_dir, 'local', METHODS))
+    # An interrupted run: iBims lost a warm-started result (so its frames stay on one worker,
+    # in order), VOID only cold-start ones (so each frame goes to any worker).
+    output = tmp_path / 'ray'
+    shutil.copytree(tmp_path / 'local', output)
+    lost = {'ibims': {(0, 'lrda-warm'), (1, 'scale-shift'), (1, 'lrda'), (1, 'lrda-warm')},
+            'void': {(0, 'lrda'), (2, 'scale-shift'), (2, 'lrda')}}
+    kept_lines = {}
+    for key, records in lost.items():
+        store = output / 'frames' / f'{key}.jsonl'
+        kept = kept_lines[key] = [
+            line for line in store.read_text().splitlines()
+            if (json.loads(line).get('index'), json.loads(line).get('method')) not in records]
+        store.write_text('\n'.join(kept) + '\n')
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 2})
     try:
-        # Cold-start methods only: every frame is a unit, for either worker.
-        first = run_benchmark(_options(tmp_path, tiny_model_dir, 'ray', METHODS[:2],
-                                       ray_address=cluster.address, workers=2))
-        output = tmp_path / 'ray'
-        assert _method_records(output) == sorted(
-            (key, i, m) for key, frames in (('ibims', (0, 1)), ('void', (0, 2)))
-            for i in frames for m in METHODS[:2])
-        # Resumed on the cluster with a warm-started method added: only it runs, a dataset
-        # per worker (a sequence must stay on one worker).
         resumed = run_benchmark(_options(tmp_path, tiny_model_dir, 'ray', METHODS,
-                                         ray_address=cluster.address, workers=2,
-                                         resume=True))
+                                         ray_address=cluster.address, workers=2, resume=True))
     finally:
         cluster.shutdown()
-    assert _method_records(output) == sorted(
-        (key, i, m) for key, frames in (('ibims', (0, 1)), ('void', (0, 2)))
-        for i in frames for m in METHODS)
-    expected = _metrics(local)
-    assert {k: v for k, v in expected.items() if k[1] != 'lrda-warm'} == _metrics(first)
-    assert expected == _metrics(resumed)
+    for key, records in lost.items():
+        store = output / 'frames' / f'{key}.jsonl'
+        assert _method_records(store) == _method_records(tmp_path / 'local' / 'frames' /
+                                                         f'{key}.jsonl')
+        lines = store.read_text().splitlines()
+        assert lines[:len(kept_lines[key])] == kept_lines[key]  # what was done stays
+        new = [json.loads(line) for line in lines[len(kept_lines[key]):]]
+        assert sorted((r['index'], r['method']) for r in new if r['kind'] == 'method') == sorted(
+            records)
+    assert _metrics(resumed) == _metrics(local)
+    assert (local['workers'], resumed['workers']) == (1, 2)
     for key in ('ibims', 'void'):
         assert np.isfinite(resumed['datasets'][key]['methods']['lrda']['mae'])
     assert resumed['datasets']['void']['frames_skipped'] == 2
-    assert (output / 'benchmark.md').read_text().count('| VOID | lrda-warm |') == 2
+    markdown = (output / 'benchmark.md').read_text()
+    assert markdown.count('| VOID | lrda-warm |') == 2 and 'on cpu (2 Ray workers)' in markdown
     assert (output / 'benchmark.png').stat().st_size > 10000
 
 

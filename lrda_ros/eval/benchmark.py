@@ -346,7 +346,8 @@ def run_benchmark(options: BenchmarkOptions) -> dict:
         pool = make_pool(options.ray_address, options.workers, options.device, BenchmarkWorker,
                          options.model, options.device, options.methods, units=len(units))
         try:
-            model = pool.describe()[0]
+            workers = pool.describe()
+            model = workers[0]
             if model['warning']:
                 tqdm.write(f"warning: {model['warning']}", file=sys.stderr)
             settings['model_source'] = model['source']
@@ -369,6 +370,7 @@ def run_benchmark(options: BenchmarkOptions) -> dict:
     else:
         backbone, origin = 'DAv2-L', "assumed: the model is none of the paper's backbones"
     data = {'settings': settings, 'device': model['device'], 'demo_prior': model['demo_prior'],
+            'workers': len(workers),
             'paper_backbone': backbone, 'backbone_origin': origin,
             'seconds': time.time() - started, 'datasets': results,
             'skipped_datasets': [{'key': k, 'label': p.label,

@@ -59,7 +59,9 @@ def benchmark_markdown(data: dict, rows: list[dict]) -> str:
     settings = data['settings']
     backbone, origin = data['paper_backbone'], data['backbone_origin']
     lines = ["# lrda benchmark: the paper's table on its protocols", '',
-             f"Model `{settings.get('model_source')}` on {data['device']}; paper rows for "
+             f"Model `{settings.get('model_source')}` on {data['device']}"
+             + (f" ({data['workers']} Ray workers)" if data.get('workers', 1) > 1 else '')
+             + '; paper rows for '
              f'**{backbone}** ({origin}). {settings["iterations"]} iterations, learning rate '
              f"{settings['learning_rate']}, dtype {settings['dtype']}, seed {settings['seed']}; "
              f"{data['seconds']:.0f} s.", '']
