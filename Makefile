@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.lrda-installed
 DEMO_OUT ?= out/demo
+# Two workers, a test file each: many tests wait on processes and DDS rather than compute.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile
 
 .PHONY: venv test demo bench lint clean
 
@@ -21,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	touch $@
 
 test: venv
-	$(BIN)/python -m pytest -q -ra
+	$(BIN)/python -m pytest -q -ra $(PYTEST_PARALLEL)
 
 demo: venv
 	$(BIN)/lrda demo --output $(DEMO_OUT)

@@ -439,7 +439,9 @@ def _run_eval(args) -> int:
     from .interrupts import exit_now, exit_within
 
     # SIGINT and SIGTERM stop it: the frames done so far are reported, exit code 0.
-    with exit_within(_EXIT_GRACE_S) as stop_requested:
+    farewell = (f'lrda eval: interrupted in a frame; the last complete report, if any, is in '
+                f'{args.output}')
+    with exit_within(_EXIT_GRACE_S, farewell=farewell) as stop_requested:
         try:
             code = _evaluate(args)
         except KeyboardInterrupt:

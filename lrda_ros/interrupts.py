@@ -59,7 +59,7 @@ def exit_now(code: int, flush_logging: bool = True) -> NoReturn:
 
 
 def _watch(reader: socket.socket, grace_s: float, requested: threading.Event,
-           finished: threading.Event) -> None:
+           finished: threading.Event, farewell: str) -> None:
     """Wait for a stop signal, then allow ``grace_s`` before ending the process."""
     while True:
         try:
@@ -72,12 +72,15 @@ def _watch(reader: socket.socket, grace_s: float, requested: threading.Event,
             break
     requested.set()
     if not finished.wait(grace_s):
+        if farewell:  # straight to the descriptor: the main thread may hold the stream's lock
+            os.write(sys.stderr.fileno(), (farewell + '\n').encode())
         exit_now(0, flush_logging=False)
 
 
 @contextmanager
 def exit_within(grace_s: float,
-                on_signal: Callable[[], None] | None = None) -> Iterator[threading.Event]:
+                on_signal: Callable[[], None] | None = None,
+                farewell: str = '') -> Iterator[threading.Event]:
     """
     Within the block, end the process ``grace_s`` after SIGINT or SIGTERM, exit code 0.
 
@@ -85,6 +88,8 @@ def exit_within(grace_s: float,
     KeyboardInterrupt in the main thread when it is None; later ones only wait for the
     deadline. Handlers installed inside the block (rclpy's, a node runner's) take over the
     first part; the deadline holds whatever they do. Yields an Event set on the first signal.
+    ``farewell``: the line written to stderr when the deadline ends the process (the main
+    thread, still inside a long native call, had no time to say why it stopped).
     Call from the main thread; the previous handlers are restored after the block.
     """
     requested, finished = threading.Event(), threading.Event()
@@ -102,7 +107,8 @@ def exit_within(grace_s: float,
     writer.setblocking(False)
     previous_handlers = {signum: signal.signal(signum, handle) for signum in STOP_SIGNALS}
     previous_fd = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
-    watchdog = threading.Thread(target=_watch, args=(reader, grace_s, requested, finished),
+    watchdog = threading.Thread(target=_watch,
+                                args=(reader, grace_s, requested, finished, farewell),
                                 name='exit_watchdog', daemon=True)
     watchdog.start()
     try:

@@ -28,6 +28,26 @@ import torch
 # Keep DDS discovery on this host so concurrent test runs and other machines cannot interfere.
 os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
+
+def _isolate_parallel_worker(worker: str | None) -> None:
+    """
+    Give a pytest-xdist worker (``make test`` runs two) its own DDS domain and one thread.
+
+    Without its own domain, one worker's nodes would receive the other's messages on the same
+    topic names; with one compute thread each, two workers share the cores instead of
+    oversubscribing them, and the processes the tests start inherit both settings.
+    """
+    if not worker:
+        return
+    index = int(worker.lstrip('gw') or 0)
+    base = int(os.environ.get('ROS_DOMAIN_ID', '0'))
+    os.environ['ROS_DOMAIN_ID'] = str((base + 1 + index) % 102)  # 0..101: Linux's port range
+    os.environ['OMP_NUM_THREADS'] = '1'
+    torch.set_num_threads(1)
+
+
+_isolate_parallel_worker(os.environ.get('PYTEST_XDIST_WORKER'))
+
 SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
                                   Path(__file__).resolve().parents[2] / 'shared' / 'data'))
 

@@ -155,3 +155,21 @@ def test_evaluator_node_stops_in_a_long_frame(tmp_path, ros_context, namespace, 
     summary = tmp_path / 'summary.json'
     if summary.exists():  # written whole or not at all
         json.loads(summary.read_text())
+
+
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_a_stop_past_the_grace_says_why_it_ended(signum):
+    # The main thread is inside a wait that outlives the grace, as in a long torch call: the
+    # watchdog ends the process with code 0 and the block's farewell line.
+    code = ('import time\n'
+            'from lrda_ros.interrupts import exit_within\n'
+            "with exit_within(0.3, on_signal=lambda: None, farewell='job: stopped mid-work'):\n"
+            "    print('working', flush=True)\n"
+            '    time.sleep(60)\n')
+    program = Process('-c', code)
+    try:
+        program.wait_for('working', 60)
+        assert_clean_stop(program, signum)
+    finally:
+        program.end()
+    assert program.lines[-1] == 'job: stopped mid-work', program.output
