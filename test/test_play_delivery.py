@@ -169,20 +169,21 @@ def test_large_raw_images_reach_a_reliable_subscriber_started_before_play(
 
 @pytest.mark.slow
 def test_large_raw_images_reach_a_best_effort_subscriber(tmp_path, namespace, processes):
-    # As `ros2 topic hz` or the node's default sensor-data QoS: Fast DDS drops a sample larger
-    # than the publisher's shared-memory segment for best-effort readers on the same host;
-    # lrda play's profile (ros/transport.py) makes the segment large. The subscriber keeps
-    # Fast DDS's defaults, as a ROS 2 tool would.
-    bag = write_large_image_bag(tmp_path / 'bag', namespace)
+    # As `ros2 topic hz` or the node's default sensor-data QoS: Fast DDS cannot send a sample
+    # larger than the publisher's shared-memory segment (512 KiB by default) to best-effort
+    # readers on the same host, so none arrives; lrda play's profile (ros/transport.py) makes
+    # the segment large. Best effort may still lose one on a starved machine: most must come.
+    # The subscriber keeps Fast DDS's defaults, as a ROS 2 tool would.
+    bag = write_large_image_bag(tmp_path / 'bag', namespace, period_ns=500_000_000)
     subscriber = Subscriber(namespace, 'best_effort')
     processes.append(subscriber)
     play = lrda_play(bag)
     processes.append(play)
     assert play.finish(120) == 0, play.output
     deadline = time.monotonic() + 10
-    while subscriber.counts()['image'] < 3:
-        assert time.monotonic() < deadline, (subscriber.counts(), play.output)
+    while subscriber.counts()['image'] < 3 and time.monotonic() < deadline:
         time.sleep(0.1)
+    assert subscriber.counts()['image'] >= 2, (subscriber.counts(), play.output)
 
 
 @pytest.mark.slow
