@@ -23,7 +23,8 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
     package_data={
-        package_name: ['weights/*/*.json', 'weights/*/*.safetensors', 'weights/*/*.md'],
+        package_name: ['weights/*/*.json', 'weights/*/*.safetensors', 'weights/*/*.md',
+                       'ros/*.xml'],
     },
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + package_name]),

@@ -41,15 +41,21 @@ from launch.actions import (
 from launch.conditions import IfCondition, InvalidConditionExpressionError, UnlessCondition
 from launch.events import matches_action
 import launch.logging
-from launch.substitutions import EnvironmentVariable, LaunchConfiguration, NotEqualsSubstitution
+from launch.substitutions import LaunchConfiguration, NotEqualsSubstitution
 from launch.utilities import perform_substitutions
 from launch_ros.actions import LifecycleNode, Node, SetParameter, SetParametersFromFile
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from launch_ros.utilities import prefix_namespace
 from lifecycle_msgs.msg import Transition
+from lrda_ros.ros.transport import large_sample_environment
 
 NODE_NAME = 'completion_node'
+#: Node parameters that a launch argument of the same name overrides when given.
+OVERRIDDEN_PARAMETERS = ('model', 'device', 'processing_size', 'time_budget')
+#: The numeric ones, checked here: rcl silently drops a ``-p`` value whose type differs from
+#: the params file's (processing_size:=abc or :=266.0 would leave the file's value in force).
+NUMERIC_ARGUMENTS = {'processing_size': (int, 'an integer'), 'time_budget': (float, 'a number')}
 BOOLEAN_ARGUMENTS = ('use_sim_time', 'lifecycle', 'autostart', 'rviz', 'bag_loop')
 
 
@@ -107,6 +113,13 @@ def _check_arguments(context):
             raise LaunchArgumentError(
                 f'{name}:={value!r} is not a boolean: use true or false, or 1 or 0 (any case)'
             ) from None
+    for name, (kind, what) in NUMERIC_ARGUMENTS.items():
+        value = LaunchConfiguration(name).perform(context)
+        try:
+            if value:
+                kind(value)
+        except ValueError:
+            raise LaunchArgumentError(f'{name}:={value!r} is not {what}') from None
     params_file = LaunchConfiguration('params_file').perform(context)
     if not os.path.isfile(params_file):
         raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
@@ -204,14 +217,13 @@ def _completion_nodes():
             entities=[OpaqueFunction(function=_configure_failed)])),
         change_state(Transition.TRANSITION_CONFIGURE),
     ])
-    # Global parameters apply in order: the file first, so model/device (when given) and
-    # use_sim_time override it.
+    # Global parameters apply in order: the file first, so the overridden parameters (when
+    # given) and use_sim_time override it.
     return GroupAction([
         SetParametersFromFile(LaunchConfiguration('params_file')),
         *_use_sim_time(),
-        SetParameter(name='model', value=LaunchConfiguration('model'), condition=_given('model')),
-        SetParameter(name='device', value=LaunchConfiguration('device'),
-                     condition=_given('device')),
+        *[SetParameter(name=name, value=LaunchConfiguration(name), condition=_given(name))
+          for name in OVERRIDDEN_PARAMETERS],
         OpaqueFunction(function=_cameras),
         plain,
         GroupAction(scoped=False, condition=IfCondition(lifecycle), actions=[managed, autostart]),
@@ -242,6 +254,12 @@ def generate_launch_description():
                                           '.pth, demo or auto).'),
         DeclareLaunchArgument('device', default_value='',
                               description='Override the device parameter (auto, cpu, cuda).'),
+        DeclareLaunchArgument('processing_size', default_value='',
+                              description='Override the processing_size parameter (longer side '
+                                          'of the network input; lower is faster).'),
+        DeclareLaunchArgument('time_budget', default_value='',
+                              description='Override the time_budget parameter (seconds per '
+                                          'frame, anytime mode; 0 = off).'),
         DeclareLaunchArgument('cameras', default_value='',
                               description='Camera names, e.g. "front,left" or "[front, left]": '
                               'one node and one model for all, each camera on <camera>/image, '
@@ -280,14 +298,13 @@ def generate_launch_description():
                               description="Log level of the node's own logger (debug shows "
                                           'per-frame timing); rcl and DDS stay at info.'),
     ]
-    # Megabyte images and clouds need Fast DDS's large-data transports between processes;
-    # keep the user's choice when one is set (other RMWs ignore the variable).
-    transports = SetEnvironmentVariable(
-        'FASTDDS_BUILTIN_TRANSPORTS',
-        EnvironmentVariable('FASTDDS_BUILTIN_TRANSPORTS', default_value='LARGE_DATA'))
+    # Megabyte images and clouds need Fast DDS's large-data transports and a large shared-memory
+    # segment between processes (the bag player and rviz2 too); the user's choices are kept.
+    transports = [SetEnvironmentVariable(name, value)
+                  for name, value in large_sample_environment(os.environ).items()]
     bag_player = OpaqueFunction(function=_bag_player, condition=_given('bag'))
     return LaunchDescription(arguments + [
-        transports,
+        *transports,
         # First: an exception here ends the launch before anything below starts.
         OpaqueFunction(function=_check_arguments),
         _completion_nodes(),

@@ -138,6 +138,10 @@ def unique_namespace() -> str:
      "params_file '/nonexistent/params.yaml' does not exist"),
     ('use_sim_time:=yes', "use_sim_time:='yes' is not a boolean: use true or false, or 1 or 0"),
     ('lifecycle:=on', "lifecycle:='on' is not a boolean"),
+    # rcl would drop these -p values silently (their type differs from the params file's).
+    ('processing_size:=abc', "processing_size:='abc' is not an integer"),
+    ('processing_size:=266.0', "processing_size:='266.0' is not an integer"),
+    ('time_budget:=fast', "time_budget:='fast' is not a number"),
 ])
 def test_an_unusable_argument_stops_the_launch_before_any_process_starts(argument, says):
     launch = LaunchProcess([argument])
@@ -192,7 +196,8 @@ def managed_launch():
     """
     Launch the managed node with autostart, use_sim_time:=1, log_level:=debug and rviz:=true.
 
-    Ask the running node for its state and use_sim_time, then Ctrl-C; return what was seen.
+    With processing_size and time_budget overrides too. Ask the running node for its state and
+    those parameters, then Ctrl-C; return what was seen.
     """
     import rclpy
     from lifecycle_msgs.srv import GetState
@@ -201,7 +206,8 @@ def managed_launch():
 
     namespace = '/t' + uuid.uuid4().hex[:10]
     launch = LaunchProcess(['model:=demo', 'device:=cpu', 'lifecycle:=true', 'use_sim_time:=1',
-                            'log_level:=debug', 'rviz:=true', f'namespace:={namespace}'])
+                            'log_level:=debug', 'rviz:=true', f'namespace:={namespace}',
+                            'processing_size:=266', 'time_budget:=2'])
     seen = SimpleNamespace(namespace=namespace)
     try:
         launch.wait_for('active; synchronization', 180)
@@ -214,10 +220,12 @@ def managed_launch():
             target = f'{namespace}/completion_node'
             seen.state = _call(executor, node, GetState, f'{target}/get_state',
                                GetState.Request()).current_state.label
-            seen.use_sim_time = _call(executor, node, GetParameters,
-                                      f'{target}/get_parameters',
-                                      GetParameters.Request(names=['use_sim_time'])
-                                      ).values[0].bool_value
+            values = _call(executor, node, GetParameters, f'{target}/get_parameters',
+                           GetParameters.Request(names=['use_sim_time', 'processing_size',
+                                                        'time_budget'])).values
+            seen.use_sim_time = values[0].bool_value
+            seen.processing_size = values[1].integer_value
+            seen.time_budget = values[2].double_value
         finally:
             executor.shutdown()
             node.destroy_node()
@@ -238,6 +246,12 @@ def test_autostart_configures_and_activates_the_managed_node(managed_launch):
 @pytest.mark.slow
 def test_use_sim_time_1_gives_the_node_sim_time(managed_launch):
     assert managed_launch.use_sim_time is True
+
+
+@pytest.mark.slow
+def test_processing_size_and_time_budget_override_the_params_file(managed_launch):
+    # time_budget:=2 is an integer for a double parameter: the node takes it as 2.0.
+    assert (managed_launch.processing_size, managed_launch.time_budget) == (266, 2.0)
 
 
 @pytest.mark.slow

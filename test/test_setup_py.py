@@ -49,3 +49,18 @@ def test_colcon_picks_its_pytest_step(setup_py_data):
     colcon_test = pytest.importorskip('colcon_core.task.python.test',
                                       reason='colcon is not installed')
     assert colcon_test.has_test_dependency(setup_py_data, 'pytest')
+
+
+def test_every_module_is_installed():
+    """
+    Every .py file under lrda_ros/ lies in a package that setup.py's find_packages installs.
+
+    A folder without ``__init__.py`` imports from the source tree (a namespace package) but is
+    left out of ``colcon build``'s install, so ``ros2 run lrda_ros ...`` fails to import it.
+    """
+    from setuptools import find_packages
+
+    installed = set(find_packages(str(ROOT), exclude=['test', 'test.*']))
+    folders = {'.'.join(path.parent.relative_to(ROOT).parts)
+               for path in (ROOT / 'lrda_ros').rglob('*.py')}
+    assert folders - installed == set()

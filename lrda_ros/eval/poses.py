@@ -23,6 +23,8 @@ that carry poses (the synthetic world) set ``Frame.T_world_cam`` themselves.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 
 from ..geometry import RigidTransform, TransformTree
@@ -37,6 +39,11 @@ def fixed_frame_of(tree: TransformTree, camera_frame: str) -> str | None:
     """Return the first of :data:`FIXED_FRAMES` linked to ``camera_frame``, or None."""
     linked = tree.connected(camera_frame) if camera_frame in tree.frames else set()
     return next((frame for frame in FIXED_FRAMES if frame in linked), None)
+
+
+def lidar_odometry_available() -> bool:
+    """Return whether KISS-ICP (the optional ``odometry`` extra) is installed."""
+    return importlib.util.find_spec('kiss_icp') is not None
 
 
 class LidarOdometry:

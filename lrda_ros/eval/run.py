@@ -184,6 +184,8 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     check_method_names(options.methods)
     dataset = open_source(options)
     _warn_sync_losses(getattr(dataset, 'sync_losses', None))
+    if getattr(dataset, 'pose_warning', None):
+        print(f'warning: {dataset.pose_warning}', file=sys.stderr)
     needs_model = any(METHODS[m].needs_network for m in options.methods)
     model = load_depth_model(options.model, options.device) if needs_model else None
     if model is not None and model.warning:

@@ -51,6 +51,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bag_writer import stamped_header
 from .delivery import DeliveryTracker, REPLAY_QOS, wait_for_subscribers
+from .transport import prefer_large_sample_transport
 from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource, TF_TOPICS
 from ..messages.stamps import NS_PER_S, stamp_to_ns
 
@@ -398,9 +399,7 @@ def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False
     replay between messages; rclpy's own handlers are off, since they would shut the context
     down under the publishing loop. Returns the delivery record.
     """
-    from .startup import prefer_large_data_transport
-
-    prefer_large_data_transport()
+    prefer_large_sample_transport()
     stop = stop or threading.Event()
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node('lrda_play')

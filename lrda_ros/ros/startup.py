@@ -42,6 +42,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from .parameters import InvalidParameterError
+from .transport import prefer_large_sample_transport
 from ..engine import ModelLoadError
 from ..errors import ConfigError
 from ..interrupts import exit_now, exit_within
@@ -49,17 +50,6 @@ from ..interrupts import exit_now, exit_within
 _SPIN_PERIOD_S = 0.1
 #: Seconds from SIGINT/SIGTERM to the end of a node's process (ros2 launch waits 5 s).
 EXIT_GRACE_S = 1.5
-
-
-def prefer_large_data_transport() -> None:
-    """
-    Select Fast DDS's large-data transports (shared memory + TCP) unless already chosen.
-
-    Images and clouds are megabytes; over Fast DDS's default UDP transport they are often
-    lost between processes (measured here: 1 to 8 of 10 KITTI images arrived). Other RMWs and
-    older Fast DDS releases ignore the variable; set it to DEFAULT to opt out.
-    """
-    os.environ.setdefault('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
 
 
 def quiet_progress_bars() -> None:
@@ -131,7 +121,7 @@ def run_node(name: str, factory: Callable[[], Node], args: list[str] | None = No
     doing then (loading a model, a long CPU frame, writing a report), the process has ended
     with code 0 :data:`EXIT_GRACE_S` later.
     """
-    prefer_large_data_transport()
+    prefer_large_sample_transport()
     quiet_progress_bars()
     stop = threading.Event()
     with exit_within(EXIT_GRACE_S, on_signal=stop.set):

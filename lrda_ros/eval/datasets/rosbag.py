@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .frame import Frame, FrameDataset
-from ..poses import fixed_frame_of, LidarOdometry
+from ..poses import fixed_frame_of, lidar_odometry_available, LidarOdometry
 from ...geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
 from ...geometry import TransformTree
 from ...messages.compressed import any_depth_to_array, any_image_to_rgb
@@ -91,6 +91,8 @@ class RosbagDataset(FrameDataset):
         if extrinsic is None and self._stamps:
             camera_frame, lidar_frame = self.source.first_frame_ids()
             self._T_cam_lidar(camera_frame, lidar_frame, self._stamps[0][2])
+        #: Why the poses asked for are not available (printed by lrda eval), or None.
+        self.pose_warning: str | None = None
         self.pose_source, self._fixed_frame = self._pose_source(poses)
         self._odometry: LidarOdometry | None = None
 
@@ -108,6 +110,12 @@ class RosbagDataset(FrameDataset):
             if poses == 'tf':
                 raise BagError(f'{self.source.path}: no map, odom or world frame linked to the '
                                "camera in /tf: use poses='lidar_odometry'")
+        if poses == 'auto' and not lidar_odometry_available():
+            # KISS-ICP is an optional extra: without it the report has no TAE, not no report.
+            self.pose_warning = ('no camera poses (no map, odom or world frame in /tf, and '
+                                 "KISS-ICP is not installed: pip install 'lrda_ros[odometry]'): "
+                                 'TAE is not computed')
+            return 'none', None
         return ('none', None) if poses == 'none' else ('lidar_odometry', None)
 
     def _camera_pose(self, camera_frame: str, stamp_ns: int, points,
