@@ -95,10 +95,6 @@ class TTOConfig:
     #: than this many times the previous frame's final loss, both as a share of a constant
     #: prediction's, follows a scene cut and runs cold (engine/scene_cut.py). 0 = off.
     scene_cut_factor: float = 4.0
-    #: Warm start: a warm frame's steps also fit the LiDAR of the ``temporal_window - 1``
-    #: frames before it (their own scale and shift, the same weights; engine/window.py).
-    #: A step then costs that many more decoder passes at the LiDAR pixels. 1 = this frame.
-    temporal_window: int = 1
     #: Stop early once the loss improved by less than this fraction over ``patience`` steps
     #: (0 disables the test).
     convergence_tol: float = 0.0
@@ -157,11 +153,6 @@ class TTOConfig:
             (self.warm_iterations >= 0, 'warm_iterations', 'warm_iterations must be >= 0'),
             (self.scene_cut_factor == 0 or self.scene_cut_factor > 1, 'scene_cut_factor',
              'scene_cut_factor must be 0 (off) or > 1'),
-            (self.temporal_window >= 1, 'temporal_window',
-             'temporal_window must be >= 1 (1 = the current frame only)'),
-            (self.temporal_window == 1 or self.warm_start, 'temporal_window',
-             'temporal_window > 1 fits earlier frames under warm start: set warm_start true '
-             'or temporal_window 1'),
             (self.learning_rate > 0, 'learning_rate', 'learning_rate must be > 0'),
             (self.lora_rank >= 1, 'lora_rank', 'lora_rank must be >= 1'),
             (self.lora_alpha > 0, 'lora_alpha', 'lora_alpha must be > 0'),

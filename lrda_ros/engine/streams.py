@@ -30,7 +30,6 @@ from typing import Any, Hashable
 import torch
 
 from .deadline import StepTimes
-from .window import FrameWindow
 
 
 @dataclass
@@ -47,8 +46,6 @@ class WarmState:
     step_times: StepTimes = field(default_factory=StepTimes)
     #: The last frame's unexplained loss share, for scene-cut detection (scene_cut.py).
     previous_share: float | None = None
-    #: The earlier frames its warm steps keep fitting (window.py); None: none yet.
-    window: FrameWindow | None = None
 
 
 class ParkedStreams:

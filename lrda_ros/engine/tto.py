@@ -45,7 +45,6 @@ from .sparse_head import SparseHeadPlan
 from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, WarmState
 from .strips import decode_in_strips
-from .window import FittedFrame, FrameWindow
 from ..errors import ConfigError, InputError, LrdaError
 
 
@@ -181,8 +180,6 @@ class DepthCompleter:
         #: The stream whose warm state is live in the model (None: the default stream).
         self._stream: Hashable = None
         self._parked = ParkedStreams()
-        #: Earlier frames the warm steps keep fitting (engine/window.py; temporal_window).
-        self._window = FrameWindow(self.config.temporal_window)
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
@@ -249,7 +246,6 @@ class DepthCompleter:
         if stream == self._stream:
             self._warm_input_shape = None
             self._previous_share = None
-            self._window.clear()
         else:
             self._parked.forget(stream)
 
@@ -260,7 +256,7 @@ class DepthCompleter:
         warm = self._warm_input_shape is not None
         self._parked.park(self._stream, WarmState(
             self.adaptation.save_state() if warm else None, self._optimizer,
-            self._warm_input_shape, self.step_times, self._previous_share, self._window))
+            self._warm_input_shape, self.step_times, self._previous_share))
         state = self._parked.unpark(stream)
         if state.input_shape is not None:
             self.adaptation.load_state(state.adaptation)
@@ -268,7 +264,6 @@ class DepthCompleter:
         self._optimizer, self._warm_input_shape = state.optimizer, state.input_shape
         self.step_times, self._stream = state.step_times, stream
         self._previous_share = state.previous_share
-        self._window = state.window or FrameWindow(self.config.temporal_window)
 
     @property
     def shares_encodings(self) -> bool:
@@ -402,14 +397,12 @@ class DepthCompleter:
     def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                   samples: SparseSamples, target: torch.Tensor, iterations: int,
                   warm: bool, deadline: FrameDeadline,
-                  should_stop: Callable[[], bool] | None = None,
-                  earlier: Sequence[FittedFrame] = ()) -> StepTrace:
+                  should_stop: Callable[[], bool] | None = None) -> StepTrace:
         """
         Run the steps; the host reads nothing from the device until they end (engine/steps.py).
 
         Only the deadline (host clock) and ``should_stop`` are checked between steps, and the
-        stop flag every ``stop_check_every`` steps when set. ``earlier``: frames whose LiDAR
-        the steps fit too (engine/window.py); the step rules watch this frame's loss alone.
+        stop flag every ``stop_check_every`` steps when set.
         """
         config = self.config
         parameters = self.adaptation.parameters
@@ -423,9 +416,8 @@ class DepthCompleter:
                                     ) if self._uses_sparse_head else None
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, config.tail_strips)
-        others = [(frame, self._window_plan(frame)) for frame in earlier]
         rules = StepRules(parameters, target, iterations, config)
-        if config.compile:  # (earlier frames' points were marked on their own frame)
+        if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
         for index in range(iterations):
             if not deadline.another_step_fits():
@@ -436,7 +428,7 @@ class DepthCompleter:
             if (config.stop_check_every and index and index % config.stop_check_every == 0
                     and rules.stopped()):
                 break
-            self._step(pixel_values, encoded, samples, target, plan, rules, index, others)
+            self._step(pixel_values, encoded, samples, target, plan, rules, index)
             if deadline.deadline is not None:
                 self._synchronize()  # a step's duration, not its launch, for the deadline
         return rules.trace()
@@ -449,27 +441,13 @@ class DepthCompleter:
             points = self._points_prediction(features, samples, plan)
         return alignment_loss(points, target)[0]
 
-    def _window_plan(self, frame: FittedFrame) -> SparseHeadPlan | None:
-        """Return an earlier frame's sparse-head plan, prepared for the steps."""
-        if not self._uses_sparse_head:
-            return None
-        plan = SparseHeadPlan.build(frame.samples.rows, frame.samples.cols,
-                                    frame.encoded.input_size, tuple(frame.pixel_values.shape[-2:]))
-        plan.prepare(self.model, frame.encoded, self.config.tail_strips)
-        return plan
-
     def _step(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
               target: torch.Tensor, plan: SparseHeadPlan | None, rules: StepRules,
-              index: int, others: Sequence[tuple[FittedFrame, SparseHeadPlan | None]] = ()
-              ) -> None:
+              index: int) -> None:
         """One optimization step, free of host synchronization."""
         self._optimizer.zero_grad(set_to_none=True)
         loss = self._step_loss(pixel_values, encoded, samples, target, plan)
-        total = loss
-        for frame, frame_plan in others:  # each with its own scale and shift
-            total = total + self._step_loss(frame.pixel_values, frame.encoded, frame.samples,
-                                            frame.target, frame_plan)
-        total.backward()
+        loss.backward()
         rules.decide(index, loss)
         rules.apply(self._optimizer)
 
@@ -579,16 +557,13 @@ class DepthCompleter:
         if scene_cut:  # the carried weights fit another scene: start this frame cold
             self.adaptation.reset(pixel_values)
             warm = False
-        if not warm:  # the earlier frames belong to another start (or another scene)
-            self._window.clear()
         iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
         try:
             with self.adaptation.optimizing():  # LoRA dropout acts here, not in the output
                 trace = self._optimize(pixel_values, features, samples, target, iterations,
-                                       warm, frame_deadline, should_stop, self._window.earlier)
+                                       warm, frame_deadline, should_stop)
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
-            self._window.clear()
             raise
         dense, confidence, loss, fit = self._final_prediction(
             pixel_values, features, samples, target, trace, frame_deadline)
@@ -604,10 +579,6 @@ class DepthCompleter:
         keep_warm = config.warm_start and status is not CompletionStatus.DIVERGED
         self._warm_input_shape = tuple(pixel_values.shape) if keep_warm else None
         self._previous_share = unexplained_share(float(loss), constant_loss) if keep_warm else None
-        if keep_warm and not too_few:
-            self._window.push(FittedFrame(pixel_values, features, samples, target))
-        elif not keep_warm:
-            self._window.clear()
         return CompletionResult(
             depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,

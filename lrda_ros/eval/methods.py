@@ -57,8 +57,6 @@ class MethodSpec:
     iterations: int | None = None
     warm_start: bool = False
     tail_strips: int | None = None
-    #: Frames the warm steps fit together (TTOConfig.temporal_window); None: the caller's.
-    temporal_window: int | None = None
     #: Follow with the LiDAR agreement stage (geometry/agreement.py).
     lidar_agreement: bool = False
 
@@ -76,8 +74,6 @@ class MethodSpec:
             overrides['iterations'] = self.iterations
         if self.tail_strips is not None:
             overrides['tail_strips'] = self.tail_strips
-        if self.temporal_window is not None:
-            overrides['temporal_window'] = self.temporal_window
         return replace(config, **overrides)
 
 
@@ -87,8 +83,6 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec('lrda', 'decoder-only LoRA test-time optimization (the method)'),
     MethodSpec('lrda-warm', 'lrda warm-started from the previous frame of a sequence',
                warm_start=True),
-    MethodSpec('lrda-window', 'lrda-warm whose steps also fit the two frames before '
-               '(temporal_window 3)', warm_start=True, temporal_window=3),
     MethodSpec('lrda-strips', "lrda with the decoder's high-resolution tail in strips under "
                'activation checkpointing (less memory, more time)',
                tail_strips=STRIPS_METHOD_TAIL_STRIPS),
