@@ -20,14 +20,20 @@ rosbag2, for ``lrda eval --bag``. ``scene-cut``: the same indoor scene, then a s
 image size in one sequence; prints each frame's MAE for TTO cold, warm without scene-cut
 detection and warm with it (the default), and whether each warm frame was detected as a cut.
 
+``tae-split``: where a sequence's TAE comes from. For the ground truth of a demo bag and for
+each method's depth saved by ``lrda eval --save-depth``, the forward warp's AbsRel (TAE's first
+direction) by the pixel's distance to the nearest LiDAR pixel of the input.
+
     python benchmarks/temporal.py demo-bag out/temporal/demo_bag --frames 6 --size 128x96
     python benchmarks/temporal.py scene-cut --before 3 --after 2 --size 128x96
+    python benchmarks/temporal.py tae-split out/temporal/demo_bag out/temporal/demo
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+import math
 from pathlib import Path
 
 from lrda_ros import world
@@ -37,6 +43,8 @@ from lrda_ros.engine.loading import load_depth_model
 from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import METHODS, TTOMethod
+from lrda_ros.eval.temporal import relative_pose, temporal_alignment_error, warp_depth
+import numpy as np
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -95,6 +103,55 @@ def scene_cut(args) -> None:
               + f' | {"yes" if detected.get(index) else "no"} |')
 
 
+#: Upper edges of the distance bins of ``tae-split`` (pixels to the nearest LiDAR pixel).
+SPLIT_EDGES = (1.5, 4.0, 8.0, math.inf)
+
+
+def _lidar_distance(sparse: np.ndarray) -> np.ndarray:
+    """Return each pixel's distance (pixels) to the nearest valid sparse depth."""
+    import cv2
+
+    empty = ~(np.isfinite(sparse) & (sparse > 0))
+    return cv2.distanceTransform(empty.astype(np.uint8), cv2.DIST_L2, 3)
+
+
+def tae_split(args) -> None:
+    """Print the forward AbsRel of consecutive warped depth maps by distance to the LiDAR."""
+    from lrda_ros.eval.run import EvalOptions, open_source
+    from lrda_ros.messages.rosbag import BagTopics
+
+    options = EvalOptions('rosbag', args.bag, args.report, topics=BagTopics(
+        '/camera/image_raw', '/camera/camera_info', '/lidar/points',
+        '/camera/depth/ground_truth'))
+    frames = list(open_source(options))
+    depth = {'ground truth': [frame.gt_depth for frame in frames]}
+    for folder in sorted((args.report / 'depth').iterdir()):
+        depth[folder.name] = [np.load(folder / f'{frame.name}.npy') for frame in frames]
+    lower = (0.0,) + SPLIT_EDGES[:-1]
+    print('| depth | TAE | ' + ' | '.join(
+        f'{a:g}-{b:g} px' if math.isfinite(b) else f'>= {a:g} px'
+        for a, b in zip(lower, SPLIT_EDGES)) + ' |')
+    print('|---|---|' + '---|' * len(SPLIT_EDGES))
+    for name, maps in depth.items():
+        total, count = np.zeros(len(SPLIT_EDGES)), np.zeros(len(SPLIT_EDGES))
+        taes = []
+        for a, b, frame_a, frame_b in zip(maps, maps[1:], frames, frames[1:]):
+            T_b_a = relative_pose(frame_a.T_world_cam, frame_b.T_world_cam)
+            taes.append(temporal_alignment_error(a, b, frame_b.K, T_b_a))
+            warped = warp_depth(a, frame_b.K, T_b_a)
+            both = np.isfinite(warped) & np.isfinite(b) & (b > 0)
+            error = np.abs(warped - b) / np.where(both, b, 1.0)
+            bins = np.digitize(_lidar_distance(frame_b.sparse_depth), SPLIT_EDGES[:-1])
+            for index in range(len(SPLIT_EDGES)):
+                chosen = both & (bins == index)
+                total[index] += error[chosen].sum()
+                count[index] += chosen.sum()
+        shares = count / count.sum()
+        print(f'| {name} | {np.mean(taes):.4f} | ' + ' | '.join(
+            f'{t / max(c, 1):.4f} ({share:.0%})' for t, c, share in zip(total, count, shares))
+            + ' |')
+
+
 def main() -> None:
     """Parse the command line and run one figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
@@ -111,6 +168,10 @@ def main() -> None:
     cut.add_argument('--iterations', type=int, default=40)
     cut.add_argument('--warm-iterations', type=int, default=10)
     cut.set_defaults(run=scene_cut)
+    split = commands.add_parser('tae-split')
+    split.add_argument('bag', type=Path, help='a demo bag (demo-bag)')
+    split.add_argument('report', type=Path, help='lrda eval --save-depth output on that bag')
+    split.set_defaults(run=tae_split)
     args = parser.parse_args()
     args.run(args)
 

@@ -72,6 +72,11 @@ def test_demo_runs_end_to_end_on_a_tiny_setting(tmp_path):
     assert set(summary) == {'scale-shift', 'lrda', 'lrda-warm'}
     assert all(entry['frames'] == 2 and entry['failures'] == 0 for entry in summary.values())
     assert summary['lrda']['iterations'] == 3 and summary['scale-shift']['iterations'] == 0
+    # The bag's /tf gives the camera poses: one TAE per method (one frame pair), and the
+    # confidence is scored.
+    for entry in summary.values():
+        assert entry['tae_frames'] == 1 and 0 <= entry['tae'] < 1
+        assert 0 <= entry['ause'] < 1 and 0 <= entry['ause_lidar_distance'] < 1
     for name in ('summary.md', 'summary.json', 'frames.csv', 'contact_sheet.png', 'depth.gif'):
         assert (tmp_path / name).stat().st_size > 0, name
     assert len(list((tmp_path / 'frames').glob('*.png'))) == 2

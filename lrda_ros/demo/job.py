@@ -37,9 +37,10 @@ from .. import world
 from ..colormap import colorize_depth, depth_display_range
 from ..engine.loading import load_depth_model
 from ..eval.datasets import Frame
-from ..eval.harness import EvalResult, FrameRecord
+from ..eval.harness import EvalResult, FrameRecord, score_confidence
 from ..eval.metrics import compute_metrics
 from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
+from ..eval.temporal import TemporalTracker
 from ..geometry import ProjectionConfig, RigidTransform
 from ..messages.rosbag import BagTopics, RosbagSource
 from ..ros.bag_writer import stamped_header, write_bag
@@ -177,12 +178,17 @@ def run_demo(options: DemoOptions) -> dict:
               'publish.depth_colored': False, 'publish.sparse_depth': False}
     result = EvalResult(list(CONFIGURATIONS))
     max_depth = NodeSettings.from_values(common).tto.max_depth
+    # The bag's frames as evaluation reads them: the node's sparse input, K and the camera
+    # pose from /tf, for the temporal alignment error and the confidence's AUSE.
+    frames = _bag_frames(bag, NodeSettings.from_values(common).projection)
     depth: dict[str, list[np.ndarray]] = {}
     for name, overrides in CONFIGURATIONS.items():
         replayed, stats = _run_configuration(bag, {**common, **overrides}, name,
                                              options.progress)
         depth[name] = []
-        for synthetic_frame, frame, (seconds, iterations) in zip(sequence, replayed, stats):
+        tracker = TemporalTracker()
+        for synthetic_frame, frame, (seconds, iterations), bag_frame in zip(
+                sequence, replayed, stats, frames):
             label = f'{synthetic_frame.index:03d}'
             if 'depth' not in frame.outputs:
                 result.records.append(FrameRecord(label, name, seconds, float('nan'), 0,
@@ -196,13 +202,15 @@ def run_demo(options: DemoOptions) -> dict:
             # NaN from the node means "at or beyond max_depth" (REP 118): score it there.
             metrics = compute_metrics(np.nan_to_num(prediction, nan=max_depth),
                                       synthetic_frame.depth)
-            result.records.append(FrameRecord(label, name, seconds, float('nan'), iterations,
-                                              'ok', float('nan'), metrics))
+            record = FrameRecord(label, name, seconds, float('nan'), iterations, 'ok',
+                                 float('nan'), metrics, tae=tracker.update(
+                                     prediction, bag_frame.K, bag_frame.T_world_cam))
+            score_confidence(record, prediction, bag_frame)
+            result.records.append(record)
 
-    projected = _projected_inputs(bag, NodeSettings.from_values(common).projection)
-    frames = [Frame(f'{f.index:03d}', f.rgb, sparse, f.depth.astype(np.float32),
+    frames = [Frame(f'{f.index:03d}', f.rgb, bag_frame.sparse_depth, f.depth.astype(np.float32),
                     f.camera.K, options.kind, f.stamp_ns)
-              for f, sparse in zip(sequence, projected)]
+              for f, bag_frame in zip(sequence, frames)]
     for index, frame in enumerate(frames):
         frame_figure(frame, {name: depth[name][index] for name in CONFIGURATIONS},
                      output / 'frames' / f'{frame.name}.png')
@@ -219,13 +227,18 @@ def run_demo(options: DemoOptions) -> dict:
     return summary
 
 
-def _projected_inputs(bag: Path, projection: ProjectionConfig) -> list[np.ndarray]:
-    """Return the sparse depth each frame's LiDAR projects to, as the node computes it."""
+def _bag_frames(bag: Path, projection: ProjectionConfig) -> list[Frame]:
+    """
+    Return the bag's frames as evaluation reads them.
+
+    Each holds the sparse depth its LiDAR projects to, as the node computes it, the ground
+    truth from the depth topic, K and the camera pose the bag's /tf gives.
+    """
     from ..eval.datasets.rosbag import RosbagDataset
 
     dataset = RosbagDataset(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC, DEPTH_TOPIC),
                             projection=projection)
     try:
-        return [frame.sparse_depth for frame in dataset]
+        return list(dataset)
     finally:
         dataset.source.close()
