@@ -18,12 +18,14 @@ The compute floor of a frame: its floating-point work against what this machine 
     python benchmarks/compute_floor.py --backbone vits --resolution vga
 
 Counts the floating-point operations of an encoder pass, one optimization step (forward and
-backward) and the final dense decode with PyTorch's FlopCounterMode, on the bench's model and
-frames (random weights at the official size, the KITTI-like LiDAR pattern). Measures this
-machine's throughput in the frame's precision on a large matrix product and on the decoder's
-dominant convolution, and times a cold and a warm frame. Prints the operations, the
-throughputs, and each frame's floor (its operations at the convolution's throughput, the best
-any implementation of the same arithmetic could do here) beside its measured time.
+backward), the final dense decode and a warm frame's scene-cut check with PyTorch's
+FlopCounterMode, on the bench's model and frames (random weights at the official size, the
+KITTI-like LiDAR pattern). Measures this machine's throughput in the frame's precision on a
+large matrix product and on the decoder's dominant convolution, and times a cold and a warm
+frame. Prints the operations, the throughputs, and each frame's floor beside its measured
+time: its operations at the convolution's rate, what the same arithmetic would take were all
+of it computed as efficiently as that one large convolution (an algorithm doing less
+arithmetic, such as Winograd convolution, could go below it).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import statistics
 import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
+from lrda_ros.engine.precision import native_bfloat16
 from lrda_ros.eval.bench import bench_frames, bench_model, LidarPattern, RESOLUTIONS
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -54,22 +57,42 @@ def _completer(backbone: str, config: TTOConfig) -> DepthCompleter:
     return DepthCompleter(bench_model(backbone, seed=0), config)
 
 
-def _counted_flops(function) -> float:
+def _counted_flops(function) -> tuple[float, object]:
     with FlopCounterMode(display=False) as counter:
-        function()
-    return counter.get_total_flops()
+        result = function()
+    return counter.get_total_flops(), result
+
+
+class _CountingCompleter(DepthCompleter):
+    """A completer that counts the operations of each part of a frame as it runs them."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.flops: dict[str, list[float]] = {'step': [], 'decode': [], 'scene-cut check': []}
+
+    def _counted(self, part: str, function):
+        flops, result = _counted_flops(function)
+        self.flops[part].append(flops)
+        return result
+
+    def _step(self, *args) -> None:
+        self._counted('step', lambda: super(_CountingCompleter, self)._step(*args))
+
+    def _dense_prediction(self, *args):
+        return self._counted('decode',
+                             lambda: super(_CountingCompleter, self)._dense_prediction(*args))
+
+    def _follows_scene_cut(self, *args) -> bool:
+        return self._counted(
+            'scene-cut check', lambda: super(_CountingCompleter, self)._follows_scene_cut(*args))
 
 
 def frame_flops(backbone: str, frames, dtype: str) -> dict[str, float]:
-    """Return the operations of an encoder pass, a step, a dense decode and a warm frame's rest."""
-    warm = {}
-    for steps in (2, 4):  # two warm frames that differ by two steps: their difference is 2 steps
-        completer = _completer(backbone, TTOConfig(device='cpu', dtype=dtype, warm_start=True,
-                                                   iterations=steps, warm_iterations=steps))
-        completer.complete(*frames[0])
-        warm[steps] = _counted_flops(lambda c=completer: c.complete(*frames[1]))
-    step = (warm[4] - warm[2]) / 2
-    completer = _completer(backbone, TTOConfig(device='cpu', dtype=dtype))
+    """Return the operations of an encoder pass, a step, a dense decode and the warm check."""
+    completer = _CountingCompleter(bench_model(backbone, seed=0), TTOConfig(
+        device='cpu', dtype=dtype, warm_start=True, iterations=2, warm_iterations=2))
+    for rgb, sparse in frames[:2]:  # a cold frame, then a warm one
+        completer.complete(rgb, sparse)
     rgb = frames[0][0]
     pixels = completer.model.preprocess(rgb, None)
 
@@ -77,11 +100,9 @@ def frame_flops(backbone: str, frames, dtype: str) -> dict[str, float]:
         with completer._autocast():
             return completer.model.encode(pixels, rgb.shape[:2])
 
-    encoder = _counted_flops(encode)
-    features = encode()
-    decode = _counted_flops(lambda: completer._dense_prediction(pixels, features))
-    return {'encoder': encoder, 'step': step, 'decode': decode,
-            'warm rest': warm[2] - 2 * step}
+    encoder, _ = _counted_flops(encode)
+    parts = {name: statistics.mean(values) for name, values in completer.flops.items()}
+    return {'encoder': encoder, **parts}
 
 
 def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
@@ -126,10 +147,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--backbone', default='vits')
     parser.add_argument('--resolution', default='vga', choices=list(RESOLUTIONS))
-    parser.add_argument('--dtype', default='bfloat16', choices=['float32', 'bfloat16'])
+    parser.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16'],
+                        help="'auto': bfloat16 where the CPU computes it natively, as the node")
     parser.add_argument('--warm-iterations', type=int, default=10)
     parser.add_argument('--repeats', type=int, default=2, help='timed frames per configuration')
     args = parser.parse_args()
+    if args.dtype == 'auto':
+        args.dtype = 'bfloat16' if native_bfloat16(torch.device('cpu')) else 'float32'
     height, width = RESOLUTIONS[args.resolution]
     frames = bench_frames(height, width, args.repeats + 1, LidarPattern(), seed=0)
     print(f'{args.backbone} {args.resolution} {args.dtype}, {torch.get_num_threads()} threads',
@@ -139,9 +163,11 @@ def main() -> None:
     for name, value in flops.items():
         print(f'{name}: {value / GIGA:.1f} GFLOP', flush=True)
     cold_flops = flops['encoder'] + 40 * flops['step'] + flops['decode']
-    warm_flops = flops['warm rest'] + args.warm_iterations * flops['step']
+    warm_flops = (flops['encoder'] + flops['scene-cut check']
+                  + args.warm_iterations * flops['step'] + flops['decode'])
     print(f'cold frame (40 steps): {cold_flops / GIGA:.0f} GFLOP; warm frame '
-          f'({args.warm_iterations} steps): {warm_flops / GIGA:.0f} GFLOP', flush=True)
+          f'({args.warm_iterations} steps): {warm_flops / GIGA:.0f} GFLOP (one dense decode each; '
+          f'a frame that falls back to its best iterate decodes twice)', flush=True)
 
     patch = 14
     grid = (round(height / patch), round(width / patch))
