@@ -23,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	touch $@
 
 test: venv
-	$(BIN)/python -m pytest -q -ra $(PYTEST_PARALLEL)
+	$(BIN)/python -m pytest -q -ra --durations=20 $(PYTEST_PARALLEL)
 
 demo: venv
 	$(BIN)/lrda demo --output $(DEMO_OUT)

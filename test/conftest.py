@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+import signal
 import time
 import uuid
 
@@ -35,10 +36,13 @@ def _isolate_parallel_worker(worker: str | None) -> None:
 
     Without its own domain, one worker's nodes would receive the other's messages on the same
     topic names; with one compute thread each, two workers share the cores instead of
-    oversubscribing them, and the processes the tests start inherit both settings.
+    oversubscribing them, and the processes the tests start inherit both settings. The worker
+    ignores SIGINT (xdist leaves Ctrl-C to its controller), which the programs the tests start
+    and interrupt would inherit: Python's own handler is put back.
     """
     if not worker:
         return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     index = int(worker.lstrip('gw') or 0)
     base = int(os.environ.get('ROS_DOMAIN_ID', '0'))
     os.environ['ROS_DOMAIN_ID'] = str((base + 1 + index) % 102)  # 0..101: Linux's port range
