@@ -6,6 +6,10 @@ BIN := $(VENV)/bin
 # resolve the newest release with several GB of CUDA packages. Override for a CUDA machine.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.lrda-installed
+# Wheels are installed without bytecode (--no-compile), which Python writes as modules are first
+# imported instead: the package imports a fraction of what the wheels ship (a few of
+# transformers' hundreds of models), and compiling it all took longer than the install.
+RUN := env -u PYTHONDONTWRITEBYTECODE
 DEMO_OUT ?= out/demo
 # Two workers, a test file each: many tests wait on processes and DDS rather than compute.
 PYTEST_PARALLEL ?= -n 2 --dist loadfile
@@ -17,19 +21,19 @@ venv: $(STAMP)
 $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --no-compile "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --quiet --no-compile -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	touch $@
 
 test: venv
-	$(BIN)/python -m pytest -q -ra --durations=20 $(PYTEST_PARALLEL)
+	$(RUN) $(BIN)/python -m pytest -q -ra --durations=20 $(PYTEST_PARALLEL)
 
 demo: venv
-	$(BIN)/lrda demo --output $(DEMO_OUT)
+	$(RUN) $(BIN)/lrda demo --output $(DEMO_OUT)
 
 bench: venv
-	$(BIN)/lrda bench
+	$(RUN) $(BIN)/lrda bench
 
 lint: venv
 	$(BIN)/ament_flake8 lrda_ros test launch setup.py

@@ -140,6 +140,18 @@ def lrda_play(bag: Path, *options: str) -> Process:
     return Process('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', *options)
 
 
+def play_to_subscriber(tmp_path: Path, namespace: str, processes: list, reliability: str,
+                       subscriber_options: tuple = (), play_options: tuple = (),
+                       **bag_options) -> tuple[Subscriber, Process]:
+    """Start a subscriber, then `lrda play` of a large-image bag; ``processes`` ends both."""
+    bag = write_large_image_bag(tmp_path / 'bag', namespace, **bag_options)
+    subscriber = Subscriber(namespace, reliability, *subscriber_options)
+    processes.append(subscriber)
+    play = lrda_play(bag, *play_options)
+    processes.append(play)
+    return subscriber, play
+
+
 @pytest.fixture
 def processes():
     """Collect the processes a test starts; end them whatever happens."""
@@ -152,11 +164,7 @@ def processes():
 @pytest.mark.slow
 def test_large_raw_images_reach_a_reliable_subscriber_started_before_play(
         tmp_path, namespace, processes):
-    bag = write_large_image_bag(tmp_path / 'bag', namespace)
-    subscriber = Subscriber(namespace, 'reliable')
-    processes.append(subscriber)
-    play = lrda_play(bag)
-    processes.append(play)
+    subscriber, play = play_to_subscriber(tmp_path, namespace, processes, 'reliable')
     assert play.finish(120) == 0, play.output
     deadline = time.monotonic() + 10
     while subscriber.counts() != {'image': 3, 'camera_info': 3, 'points': 3}:
@@ -174,11 +182,8 @@ def test_large_raw_images_reach_a_best_effort_subscriber(tmp_path, namespace, pr
     # readers on the same host, so none arrives; lrda play's profile (ros/transport.py) makes
     # the segment large. Best effort may still lose one on a starved machine: most must come.
     # The subscriber keeps Fast DDS's defaults, as a ROS 2 tool would.
-    bag = write_large_image_bag(tmp_path / 'bag', namespace, period_ns=500_000_000)
-    subscriber = Subscriber(namespace, 'best_effort')
-    processes.append(subscriber)
-    play = lrda_play(bag)
-    processes.append(play)
+    subscriber, play = play_to_subscriber(tmp_path, namespace, processes, 'best_effort',
+                                          period_ns=500_000_000)
     assert play.finish(120) == 0, play.output
     deadline = time.monotonic() + 10
     while subscriber.counts()['image'] < 3 and time.monotonic() < deadline:
@@ -191,11 +196,8 @@ def test_a_stalled_reliable_subscriber_gets_every_message_once_it_resumes(
         tmp_path, namespace, processes):
     # The subscriber gets no CPU for 5 s from its first image on (as on a loaded machine):
     # play must keep its publishers until everything is acknowledged, not end after a sleep.
-    bag = write_large_image_bag(tmp_path / 'bag', namespace, period_ns=500_000_000)
-    subscriber = Subscriber(namespace, 'reliable', '--stall')
-    processes.append(subscriber)
-    play = lrda_play(bag)
-    processes.append(play)
+    subscriber, play = play_to_subscriber(tmp_path, namespace, processes, 'reliable',
+                                          ('--stall',), period_ns=500_000_000)
     subscriber.wait_for('^image 1', 60)
     time.sleep(5.0)
     os.kill(subscriber.process.pid, signal.SIGCONT)
@@ -208,11 +210,8 @@ def test_a_stalled_reliable_subscriber_gets_every_message_once_it_resumes(
 @pytest.mark.slow
 def test_play_names_the_messages_a_stalled_subscriber_did_not_acknowledge_in_time(
         tmp_path, namespace, processes):
-    bag = write_large_image_bag(tmp_path / 'bag', namespace, period_ns=500_000_000)
-    subscriber = Subscriber(namespace, 'reliable', '--stall')
-    processes.append(subscriber)
-    play = lrda_play(bag, '--linger', '1')
-    processes.append(play)
+    _, play = play_to_subscriber(tmp_path, namespace, processes, 'reliable', ('--stall',),
+                                 ('--linger', '1'), period_ns=500_000_000)
     assert play.finish(120) == 0, play.output  # the subscriber is still stopped
     assert 'published 9 messages' in play.output, play.output
     image_line = next((line for line in play.lines if 'not confirmed' in line
@@ -229,11 +228,7 @@ def test_play_says_it_cannot_confirm_delivery_to_best_effort_subscribers(
         tmp_path, namespace, processes):
     # `ros2 topic echo` started before any publisher subscribes best effort (sensor data QoS):
     # large images are often lost, and no acknowledgement tells the publisher.
-    bag = write_large_image_bag(tmp_path / 'bag', namespace, frames=2)
-    subscriber = Subscriber(namespace, 'best_effort')
-    processes.append(subscriber)
-    play = lrda_play(bag)
-    processes.append(play)
+    _, play = play_to_subscriber(tmp_path, namespace, processes, 'best_effort', frames=2)
     assert play.finish(120) == 0, play.output
     assert 'published 6 messages' in play.output, play.output
     warning = next((line for line in play.lines if 'best-effort subscribers on' in line), '')
