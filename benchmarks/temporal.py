@@ -27,6 +27,11 @@ direction) by the pixel's distance to the nearest LiDAR pixel of the input.
     python benchmarks/temporal.py demo-bag out/temporal/demo_bag --frames 6 --size 128x96
     python benchmarks/temporal.py scene-cut --before 3 --after 2 --size 128x96
     python benchmarks/temporal.py tae-split out/temporal/demo_bag out/temporal/demo
+
+``fusion-cost``: the time temporal fusion adds to a frame (warp and blend, numpy) at an image
+size, the camera moving forward 5 cm per frame.
+
+    python benchmarks/temporal.py fusion-cost --size 640x480
 """
 
 from __future__ import annotations
@@ -152,6 +157,28 @@ def tae_split(args) -> None:
             + ' |')
 
 
+def fusion_cost(args) -> None:
+    """Print the median time of one temporal-fusion step at ``--size``."""
+    import time
+
+    from lrda_ros.geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
+
+    width, height = args.size
+    K = np.array([[0.8 * width, 0.0, (width - 1) / 2], [0.0, 0.8 * width, (height - 1) / 2],
+                  [0.0, 0.0, 1.0]])
+    depth = (5.0 + np.random.default_rng(0).random((height, width))).astype(np.float32)
+    fusion, pose, seconds = TemporalFusion(TemporalFusionConfig(weight=0.5)), np.eye(4), []
+    fusion.fuse(depth, K, pose)
+    for _ in range(args.frames):
+        pose = pose.copy()
+        pose[2, 3] += 0.05
+        start = time.perf_counter()
+        fusion.fuse(depth, K, pose)
+        seconds.append(time.perf_counter() - start)
+    print(f'temporal fusion at {width}x{height}: {np.median(seconds) * 1e3:.1f} ms per frame '
+          f'(median of {args.frames})')
+
+
 def main() -> None:
     """Parse the command line and run one figure."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
@@ -172,6 +199,10 @@ def main() -> None:
     split.add_argument('bag', type=Path, help='a demo bag (demo-bag)')
     split.add_argument('report', type=Path, help='lrda eval --save-depth output on that bag')
     split.set_defaults(run=tae_split)
+    cost = commands.add_parser('fusion-cost')
+    cost.add_argument('--size', type=_size, default=(640, 480))
+    cost.add_argument('--frames', type=int, default=20)
+    cost.set_defaults(run=fusion_cost)
     args = parser.parse_args()
     args.run(args)
 

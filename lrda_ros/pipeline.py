@@ -19,12 +19,13 @@ This is the only code that turns an image, a camera, a LiDAR cloud and the trans
 them into published depth. The node, the lifecycle node, ``lrda eval`` on bags and the demo
 run every frame through :class:`CompletionPipeline`, so a replayed bag is evaluated exactly as
 the node processes it: the same sparse map, the same checks, the same hold-out rule, the same
-minimum-points rule (the engine's count) and the same far-limit mask.
+minimum-points rule (the engine's count), the same far-limit mask and, where it is on, the
+same temporal fusion with the previous frame (geometry/temporal_fusion.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
 import numpy as np
@@ -34,6 +35,7 @@ from .errors import InputError
 from .geometry import (
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, SparseProjection)
 from .geometry.confidence import depth_confidence
+from .geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 
 
 class FrameMismatchError(InputError):
@@ -106,6 +108,9 @@ class FrameInputs:
     T_cam_lidar: RigidTransform
     #: The camera image's header stamp (seeds the hold-out).
     stamp_ns: int = 0
+    #: The camera's pose in a fixed frame (4x4 ``T_world_cam``) at the stamp, None: unknown.
+    #: Only temporal fusion uses it.
+    T_world_cam: np.ndarray | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -128,6 +133,8 @@ class FrameOutputs:
     depth: np.ndarray
     prepared: PreparedFrame
     completion: CompletionResult
+    #: Share of the depth's valid pixels averaged with the previous frame (temporal fusion).
+    fused_fraction: float = 0.0
 
     @property
     def sparse_depth(self) -> np.ndarray:
@@ -183,10 +190,23 @@ class CompletionPipeline:
     """Project the cloud into the image, hold out, complete the depth, mark unusable pixels."""
 
     def __init__(self, completer: DepthCompleter, projection: ProjectionConfig,
-                 holdout: HoldoutRule = HoldoutRule()) -> None:
+                 holdout: HoldoutRule = HoldoutRule(),
+                 fusion: TemporalFusionConfig = TemporalFusionConfig()) -> None:
         self.completer = completer
         self.projection = projection
         self.holdout = holdout
+        self.fusion = fusion
+        self._fusion_states: dict[Hashable, TemporalFusion] = {}
+
+    def reset(self, stream: Hashable = None) -> None:
+        """Start ``stream`` (a camera) anew: its next frame is cold and fused with nothing."""
+        self.completer.reset(stream)
+        self._fusion_state(stream).reset()
+
+    def _fusion_state(self, stream: Hashable) -> TemporalFusion:
+        if stream not in self._fusion_states:
+            self._fusion_states[stream] = TemporalFusion(self.fusion)
+        return self._fusion_states[stream]
 
     def prepare(self, inputs: FrameInputs) -> PreparedFrame:
         """Check the frame, project its LiDAR and withhold the hold-out pixels."""
@@ -209,12 +229,19 @@ class CompletionPipeline:
 
         ``deadline`` (``time.monotonic()``) is when the completion must end (anytime mode);
         ``should_stop`` goes to :meth:`DepthCompleter.complete`; ``stream`` names whose warm
-        start it continues (a camera) and ``encoded`` is its output of :meth:`encode`.
+        start and temporal fusion it continues (a camera) and ``encoded`` is its output of
+        :meth:`encode`. A frame after a scene cut is fused with nothing.
         """
-        depth, result = complete_sparse(self.completer, prepared.inputs.rgb,
-                                        prepared.sparse_depth, deadline, should_stop,
-                                        prepared.inputs.camera.K, stream, encoded)
-        return FrameOutputs(depth, prepared, result)
+        inputs = prepared.inputs
+        depth, result = complete_sparse(self.completer, inputs.rgb, prepared.sparse_depth,
+                                        deadline, should_stop, inputs.camera.K, stream, encoded)
+        if not self.fusion.enabled:
+            return FrameOutputs(depth, prepared, result)
+        state = self._fusion_state(stream)
+        if result.scene_cut:
+            state.reset()
+        fused = state.fuse(depth, inputs.camera.K, inputs.T_world_cam)
+        return FrameOutputs(fused.depth, prepared, result, fused.fused_fraction)
 
     def process(self, inputs: FrameInputs, deadline: float | None = None,
                 should_stop: Callable[[], bool] | None = None) -> FrameOutputs:

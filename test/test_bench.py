@@ -48,6 +48,11 @@ def test_the_default_pattern_leaves_the_rows_above_the_lidar_empty_as_kitti_does
         BenchOptions(lidar_fraction=0.8, lidar_top=0.3)
 
 
+def test_a_method_that_needs_camera_poses_is_refused_by_the_timing_bench():
+    with pytest.raises(ValueError, match='lrda-warm-fused fuses frames by the camera pose'):
+        BenchOptions(methods=('lrda', 'lrda-warm-fused'))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('scope, warm', [(Scope.DECODER_LORA, False), (Scope.DECODER_LORA, True),
                                          (Scope.PROMPT, False)])

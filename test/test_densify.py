@@ -212,6 +212,8 @@ def test_two_recordings_on_a_local_two_worker_ray_cluster_match_the_local_run(
 
 @pytest.mark.parametrize('arguments, message', [
     (['-p', 'time_budget:=0.5'], "parameter 'time_budget': is 0.5, but densifying runs every"),
+    (['-p', 'temporal_fusion.weight:=0.5'],
+     "parameter 'temporal_fusion.weight': is 0.5, but temporal fusion takes the camera pose"),
     (['-p', 'iteratons:=3'], "did you mean 'iterations'"),
     (['-p', 'iterations:=many'], "parameter 'iterations': expects an integer"),
     (['--workers', '2'], '--workers sets the Ray workers: give --ray ADDRESS too'),

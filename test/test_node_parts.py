@@ -34,6 +34,10 @@ def test_defaults_validate_and_map_to_the_engine():
     assert settings.extrinsic is None and settings.tto.few_points.value == 'align'
     assert settings.tto.tail_strips == 1
     assert NodeSettings.from_values({'tail_strips': 8}).tto.tail_strips == 8
+    assert not settings.fusion.enabled and settings.fusion_fixed_frame == 'odom'
+    fused = NodeSettings.from_values({'temporal_fusion.weight': 0.5,
+                                      'temporal_fusion.fixed_frame': 'map'})
+    assert fused.fusion.weight == 0.5 and fused.fusion_fixed_frame == 'map'
 
 
 def test_every_parameter_has_a_description_and_a_sane_range():
@@ -60,6 +64,9 @@ def test_every_parameter_has_a_description_and_a_sane_range():
     ({'colormap.min_depth': 200.0}, 'colormap.min_depth'),
     ({'colormap.min_depth': 20.0, 'colormap.max_depth': 10.0}, 'colormap.max_depth'),
     ({'lidar_to_camera.translation': [1.0, 2.0]}, 'lidar_to_camera.translation'),
+    ({'temporal_fusion.weight': 1.0}, 'temporal_fusion.weight'),
+    ({'temporal_fusion.fixed_frame': '/odom'}, 'temporal_fusion.fixed_frame'),
+    ({'temporal_fusion.fixed_frame': ''}, 'temporal_fusion.fixed_frame'),
 ])
 def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
     with pytest.raises(InvalidParameterError) as caught:

@@ -79,6 +79,16 @@ def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):
     assert '_slot' not in completed.stderr
 
 
+def test_temporal_fusion_without_tf2_is_one_line_naming_the_parameter():
+    try:
+        import tf2_ros  # noqa: F401
+        pytest.skip('tf2_ros is installed: temporal fusion can look poses up')
+    except ImportError:
+        pass
+    assert_one_fatal_line(run_to_exit(['-p', 'model:=demo', '-p', 'temporal_fusion.weight:=0.5']),
+                          "parameter 'temporal_fusion.weight'", 'tf2_ros is not installed')
+
+
 @pytest.mark.parametrize('body, fragments', [
     ('    iterations: 40.0\n', ("'iterations'", 'expects an integer', 'write 40')),
     ('    learning_rate: yes\n', ("'learning_rate'", 'expects a double', 'True (bool)')),

@@ -124,6 +124,9 @@ def check_options(options: DensifyOptions) -> NodeSettings:
         (settings.holdout_fraction > 0, 'evaluation.holdout_fraction',
          'withholds LiDAR points for live evaluation; densified depth uses them all (score a '
          'bag with lrda eval --bag): set it to 0'),
+        (settings.fusion.enabled, 'temporal_fusion.weight',
+         f'is {settings.fusion.weight:g}, but temporal fusion takes the camera pose from live '
+         'tf at each frame, which lrda densify does not look up: set it to 0'),
         (not settings.use_tf and settings.extrinsic is None, 'lidar_to_camera.use_tf',
          'is false and no lidar_to_camera override is set: no frame could be completed'),
         (options.chunk_frames < 0, '--chunk-frames',

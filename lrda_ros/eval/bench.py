@@ -117,6 +117,10 @@ class BenchOptions:
                 raise ValueError(f'{option}: unknown {", ".join(unknown) or "(empty)"}; choose '
                                  f'from {", ".join(known)}')
         check_method_names(self.methods)  # as lrda eval does
+        posed = [name for name in self.methods if METHODS[name].temporal_fusion]
+        if posed:
+            raise ValueError(f'--methods: {", ".join(posed)} fuses frames by the camera pose, '
+                             "which the bench's panning image has not: time lrda-warm")
         for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
             if value < 1:
                 raise ValueError(f'{option} must be at least 1, got {value}')

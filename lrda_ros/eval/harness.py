@@ -184,7 +184,8 @@ def _evaluate_frames(frames: Iterable[Frame], methods: Sequence[Method], result:
                 tracker.reset()
             try:
                 with Measure(device) as measured:
-                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K)
+                    output = method.complete(frame.rgb, frame.sparse_depth, frame.K,
+                                             frame.T_world_cam)
             except InputError as error:  # a frame this method cannot complete
                 result.records.append(FrameRecord(frame.name, method.name, math.nan, math.nan,
                                                   0, 'failed', math.nan, None, str(error)))

@@ -33,13 +33,16 @@ import numpy as np
 
 from .classical import ip_basic_complete
 from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..geometry import agree_with_lidar, LidarAgreement
+from ..geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 from ..pipeline import complete_sparse
 
 
 #: Bands of rows of the decoder's high-resolution tail for ``lrda-strips`` (engine/strips.py).
 STRIPS_METHOD_TAIL_STRIPS = 16
+#: Temporal fusion of ``lrda-warm-fused`` (the node's ``temporal_fusion.weight`` 0.5).
+FUSED_METHOD_FUSION = TemporalFusionConfig(weight=0.5)
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,9 @@ class MethodSpec:
     tail_strips: int | None = None
     #: Follow with the LiDAR agreement stage (geometry/agreement.py).
     lidar_agreement: bool = False
+    #: Fuse each depth map with the previous one, moved by the camera pose
+    #: (geometry/temporal_fusion.py, :data:`FUSED_METHOD_FUSION`).
+    temporal_fusion: bool = False
 
     @property
     def needs_network(self) -> bool:
@@ -83,6 +89,9 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec('lrda', 'decoder-only LoRA test-time optimization (the method)'),
     MethodSpec('lrda-warm', 'lrda warm-started from the previous frame of a sequence',
                warm_start=True),
+    MethodSpec('lrda-warm-fused', "lrda-warm, each depth map averaged with the previous one's "
+               'moved by the camera pose where they agree (needs poses)', warm_start=True,
+               temporal_fusion=True),
     MethodSpec('lrda-strips', "lrda with the decoder's high-resolution tail in strips under "
                'activation checkpointing (less memory, more time)',
                tail_strips=STRIPS_METHOD_TAIL_STRIPS),
@@ -125,8 +134,13 @@ class Method(Protocol):
     name: str
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 intrinsics: np.ndarray | None = None) -> MethodOutput:
-        """Return dense metric depth for one frame (``intrinsics``: its K, when known)."""
+                 intrinsics: np.ndarray | None = None,
+                 T_world_cam: np.ndarray | None = None) -> MethodOutput:
+        """
+        Return dense metric depth for one frame.
+
+        ``intrinsics``: its K; ``T_world_cam``: the camera's pose (temporal fusion), when known.
+        """
 
     def reset(self) -> None:
         """Forget state carried between frames."""
@@ -140,18 +154,30 @@ class TTOMethod:
         self.name = spec.name
         self.completer = DepthCompleter(type(model)(network, model.device),
                                         spec.configure(config))
+        self.fusion = TemporalFusion(
+            FUSED_METHOD_FUSION if spec.temporal_fusion else TemporalFusionConfig())
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 intrinsics: np.ndarray | None = None) -> MethodOutput:
-        """Run the engine on one frame, as the node does (NaN at the far limit)."""
+                 intrinsics: np.ndarray | None = None,
+                 T_world_cam: np.ndarray | None = None) -> MethodOutput:
+        """Run the engine on one frame, as the node does (NaN at the far limit, fusion)."""
         depth, result = complete_sparse(self.completer, rgb, sparse_depth,
                                         intrinsics=intrinsics)
+        if self.fusion.config.enabled:
+            if intrinsics is None or T_world_cam is None:
+                raise InputError(f'{self.name} fuses consecutive frames and needs the camera '
+                                 'matrix and pose of each: this source has no poses (a bag '
+                                 'needs /tf to the camera or the odometry extra)', field='pose')
+            if result.scene_cut:
+                self.fusion.reset()
+            depth = self.fusion.fuse(depth, intrinsics, T_world_cam).depth
         return MethodOutput(depth, result.iterations, result.status.value, result.final_loss,
                             result.confidence)
 
     def reset(self) -> None:
-        """Cold-start the next frame."""
+        """Cold-start the next frame, fused with nothing."""
         self.completer.reset()
+        self.fusion.reset()
 
 
 class ClassicalMethod:
@@ -163,8 +189,9 @@ class ClassicalMethod:
         self.max_depth = max_depth
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 intrinsics: np.ndarray | None = None) -> MethodOutput:
-        """Fill the sparse depth; the image and camera are not used."""
+                 intrinsics: np.ndarray | None = None,
+                 T_world_cam: np.ndarray | None = None) -> MethodOutput:
+        """Fill the sparse depth; the image, camera and pose are not used."""
         return MethodOutput(ip_basic_complete(sparse_depth, max_depth=self.max_depth))
 
     def reset(self) -> None:
@@ -179,9 +206,10 @@ class LidarAgreementMethod:
         self.name, self.inner, self.agreement = name, inner, agreement
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 intrinsics: np.ndarray | None = None) -> MethodOutput:
+                 intrinsics: np.ndarray | None = None,
+                 T_world_cam: np.ndarray | None = None) -> MethodOutput:
         """Complete with the inner method, then agree with the LiDAR (NaN stays NaN)."""
-        output = self.inner.complete(rgb, sparse_depth, intrinsics)
+        output = self.inner.complete(rgb, sparse_depth, intrinsics, T_world_cam)
         output.depth = agree_with_lidar(output.depth, sparse_depth, self.agreement)
         return output
 
@@ -204,7 +232,8 @@ class SharedCompletion:
         self._last: tuple | None = None
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
-                 intrinsics: np.ndarray | None = None) -> MethodOutput:
+                 intrinsics: np.ndarray | None = None,
+                 T_world_cam: np.ndarray | None = None) -> MethodOutput:
         """Complete the frame, or return a copy of the output for the same frame."""
         last = self._last
         if last is not None and last[0] is rgb and last[1] is sparse_depth \
@@ -212,7 +241,7 @@ class SharedCompletion:
             output = last[3]
             return replace(output, depth=output.depth.copy(), reused_seconds=last[4])
         started = time.perf_counter()
-        output = self.inner.complete(rgb, sparse_depth, intrinsics)
+        output = self.inner.complete(rgb, sparse_depth, intrinsics, T_world_cam)
         self._last = (rgb, sparse_depth, intrinsics, output, time.perf_counter() - started)
         return replace(output, depth=output.depth.copy())
 

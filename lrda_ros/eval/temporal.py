@@ -32,35 +32,9 @@ import math
 
 import numpy as np
 
+from ..geometry.reprojection import relative_pose, warp_depth
 
-def warp_depth(depth: np.ndarray, K: np.ndarray, T_target_source: np.ndarray,
-               target_shape: tuple[int, int] | None = None) -> np.ndarray:
-    """
-    Return ``depth`` (source camera) as seen from the target camera, NaN where nothing lands.
-
-    ``T_target_source`` (4x4) maps points in the source camera frame into the target's. Each
-    valid source pixel (finite, > 0) goes to the target pixel nearest its projection; where
-    several land on one pixel the nearest (smallest target z) wins, as a z-buffer draws it.
-    """
-    height, width = depth.shape if target_shape is None else target_shape
-    rows, cols = np.nonzero(np.isfinite(depth) & (depth > 0))
-    z = depth[rows, cols].astype(np.float64)
-    K = np.asarray(K, dtype=np.float64)
-    rays = np.linalg.solve(K, np.stack([cols, rows, np.ones_like(cols)]).astype(np.float64))
-    points = rays * z
-    T = np.asarray(T_target_source, dtype=np.float64)
-    moved = T[:3, :3] @ points + T[:3, 3:4]
-    in_front = moved[2] > 1e-6
-    moved = moved[:, in_front]
-    projected = K @ moved
-    u = np.rint(projected[0] / projected[2]).astype(np.int64)
-    v = np.rint(projected[1] / projected[2]).astype(np.int64)
-    inside = (u >= 0) & (u < width) & (v >= 0) & (v < height)
-    u, v, z_target = u[inside], v[inside], moved[2, inside]
-    warped = np.full(height * width, np.inf)
-    np.minimum.at(warped, v * width + u, z_target)
-    warped[np.isinf(warped)] = np.nan
-    return warped.reshape(height, width).astype(np.float32)
+__all__ = ['relative_pose', 'temporal_alignment_error', 'TemporalTracker', 'warp_depth']
 
 
 def _absrel(estimate: np.ndarray, reference: np.ndarray) -> tuple[float, int]:
@@ -90,12 +64,6 @@ def temporal_alignment_error(depth_a: np.ndarray, depth_b: np.ndarray, K: np.nda
     if min(forward_count, backward_count) < max(1, min_overlap):
         return math.nan
     return 0.5 * (forward + backward)
-
-
-def relative_pose(T_world_a: np.ndarray, T_world_b: np.ndarray) -> np.ndarray:
-    """Return T_b_a: points in camera a expressed in camera b."""
-    return np.linalg.inv(np.asarray(T_world_b, dtype=np.float64)) @ np.asarray(
-        T_world_a, dtype=np.float64)
 
 
 class TemporalTracker:

@@ -67,6 +67,10 @@ class NodeStatistics:
     stopped_at_budget: int = 0
     #: Warm-started frames that followed a scene cut and ran cold (engine/scene_cut.py).
     scene_cuts: int = 0
+    #: Frames published without temporal fusion for want of the camera's pose in tf.
+    unfused_no_pose: int = 0
+    #: Share of the last depth map's pixels averaged with the previous frame's.
+    last_fused_fraction: float = 0.0
     recent_iterations: list[int] = field(default_factory=list)
     #: Monotonic times of the last completed frames (for the output rate).
     completed_at: list[float] = field(default_factory=list)
@@ -136,6 +140,8 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
         'frames stopped at the time budget': stats.stopped_at_budget,
         'scene cuts (warm frames run cold)': stats.scene_cuts,
+        'temporal fusion: last share of pixels fused': f'{stats.last_fused_fraction:.2f}',
+        'temporal fusion: frames without a pose': stats.unfused_no_pose,
         'iterations per frame (mean of last 20)': (
             f'{sum(stats.recent_iterations) / len(stats.recent_iterations):.1f}'
             if stats.recent_iterations else 'nan'),

@@ -49,18 +49,18 @@ from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, Image
 
 from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions
+from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
 from ..eval.datasets import Frame
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
 from ..eval.report import figure_path, frame_figure, report_metadata, write_report
 from ..eval.temporal import TemporalTracker
-from ..messages.conversions import depth_image_to_array, image_to_rgb, transform_to_rigid
+from ..messages.conversions import depth_image_to_array, image_to_rgb
 from ..messages.stamps import stamp_text, stamp_to_ns
 from ..messages.sync_losses import LOSS_REASONS
 
@@ -111,21 +111,17 @@ class EvaluatorNode(Node):
                                  qos_overriding_options=overrides)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
         self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, qos)
-        self._tf_buffer = self._make_tf_buffer()
+        self._tf = self._listen_to_tf()
         self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
                                f'report in {self.output}')
 
-    def _make_tf_buffer(self):
+    def _listen_to_tf(self) -> TransformLookup | None:
         if not self.fixed_frame:
             return None
-        try:
-            from tf2_ros import Buffer, TransformListener
-        except ImportError:
+        lookup = listen_to_tf(self)
+        if lookup is None:
             self._tae_unavailable('tf2_ros is not installed')
-            return None
-        buffer = Buffer()
-        self._tf_listener = TransformListener(buffer, self)
-        return buffer
+        return lookup
 
     def _tae_unavailable(self, reason: str) -> None:
         if not self._tae_problem_logged:
@@ -137,15 +133,14 @@ class EvaluatorNode(Node):
 
     def _camera_pose(self, depth_msg: Image) -> np.ndarray | None:
         """Return the depth camera's pose in ``tae.fixed_frame`` at its stamp, or None."""
-        if self._tf_buffer is None:
+        if self._tf is None:
             return None
         try:
-            transform = self._tf_buffer.lookup_transform(
-                self.fixed_frame, depth_msg.header.frame_id, Time.from_msg(depth_msg.header.stamp))
-        except Exception as error:  # tf2 raises several TransformException subclasses
-            self._tae_unavailable(f'{self.fixed_frame} -> {depth_msg.header.frame_id}: {error}')
+            return self._tf.lookup(self.fixed_frame, depth_msg.header.frame_id,
+                                   depth_msg.header.stamp).as_matrix()
+        except TransformUnavailable as error:
+            self._tae_unavailable(str(error))
             return None
-        return transform_to_rigid(transform).as_matrix()
 
     def _declare(self, name: str, default, description: str):
         return self.declare_parameter(

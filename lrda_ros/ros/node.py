@@ -48,7 +48,6 @@ from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
-from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
@@ -66,6 +65,7 @@ from .latest_slot import LatestSlots
 from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
+from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
 from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
@@ -73,9 +73,9 @@ from ..engine.loading import load_depth_model
 from ..errors import InputError
 from ..geometry import InvalidCameraError, RigidTransform
 from ..messages.compressed import compressed_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model, transform_to_rigid
+from ..messages.conversions import camera_info_to_camera_model
 from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
-from ..messages.sync_losses import BEYOND_SLOP, suggested_slop_s, SUPERSEDED, SyncLoss
+from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 
 NODE_NAME = 'completion_node'
@@ -132,7 +132,7 @@ class CompletionCore:
         self._active = threading.Event()    # frames are processed only while set
         self._slots: LatestSlots[str, tuple[Image, CameraInfo, PointCloud2, float]] = \
             LatestSlots([])  # the cameras' once the parameters are read
-        self._tf_buffer = None
+        self._tf: TransformLookup | None = None
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
@@ -163,8 +163,8 @@ class CompletionCore:
         with self._settings_lock:
             self.model_choice = choice
             self.pipeline = CompletionPipeline(completer, settings.projection,
-                                               _holdout_rule(settings))
-        self._tf_buffer = self._make_tf_buffer()
+                                               _holdout_rule(settings), settings.fusion)
+        self._tf = self._listen_to_tf()
         overrides = QoSOverridingOptions.with_default_policies()
         outputs = dict(_OUTPUTS, pub_confidence=(Image, 'depth/confidence'))
         for camera in self.cameras:
@@ -205,7 +205,7 @@ class CompletionCore:
             for publisher in camera.publishers.values():
                 destroy_publisher(publisher)
             camera.publishers = {}
-        self._tf_buffer = self._tf_listener = None
+        self._tf = None
         with self._settings_lock:
             self.pipeline = self.model_choice = None
 
@@ -274,19 +274,20 @@ class CompletionCore:
             return CompressedImage, self.resolve_topic_name(camera.topic('image')) + '/compressed'
         return Image, camera.topic('image')
 
-    def _make_tf_buffer(self):
-        if not self.settings.use_tf or self.settings.extrinsic is not None:
+    def _listen_to_tf(self) -> TransformLookup | None:
+        settings = self.settings
+        if not settings.uses_tf_extrinsic and not settings.fusion.enabled:
             return None
-        try:
-            from tf2_ros import Buffer, TransformListener
-        except ImportError:
+        lookup = listen_to_tf(self)
+        if lookup is None and settings.fusion.enabled:
+            raise InvalidParameterError(
+                'temporal_fusion.weight', "needs the camera's pose from tf2, and tf2_ros is "
+                'not installed: set it to 0 or install tf2_ros')
+        if lookup is None:
             self.get_logger().warning(
                 'tf2_ros is not installed and no lidar_to_camera override is set: frames are '
                 'dropped until lidar_to_camera.translation/rotation or .matrix is given')
-            return None
-        buffer = Buffer()
-        self._tf_listener = TransformListener(buffer, self)
-        return buffer
+        return lookup
 
     def _on_synchronized(self, camera: Camera, image: Image, info: CameraInfo,
                          cloud: PointCloud2) -> None:
@@ -341,20 +342,34 @@ class CompletionCore:
 
     def _extrinsic(self, camera: Camera, cloud_frame: str, camera_frame: str,
                    stamp: Any) -> RigidTransform | None:
-        if self.settings.extrinsic is not None:
-            return self.settings.extrinsic
-        if self._tf_buffer is None:
+        settings = self.settings
+        if settings.extrinsic is not None:
+            return settings.extrinsic
+        if self._tf is None or not settings.use_tf:
             self._drop(camera, 'no_transform', 'no LiDAR->camera transform: tf2 unavailable '
                        'and no lidar_to_camera override')
             return None
         try:
-            transform = self._tf_buffer.lookup_transform(
-                camera_frame, cloud_frame, Time.from_msg(stamp),
-                timeout=Duration(seconds=self.settings.tf_timeout))
-        except Exception as error:  # tf2 raises several TransformException subclasses
-            self._drop(camera, 'no_transform', f'{cloud_frame} -> {camera_frame}: {error}')
+            return self._tf.lookup(camera_frame, cloud_frame, stamp, settings.tf_timeout)
+        except TransformUnavailable as error:
+            self._drop(camera, 'no_transform', str(error))
             return None
-        return transform_to_rigid(transform)
+
+    def _camera_pose(self, camera: Camera, camera_frame: str, stamp: Any) -> np.ndarray | None:
+        """Return the camera's pose for temporal fusion (None: off, or counted as unknown)."""
+        settings = self.settings
+        if not settings.fusion.enabled or self._tf is None:
+            return None
+        try:
+            return self._tf.lookup(settings.fusion_fixed_frame, camera_frame, stamp,
+                                   settings.tf_timeout).as_matrix()
+        except TransformUnavailable as error:
+            with self._stats_lock:
+                camera.stats.unfused_no_pose += 1
+                count = camera.stats.unfused_no_pose
+            self._warn(camera, 'unfused_no_pose', f'published without temporal fusion ({count} '
+                       f'so far): no camera pose, {error}')
+            return None
 
     def _inputs(self, camera: Camera, image: Image, info: CameraInfo,
                 cloud: PointCloud2) -> FrameInputs | None:
@@ -384,7 +399,8 @@ class CompletionCore:
                                     cloud.header.stamp)
         if transform is None:
             return None
-        return FrameInputs(rgb, model, points, transform, stamp_to_ns(image.header.stamp))
+        pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
+        return FrameInputs(rgb, model, points, transform, stamp_to_ns(image.header.stamp), pose)
 
     # --- processing -------------------------------------------------------------------------
 
@@ -438,7 +454,7 @@ class CompletionCore:
             settings, pipeline = self.settings, self.pipeline
         if camera.last_frame_ns is not None and inputs.stamp_ns < camera.last_frame_ns:
             # Time went back (a bag loop): the adapted decoder belongs to another sequence.
-            pipeline.completer.reset(camera.stream)
+            pipeline.reset(camera.stream)
         camera.last_frame_ns = inputs.stamp_ns
         prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
         if prepared.heldout_depth is not None:
@@ -481,6 +497,7 @@ class CompletionCore:
         with self._stats_lock:
             camera.stats.record(result, seconds, frame_seconds, latency * 1e-9,
                                 stamp_text(image.header.stamp))
+            camera.stats.last_fused_fraction = outputs.fused_fraction
         if self.settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's iterations and time from here.
             self._publish_diagnostics()
@@ -511,38 +528,16 @@ class CompletionCore:
             if count > camera.reported_losses[reason] and reason in last:
                 camera.reported_losses[reason] = count
                 self._warn(camera, f'unsynchronized:{reason}',
-                           self._loss_message(handle, reason, count, last[reason]))
+                           handle.loss_message(reason, count, last[reason],
+                                               self.settings.sync_slop,
+                                               self.settings.sync_queue_size))
         self._check_first_sets(camera, handle)
-
-    def _loss_message(self, handle: SynchronizedSubscriptions, reason: str, count: int,
-                      loss: SyncLoss) -> str:
-        slop = self.settings.sync_slop
-        text = (f'unsynchronized ({reason}, {count} so far): {handle.backend} dropped '
-                f'{handle.offsets_text(loss)}')
-        if reason == BEYOND_SLOP:
-            needed = suggested_slop_s(round(handle.largest_spread_s() * NS_PER_S))
-            return (f'{text}; stamps up to {handle.largest_spread_s():.3f} s apart are beyond '
-                    f'sync.slop {slop:g} s: this data needs sync.slop {needed:g} (read-only: '
-                    f'-p sync.slop:={needed:g}), or stamps fixed at the source')
-        return (f'{text}; no unused message of every input within the slop {slop:g} s: an '
-                'input is silent or slower, or sync.queue_size '
-                f'{self.settings.sync_queue_size} is too small for the delays between inputs')
 
     def _check_first_sets(self, camera: Camera, handle: SynchronizedSubscriptions) -> None:
         """Warn early when the first messages cannot pair, before the queues overflow."""
-        monitor = handle.monitor
-        if monitor is None or handle.num_emitted or min(monitor.received) < 3:
-            return
-        offsets = handle.stamp_offsets()
-        spread = max([0.0, *offsets.values()]) - min([0.0, *offsets.values()])
-        if len(offsets) < len(handle.topics) - 1 or spread < self.settings.sync_slop:
-            return
-        described = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in offsets.items())
-        needed = suggested_slop_s(round(spread * NS_PER_S))
-        self._warn(camera, 'unsynchronized:first_sets', (
-            f'no synchronized set yet: latest stamps relative to {handle.topics[0]}: '
-            f'{described}; beyond sync.slop {self.settings.sync_slop:g} s: this data needs '
-            f'sync.slop {needed:g} (-p sync.slop:={needed:g})'))
+        problem = handle.first_sets_problem(self.settings.sync_slop)
+        if problem:
+            self._warn(camera, 'unsynchronized:first_sets', problem)
 
     def _lifecycle_state(self) -> str:
         """Return the lifecycle state label; a plain node is active from construction."""

@@ -34,6 +34,7 @@ from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..engine.config import DTYPES
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
+from ..geometry.temporal_fusion import TemporalFusionConfig
 
 
 class InvalidParameterError(ConfigError):
@@ -127,6 +128,12 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "this multiple of the previous frame's final loss (both relative to a constant "
                   'prediction) follows a scene cut and runs cold; 0 = off, else > 1.', 0.0,
                   1e6),
+    ParameterSpec('temporal_fusion.weight', 0.0, "Share of the previous frame's depth, moved "
+                  'by the camera pose from tf, in each published map where the two agree '
+                  '(less flicker; 0.5 halves it); 0 = off.', 0.0, 0.95, read_only=True),
+    ParameterSpec('temporal_fusion.fixed_frame', 'odom', 'Temporal fusion: the tf frame the '
+                  "camera's pose is looked up in (REP 105 odom; map or world also do).",
+                  read_only=True),
     ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
                   'fraction over 3 steps (0 disables).', 0.0, 1.0),
     ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
@@ -266,6 +273,14 @@ def closest_parameter(name: str) -> str | None:
     return matches[0] if matches else None
 
 
+def _frame_id(name: str, value: str) -> str:
+    """Return a tf2 frame id, or raise naming the parameter (empty, or a leading '/')."""
+    if not value or value.startswith('/') or any(c.isspace() for c in value):
+        raise InvalidParameterError(name, f"must be a tf2 frame id such as 'odom' (no leading "
+                                    f"'/', no spaces), got {value!r}")
+    return value
+
+
 def _parameter_error(error: ConfigError, prefix: str = '') -> InvalidParameterError:
     """Name the parameter a configuration rejection is about (``prefix`` + its field)."""
     return InvalidParameterError(f'{prefix}{error.field}', str(error).removeprefix('TTOConfig: '))
@@ -344,6 +359,14 @@ class NodeSettings:
     holdout_fraction: float
     diagnostics_period: float
     time_budget: float
+    fusion: TemporalFusionConfig = TemporalFusionConfig()
+    #: The frame temporal fusion looks the camera's pose up in.
+    fusion_fixed_frame: str = 'odom'
+
+    @property
+    def uses_tf_extrinsic(self) -> bool:
+        """Return whether the LiDAR -> camera transform is looked up in tf2 (no override)."""
+        return self.use_tf and self.extrinsic is None
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> 'NodeSettings':
@@ -410,4 +433,7 @@ class NodeSettings:
             publish_points_dense=v['publish.points_dense'],
             points_stride=v['publish.points_stride'], colormap_range=colormap,
             holdout_fraction=v['evaluation.holdout_fraction'],
-            diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'])
+            diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'],
+            fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
+            fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
+                                         v['temporal_fusion.fixed_frame']))

@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence
 
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
-from ..messages.sync_losses import describe_loss, NO_PARTNER, SyncLoss, SyncLossTracker
+from ..messages.sync_losses import (
+    BEYOND_SLOP, describe_loss, NO_PARTNER, suggested_slop_s, SyncLoss, SyncLossTracker)
 
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
@@ -218,6 +219,36 @@ class SynchronizedSubscriptions:
         return {topic: (stamp - first) / NS_PER_S
                 for topic, stamp in zip(self.topics[1:], self.monitor.latest_ns[1:])
                 if stamp is not None}
+
+    def loss_message(self, reason: str, count: int, loss: SyncLoss, slop_s: float,
+                     queue_size: int) -> str:
+        """Describe a dropped message and what the settings would need to keep it."""
+        text = (f'unsynchronized ({reason}, {count} so far): {self.backend} dropped '
+                f'{self.offsets_text(loss)}')
+        if reason == BEYOND_SLOP:
+            spread = self.largest_spread_s()
+            needed = suggested_slop_s(round(spread * NS_PER_S))
+            return (f'{text}; stamps up to {spread:.3f} s apart are beyond sync.slop '
+                    f'{slop_s:g} s: this data needs sync.slop {needed:g} (read-only: '
+                    f'-p sync.slop:={needed:g}), or stamps fixed at the source')
+        return (f'{text}; no unused message of every input within the slop {slop_s:g} s: an '
+                f'input is silent or slower, or sync.queue_size {queue_size} is too small for '
+                'the delays between inputs')
+
+    def first_sets_problem(self, slop_s: float) -> str | None:
+        """Return why the first messages cannot pair (latest stamps beyond the slop), or None."""
+        monitor = self.monitor
+        if monitor is None or self.num_emitted or min(monitor.received) < 3:
+            return None
+        offsets = self.stamp_offsets()
+        spread = max([0.0, *offsets.values()]) - min([0.0, *offsets.values()])
+        if len(offsets) < len(self.topics) - 1 or spread < slop_s:
+            return None
+        described = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in offsets.items())
+        needed = suggested_slop_s(round(spread * NS_PER_S))
+        return (f'no synchronized set yet: latest stamps relative to {self.topics[0]}: '
+                f'{described}; beyond sync.slop {slop_s:g} s: this data needs sync.slop '
+                f'{needed:g} (-p sync.slop:={needed:g})')
 
     def destroy(self, node: Any) -> None:
         """Destroy the underlying subscriptions (no more messages are synchronized)."""

@@ -1,0 +1,64 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+
+"""
+A node's tf2 lookups: the LiDAR -> camera extrinsic, a camera's pose in a fixed frame.
+
+tf2_ros comes with a ROS 2 install and has no PyPI wheel: :func:`listen_to_tf` returns None
+where it is missing, and each caller says what that costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rclpy.duration import Duration
+from rclpy.time import Time
+
+from ..geometry import RigidTransform
+from ..messages.conversions import transform_to_rigid
+
+
+class TransformUnavailable(LookupError):
+    """No transform between two frames at a stamp; the message names both and tf2's reason."""
+
+
+class TransformLookup:
+    """A tf2 buffer filled by a listener on ``node``'s /tf and /tf_static."""
+
+    def __init__(self, node: Any) -> None:
+        from tf2_ros import Buffer, TransformListener
+
+        self.buffer = Buffer()
+        self._listener = TransformListener(self.buffer, node)
+
+    def lookup(self, target_frame: str, source_frame: str, stamp: Any,
+               timeout_s: float = 0.0) -> RigidTransform:
+        """Return ``T_target_source`` at the message ``stamp``, waiting up to ``timeout_s``."""
+        try:
+            transform = self.buffer.lookup_transform(target_frame, source_frame,
+                                                     Time.from_msg(stamp),
+                                                     timeout=Duration(seconds=timeout_s))
+        except Exception as error:  # tf2 raises several TransformException subclasses
+            raise TransformUnavailable(f'{target_frame} -> {source_frame}: {error}') from None
+        return transform_to_rigid(transform)
+
+
+def listen_to_tf(node: Any) -> TransformLookup | None:
+    """Return ``node``'s tf2 lookup, or None where tf2_ros is not installed."""
+    try:
+        return TransformLookup(node)
+    except ImportError:
+        return None
