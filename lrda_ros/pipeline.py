@@ -237,10 +237,8 @@ class CompletionPipeline:
                                         deadline, should_stop, inputs.camera.K, stream, encoded)
         if not self.fusion.enabled:
             return FrameOutputs(depth, prepared, result)
-        state = self._fusion_state(stream)
-        if result.scene_cut:
-            state.reset()
-        fused = state.fuse(depth, inputs.camera.K, inputs.T_world_cam)
+        fused = self._fusion_state(stream).fuse(depth, inputs.camera.K, inputs.T_world_cam,
+                                                restart=result.scene_cut)
         return FrameOutputs(fused.depth, prepared, result, fused.fused_fraction)
 
     def process(self, inputs: FrameInputs, deadline: float | None = None,

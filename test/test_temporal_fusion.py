@@ -100,7 +100,7 @@ def test_nan_stays_nan_and_is_not_carried_into_valid_pixels():
     np.testing.assert_allclose(fused[10:, 20:], 4.1, rtol=1e-6)
 
 
-@pytest.mark.parametrize('change', ['no pose', 'other K', 'other size', 'reset'])
+@pytest.mark.parametrize('change', ['no pose', 'other K', 'other size', 'reset', 'restart'])
 def test_the_filter_restarts_without_a_pose_or_for_another_camera(change):
     fusion = TemporalFusion(TemporalFusionConfig(weight=0.5))
     fusion.fuse(np.full(SHAPE, 4.0, np.float32), K, np.eye(4))
@@ -112,9 +112,9 @@ def test_the_filter_restarts_without_a_pose_or_for_another_camera(change):
         K_new = K * np.array([[1.1], [1.1], [1.0]])
     elif change == 'other size':
         depth = np.full((60, 80), 4.4, np.float32)
-    else:
+    elif change == 'reset':
         fusion.reset()
-    result = fusion.fuse(depth, K_new, T)
+    result = fusion.fuse(depth, K_new, T, restart=change == 'restart')
     np.testing.assert_array_equal(result.depth, depth)
     assert result.fused_fraction == 0.0
 

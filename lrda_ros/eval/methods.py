@@ -168,9 +168,8 @@ class TTOMethod:
                 raise InputError(f'{self.name} fuses consecutive frames and needs the camera '
                                  'matrix and pose of each: this source has no poses (a bag '
                                  'needs /tf to the camera or the odometry extra)', field='pose')
-            if result.scene_cut:
-                self.fusion.reset()
-            depth = self.fusion.fuse(depth, intrinsics, T_world_cam).depth
+            depth = self.fusion.fuse(depth, intrinsics, T_world_cam,
+                                     restart=result.scene_cut).depth
         return MethodOutput(depth, result.iterations, result.status.value, result.final_loss,
                             result.confidence)
 

@@ -90,12 +90,16 @@ class TemporalFusion:
         """Forget the previous frame (a new sequence, a scene cut)."""
         self._previous = None
 
-    def fuse(self, depth: np.ndarray, K: np.ndarray,
-             T_world_cam: np.ndarray | None) -> FusionResult:
-        """Return ``depth`` fused with the previous frame's; remember the result."""
+    def fuse(self, depth: np.ndarray, K: np.ndarray, T_world_cam: np.ndarray | None,
+             restart: bool = False) -> FusionResult:
+        """
+        Return ``depth`` fused with the previous frame's; remember the result.
+
+        ``restart``: the frame begins anew (a scene cut), fused with nothing.
+        """
         if not self.config.enabled:
             return FusionResult(depth, 0.0)
-        previous, self._previous = self._previous, None
+        previous, self._previous = (None if restart else self._previous), None
         if T_world_cam is None:
             return FusionResult(depth, 0.0)
         K = np.asarray(K, dtype=np.float64)
