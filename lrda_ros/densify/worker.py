@@ -133,9 +133,8 @@ class FrameWorker:
 
     def _complete(self, frame: RawFrame) -> tuple[np.ndarray, np.ndarray | None]:
         inputs = self._inputs(frame)
-        completer = self.pipeline.completer
         if self._last_stamp_ns is not None and inputs.stamp_ns < self._last_stamp_ns:
-            completer.reset()  # time went back, as the node resets
+            self.pipeline.reset()  # time went back, as the node resets
         self._last_stamp_ns = inputs.stamp_ns
         try:
             outputs = self.pipeline.process(inputs)
