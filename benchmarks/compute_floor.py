@@ -67,8 +67,10 @@ class _CountingCompleter(DepthCompleter):
     """A completer that counts the operations of each part of a frame as it runs them."""
 
     def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+        # The engine's precision probe (bfloat16) decodes once inside __init__: count from here.
         self.flops: dict[str, list[float]] = {'step': [], 'decode': [], 'scene-cut check': []}
+        super().__init__(*args, **kwargs)
+        self.flops = {part: [] for part in self.flops}  # not the probe's decode
 
     def _counted(self, part: str, function):
         flops, result = _counted_flops(function)
