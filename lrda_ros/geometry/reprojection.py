@@ -12,7 +12,6 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-
 """
 A depth map seen from another pose of the same camera: the warp of TAE and temporal fusion.
 

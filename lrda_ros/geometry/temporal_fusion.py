@@ -12,7 +12,6 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-
 """
 Temporal fusion: each published depth map blended with the previous one, moved by the pose.
 

@@ -139,7 +139,7 @@ class EvaluatorNode(Node):
             return self._tf.lookup(self.fixed_frame, depth_msg.header.frame_id,
                                    depth_msg.header.stamp).as_matrix()
         except TransformUnavailable as error:
-            self._tae_unavailable(str(error))
+            self._tae_unavailable(f'{self.fixed_frame} -> {depth_msg.header.frame_id}: {error}')
             return None
 
     def _declare(self, name: str, default, description: str):

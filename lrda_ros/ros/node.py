@@ -352,7 +352,7 @@ class CompletionCore:
         try:
             return self._tf.lookup(camera_frame, cloud_frame, stamp, settings.tf_timeout)
         except TransformUnavailable as error:
-            self._drop(camera, 'no_transform', str(error))
+            self._drop(camera, 'no_transform', f'{cloud_frame} -> {camera_frame}: {error}')
             return None
 
     def _camera_pose(self, camera: Camera, camera_frame: str, stamp: Any) -> np.ndarray | None:
@@ -368,7 +368,8 @@ class CompletionCore:
                 camera.stats.unfused_no_pose += 1
                 count = camera.stats.unfused_no_pose
             self._warn(camera, 'unfused_no_pose', f'published without temporal fusion ({count} '
-                       f'so far): no camera pose, {error}')
+                       f'so far): no camera pose, {settings.fusion_fixed_frame} -> '
+                       f'{camera_frame}: {error}')
             return None
 
     def _inputs(self, camera: Camera, image: Image, info: CameraInfo,

@@ -12,7 +12,6 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-
 """
 A node's tf2 lookups: the LiDAR -> camera extrinsic, a camera's pose in a fixed frame.
 
@@ -32,7 +31,7 @@ from ..messages.conversions import transform_to_rigid
 
 
 class TransformUnavailable(LookupError):
-    """No transform between two frames at a stamp; the message names both and tf2's reason."""
+    """No transform between two frames at a stamp; the message is tf2's reason."""
 
 
 class TransformLookup:
@@ -52,7 +51,7 @@ class TransformLookup:
                                                      Time.from_msg(stamp),
                                                      timeout=Duration(seconds=timeout_s))
         except Exception as error:  # tf2 raises several TransformException subclasses
-            raise TransformUnavailable(f'{target_frame} -> {source_frame}: {error}') from None
+            raise TransformUnavailable(str(error)) from None
         return transform_to_rigid(transform)
 
 
