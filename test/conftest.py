@@ -71,6 +71,16 @@ def pytest_pycollect_makemodule(module_path, parent):
         outcome.force_result(pytest.Module.from_parent(parent, path=module_path))
 
 
+def pytest_collection_modifyitems(config, items):
+    """Skip the tests marked ``cuda`` where no CUDA device is visible."""
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason='no CUDA device')
+    for item in items:
+        if item.get_closest_marker('cuda'):
+            item.add_marker(skip)
+
+
 def tiny_config(depth_estimation_type: str = 'relative', swiglu: bool = False,
                 max_depth: int = 20):
     """Return a Depth Anything V2 config small enough for unit tests (a few thousand weights)."""

@@ -16,11 +16,7 @@
 No optimization step makes the host wait for the device.
 
 On CPU tensors nothing waits, so the operations that would make a GPU's host wait are counted
-instead, by PyTorch's own interception layers: ``TorchDispatchMode`` sees every ATen operation
-(``aten._local_scalar_dense`` behind ``.item()``/``float()``/``bool()``, ``nonzero``,
-``masked_select``, ``unique``, indexing with a boolean mask, other data-dependent shapes), and
-``TorchFunctionMode`` sees ``.tolist()``, ``.numpy()`` and ``.cpu()``, which read memory
-without an ATen call.
+instead (lrda_ros/eval/profiling.py: HostReads, HostCopies).
 """
 
 from __future__ import annotations
@@ -31,69 +27,22 @@ import itertools
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig, UniDepthModel
 from lrda_ros.engine.precision import native_bfloat16
+from lrda_ros.eval.profiling import host_synchronizations
 import numpy as np
 import pytest
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 from unidepth_tiny import camera_matrix, tiny_unidepth_network
 
-aten = torch.ops.aten
 
-#: ATen operations whose output value or shape the host must read from the device.
-HOST_READ_OPS = {
-    aten._local_scalar_dense.default, aten.nonzero.default, aten.nonzero_static.default,
-    aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
-    aten.unique_consecutive.default, aten.bincount.default, aten.repeat_interleave.Tensor,
-    aten.is_nonzero.default, aten.equal.default, aten.allclose.default,
-}
-#: Tensor methods that copy device memory to the host without an ATen operation.
-HOST_READ_METHODS = {torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
-                     torch.Tensor.item}
-INDEX_OPS = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
-             aten._index_put_impl_.default}
-
-
-class HostReads(TorchDispatchMode):
-    """Count the ATen operations that read device values on the host."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in HOST_READ_OPS:
-            self.ops.append(str(func))
-        elif func in INDEX_OPS and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool
-                for i in (args[1] or ())):
-            self.ops.append(f'{func} with a boolean mask')
-        return func(*args, **(kwargs or {}))
-
-
-class HostCopies(TorchFunctionMode):
-    """Count ``.tolist()``, ``.numpy()``, ``.cpu()`` and ``.item()`` calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in HOST_READ_METHODS:
-            self.ops.append(func.__name__)
-        return func(*args, **(kwargs or {}))
-
-
-def counted_steps(monkeypatch) -> list[list[str]]:
-    """Record, for every optimization step from now on, its host reads."""
+def counted_steps(monkeypatch, device: str = 'cpu') -> list[list[str]]:
+    """Record, for every optimization step from now on, its host reads (on CUDA: waits)."""
     per_step: list[list[str]] = []
     step = DepthCompleter._step
 
     def counting_step(self, *args, **kwargs):
-        reads, copies = HostReads(), HostCopies()
-        with copies, reads:
+        with host_synchronizations(device) as found:
             step(self, *args, **kwargs)
-        per_step.append(reads.ops + copies.ops)
+        per_step.append(found)
 
     monkeypatch.setattr(DepthCompleter, '_step', counting_step)
     return per_step
@@ -101,10 +50,9 @@ def counted_steps(monkeypatch) -> list[list[str]]:
 
 def frame_reads(completer: DepthCompleter, image, sparse, intrinsics) -> int:
     """Count a whole frame's host reads."""
-    reads, copies = HostReads(), HostCopies()
-    with copies, reads:
+    with host_synchronizations('cpu') as found:
         completer.complete(image, sparse, intrinsics=intrinsics)
-    return len(reads.ops) + len(copies.ops)
+    return len(found)
 
 
 def sparse_of(image_shape, count: int = 150, seed: int = 0) -> np.ndarray:
@@ -141,19 +89,38 @@ def case_id(case) -> str:
     return f'{scope}-{"-".join(f"{k}{v}" for k, v in head.items())}-{flag_id}'
 
 
-@pytest.mark.parametrize('case', CASES, ids=[case_id(c) for c in CASES])
-def test_no_step_reads_the_device(case, monkeypatch):
+def two_frames(case, monkeypatch, device: str = 'cpu'):
+    """Complete two frames (the second warm where warm_start is on), counting step by step."""
     scope, head, flags = case
-    config = TTOConfig(scope=scope, device='cpu', min_depth=0.5, iterations=3,
+    config = TTOConfig(scope=scope, device=device, min_depth=0.5, iterations=3,
                        warm_iterations=2, **head, **flags)
     completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), config)
     image = smooth_image(1, 42, 56)
-    per_step = counted_steps(monkeypatch)
-    for seed in range(2):  # the second frame is warm where warm_start is on
+    per_step = counted_steps(monkeypatch, device)
+    for seed in range(2):
         result = completer.complete(image, sparse_of(image.shape, seed=seed))
     # A diverged first frame (learning rate 0.3) is no warm start for the second.
     assert result.warm_started <= config.warm_start
     assert len(per_step) == 3 + (2 if result.warm_started else 3)
+    return per_step
+
+
+@pytest.mark.parametrize('case', CASES, ids=[case_id(c) for c in CASES])
+def test_no_step_reads_the_device(case, monkeypatch):
+    per_step = two_frames(case, monkeypatch)
+    assert per_step == [[]] * len(per_step)
+
+
+#: The node's configurations on a GPU: bfloat16 there (FLAGS_ON's dtype follows the CPU).
+CUDA_CASES = [('decoder_lora', head, {**FLAGS_ON, 'dtype': 'bfloat16'}) for head in HEADS]
+CUDA_CASES += [('decoder_lora', HEADS[0], FLAGS_OFF), ('prompt', HEADS[0], FLAGS_OFF)]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize('case', CUDA_CASES, ids=[case_id(c) for c in CUDA_CASES])
+def test_no_step_synchronizes_a_cuda_device(case, monkeypatch):
+    """What the counted reads stand for: no step waits for the GPU (its sync debug mode)."""
+    per_step = two_frames(case, monkeypatch, 'cuda')
     assert per_step == [[]] * len(per_step)
 
 

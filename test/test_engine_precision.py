@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 import torch
 
-DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.skipif(
-    not torch.cuda.is_available(), reason='no CUDA device'))]
+DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)]
 MATRIX = list(itertools.product(('float32', 'bfloat16', 'float16'), (True, False), (1, 3),
                                 (False, True)))
 
