@@ -191,6 +191,12 @@ def _add_bench(commands) -> None:
                         '(KITTI: 0.33; 0: returns over the whole image)')
     parser.add_argument('--dense-head', action='store_true',
                         help='evaluate the full-resolution head during TTO steps')
+    parser.add_argument('--compile', action='store_true',
+                        help="torch.compile the step and decode (the node's compile; the "
+                             'steps then decode the full map; the compilation happens in '
+                             'the untimed warm-up frame)')
+    parser.add_argument('--no-structure', action='store_true',
+                        help='skip the cost structure (encoder pass, decoder steps)')
     parser.add_argument('--no-ablations', action='store_true',
                         help='skip the runs with each optimization off')
     parser.add_argument('--accuracy', action='store_true',
@@ -207,6 +213,7 @@ def _run_bench(args) -> int:
                            dtype=args.dtype, lidar_fraction=args.lidar_fraction,
                            lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
+                           compile=args.compile, structure=not args.no_structure,
                            ablations=not args.no_ablations, output=args.output),
               accuracy=args.accuracy)
     return 0

@@ -16,10 +16,14 @@
 
 from __future__ import annotations
 
+import math
+
+from lrda_ros.cli import main
 from lrda_ros.engine import Scope, TTOConfig
+from lrda_ros.eval import bench
 from lrda_ros.eval.bench import (
-    bench_frames, BenchOptions, LidarPattern, measure_configuration, RESOLUTIONS, speed_plot,
-    speed_table)
+    _summarize, bench_frames, BenchOptions, LidarPattern, measure_configuration, RESOLUTIONS,
+    speed_plot, speed_table)
 import numpy as np
 import pytest
 
@@ -75,5 +79,31 @@ def test_tables_and_plot(tmp_path):
     table = speed_table(rows)
     assert '| vits | vga | prompt | 10.00 | 100 | 5.00x | 2.00x | 40 |' in table
     assert '| vits | vga | 700 | 500 | 400 |' in table
+    unstructured = [{**row, 'encoder_s': math.nan} for row in rows]  # --no-structure
+    assert 'encoder pass' not in speed_table(unstructured)
     speed_plot(rows, tmp_path / 'bench.png')
     assert (tmp_path / 'bench.png').stat().st_size > 5_000
+
+
+def test_command_line_options_reach_the_engine_configuration(monkeypatch):
+    given = []
+    monkeypatch.setattr(bench, 'run_bench', lambda options, accuracy: given.append(options))
+    assert main(['bench', '--compile', '--no-structure', '--iterations', '5', '--device',
+                 'cpu', '--dtype', 'float32']) == 0
+    options, = given
+    assert options.compile and not options.structure
+    config = options.tto_config()
+    assert config.compile and config.iterations == 5 and config.device == 'cpu'
+    # Random weights: nothing may stop a frame's steps early or undo one.
+    assert config.divergence_factor == math.inf and config.backtrack_fraction == 1.0
+    assert not BenchOptions().tto_config().compile and BenchOptions().structure
+
+
+def test_a_failed_configuration_keeps_its_error_in_the_row():
+    ok = {'seconds': 1.0, 'peak_mb': 10.0, 'iterations': 40, 'final_loss': 0.5}
+    failed = {'seconds': math.nan, 'peak_mb': math.nan, 'iterations': 0,
+              'final_loss': math.nan, 'error': 'OutOfMemoryError: CUDA out of memory'}
+    assert 'error' not in _summarize([ok, ok])
+    row = _summarize([failed, failed])
+    assert row['error'] == 'OutOfMemoryError: CUDA out of memory'
+    assert math.isnan(row['seconds'])

@@ -62,6 +62,8 @@ DEFAULT_BENCH_METHODS = ('lrda', 'lrda-warm', 'lrda-strips', 'encoder-lora', 'pr
 UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
 #: Every backbone name ``--backbones`` takes.
 BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES)
+#: The cost structure's timings in a speed row (NaN where it was not measured).
+STRUCTURE_KEYS = ('encoder_s', 'decoder_step_dense_s', 'decoder_step_sparse_s')
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,10 @@ class BenchOptions:
     #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
     frames: int = 3
     sparse_head: bool = True
+    #: torch.compile the steps and the final decode (the node's compile: dense-head steps).
+    compile: bool = False  # noqa: A003 (the option is named compile)
+    #: Also time the cost structure (an encoder pass, a decoder step) in its own process.
+    structure: bool = True
     #: Also time lrda with each optimization off, and the CPU allocator setting.
     ablations: bool = True
     output: Path = Path('out/bench')
@@ -134,6 +140,20 @@ class BenchOptions:
     def lidar(self) -> LidarPattern:
         """Return the LiDAR pattern of the bench frames."""
         return LidarPattern(self.lidar_fraction, self.lidar_top)
+
+    def tto_config(self) -> TTOConfig:
+        """
+        Return the engine configuration the methods start from.
+
+        Every frame runs its configured steps: on random weights the loss means nothing, so
+        neither a divergence stop nor an undone collapse (a step without backward) may change
+        the work timed.
+        """
+        return TTOConfig(iterations=self.iterations, warm_iterations=self.warm_iterations,
+                         device=str(resolve_device(self.device)), dtype=self.dtype,
+                         processing_size=None, sparse_head=self.sparse_head, seed=self.seed,
+                         divergence_factor=math.inf, backtrack_fraction=1.0,
+                         compile=self.compile)
 
 
 def random_network(variant: str, seed: int):
@@ -327,11 +347,14 @@ def _measure_run(run: PlannedRun, variant: str, resolution: str, options: BenchO
                              run.config.warm_start, options.lidar, options.seed, frame_index)
 
 
-def _summarize(samples: list[dict]) -> dict[str, float]:
+def _summarize(samples: list[dict]) -> dict:
+    """Return the medians of a configuration's samples, and the first error among them."""
+    errors = [s['error'] for s in samples if 'error' in s]
     return {'seconds': float(np.median([s['seconds'] for s in samples])),
             'peak_mb': float(np.max([s['peak_mb'] for s in samples])),
             'iterations': float(np.mean([s['iterations'] for s in samples])),
-            'final_loss': float(np.mean([s['final_loss'] for s in samples]))}
+            'final_loss': float(np.mean([s['final_loss'] for s in samples])),
+            **({'error': errors[0]} if errors else {})}
 
 
 def run_speed(options: BenchOptions, progress=print) -> list[dict]:
@@ -347,20 +370,15 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
     for variant in options.backbones:
         for resolution in options.resolutions:
             height, width = RESOLUTIONS[resolution]
-            structure = _in_fresh_process(_steps_in_this_process, variant, height, width,
-                                          options.lidar, options.seed, True,
-                                          options.dtype)
-            progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} ms, '
-                     f'decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms dense / '
-                     f'{structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
-            # Every frame runs its configured steps: on random weights the loss means nothing,
-            # so neither a divergence stop nor an undone collapse (a step without backward)
-            # may change the work timed.
-            config = TTOConfig(iterations=options.iterations,
-                               warm_iterations=options.warm_iterations, device=str(device),
-                               dtype=options.dtype, processing_size=None,
-                               sparse_head=options.sparse_head, seed=options.seed,
-                               divergence_factor=math.inf, backtrack_fraction=1.0)
+            structure = dict.fromkeys(STRUCTURE_KEYS, math.nan)
+            if options.structure:
+                structure = _in_fresh_process(_steps_in_this_process, variant, height, width,
+                                              options.lidar, options.seed, True,
+                                              options.dtype, str(device))
+                progress(f'{variant} {resolution}: encoder {structure["encoder_s"] * 1e3:.0f} '
+                         f'ms, decoder step {structure["decoder_step_dense_s"] * 1e3:.0f} ms '
+                         f'dense / {structure["decoder_step_sparse_s"] * 1e3:.0f} ms sparse head')
+            config = options.tto_config()
             plan = _plan(options, config, variant)
             samples: dict[str, list[dict]] = {run.label: [] for run in plan}
             for index in range(1, options.frames + 1):
@@ -388,10 +406,11 @@ def run_speed(options: BenchOptions, progress=print) -> list[dict]:
 
 
 def _steps_in_this_process(variant: str, height: int, width: int, lidar: LidarPattern,
-                           seed: int, tuned: bool, dtype: str = 'float32') -> dict[str, float]:
+                           seed: int, tuned: bool, dtype: str = 'float32',
+                           device: str = 'cpu') -> dict[str, float]:
     """Cost structure of a fresh process, allocator tuned or glibc's default (spawned)."""
     frame = bench_frames(height, width, 1, lidar, seed)[0]
-    return cost_structure(bench_model(variant, seed), *frame, repeats=3,
+    return cost_structure(bench_model(variant, seed, device), *frame, repeats=3,
                           tune_cpu_allocator=tuned, dtype=dtype)
 
 
@@ -453,9 +472,11 @@ def speed_table(rows: list[dict]) -> str:
                      f'{row["seconds"]:.2f} | {row["peak_mb"]:.0f} | '
                      f'{row["time_vs_lrda"]:.2f}x | {row["memory_vs_lrda"]:.2f}x | '
                      f'{row["iterations"]:.0f} |')
-    structure = {(r['backbone'], r['resolution']): r for r in rows}
-    lines += ['', '| backbone | resolution | encoder pass (ms) | decoder step, dense head (ms) | '
-              'decoder step, sparse head (ms) |', '|---|---|---|---|---|']
+    structure = {(r['backbone'], r['resolution']): r for r in rows
+                 if not math.isnan(r['encoder_s'])}  # none with --no-structure
+    if structure:
+        lines += ['', '| backbone | resolution | encoder pass (ms) | decoder step, dense head '
+                  '(ms) | decoder step, sparse head (ms) |', '|---|---|---|---|---|']
     for (backbone, resolution), row in structure.items():
         lines.append(f'| {backbone} | {resolution} | {row["encoder_s"] * 1e3:.0f} | '
                      f'{row["decoder_step_dense_s"] * 1e3:.0f} | '
