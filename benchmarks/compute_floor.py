@@ -89,10 +89,10 @@ class _CountingCompleter(DepthCompleter):
             'scene-cut check', lambda: super(_CountingCompleter, self)._follows_scene_cut(*args))
 
 
-def frame_flops(backbone: str, frames, dtype: str) -> dict[str, float]:
+def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[str, float]:
     """Return the operations of an encoder pass, a step, a dense decode and the warm check."""
-    completer = _CountingCompleter(bench_model(backbone, seed=0), TTOConfig(
-        device='cpu', dtype=dtype, warm_start=True, iterations=2, warm_iterations=2))
+    completer = _CountingCompleter(bench_model(backbone, 0, device), TTOConfig(
+        device=device, dtype=dtype, warm_start=True, iterations=2, warm_iterations=2))
     for rgb, sparse in frames[:2]:  # a cold frame, then a warm one
         completer.complete(rgb, sparse)
     rgb = frames[0][0]
