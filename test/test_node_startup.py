@@ -26,9 +26,9 @@ from pathlib import Path
 import signal
 import subprocess
 import sys
-import threading
 import time
 
+from processes import Program, python
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -112,48 +112,16 @@ def large_data_transport(monkeypatch):
     monkeypatch.setenv('FASTDDS_BUILTIN_TRANSPORTS', 'LARGE_DATA')
 
 
-class NodeProcess:
-    """The node executable running in the background, its output collected."""
-
-    def __init__(self, arguments: list[str], module: str = 'lrda_ros.ros.node') -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, '-m', module, '--ros-args'] + arguments, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-            env={**os.environ, 'HF_HUB_OFFLINE': '1'})
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
-                                        daemon=True)
-        self._reader.start()
-
-    @property
-    def output(self) -> str:
-        return ''.join(self.lines)
-
-    def wait_for(self, text: str, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.output and time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output
-            time.sleep(0.1)
-        assert text in self.output, self.output
-
-    def stop(self, signum: int, timeout: float = 60) -> tuple[int, float]:
-        """Send ``signum``; return the exit code and the seconds it took to exit."""
-        start = time.monotonic()
-        self.process.send_signal(signum)
-        try:
-            code = self.process.wait(timeout=timeout)
-        finally:
-            if self.process.poll() is None:
-                self.process.kill()
-        self._reader.join(timeout=5)
-        return code, time.monotonic() - start
+def node_program(arguments: list[str], module: str = 'lrda_ros.ros.node') -> Program:
+    """Start a node executable in the background with ``--ros-args arguments``."""
+    return python('-m', module, '--ros-args', *arguments)
 
 
 def test_misspelt_names_warn_and_integer_matrices_are_accepted(tmp_path):
     body = ('    model: demo\n    device: cpu\n    iteratons: 4\n    procesing_size: 28\n'
             '    lidar_to_camera:\n'
             '      matrix: [0, -1, 0, 0, 0, 0, -1, 0, 1, 0, 0, 0, 0, 0, 0, 1]\n')
-    node = NodeProcess(['--params-file', params_file(tmp_path, body)])
+    node = node_program(['--params-file', params_file(tmp_path, body)])
     node.wait_for("model 'demo'")
     code, _ = node.stop(signal.SIGINT)
     assert code == 0, node.output
@@ -165,8 +133,8 @@ def test_misspelt_names_warn_and_integer_matrices_are_accepted(tmp_path):
 
 def test_integers_for_double_parameters_are_accepted_at_start_up(tmp_path):
     body = '    model: demo\n    device: cpu\n    learning_rate: 1\n'
-    node = NodeProcess(['--params-file', params_file(tmp_path, body), '-p', 'max_depth:=80',
-                        '--log-level', 'completion_node:=debug'])
+    node = node_program(['--params-file', params_file(tmp_path, body), '-p', 'max_depth:=80',
+                         '--log-level', 'completion_node:=debug'])
     node.wait_for('parameters: ')
     code, _ = node.stop(signal.SIGINT)
     assert code == 0, node.output
@@ -174,7 +142,7 @@ def test_integers_for_double_parameters_are_accepted_at_start_up(tmp_path):
 
 
 def test_the_console_starts_with_the_first_log_line_and_no_progress_bar():
-    node = NodeProcess(['-p', 'model:=demo', '-p', 'device:=cpu'])
+    node = node_program(['-p', 'model:=demo', '-p', 'device:=cpu'])
     node.wait_for("model 'demo'")
     code, _ = node.stop(signal.SIGINT)
     assert code == 0, node.output
@@ -189,8 +157,8 @@ def test_a_second_signal_while_the_process_ends_is_harmless_and_the_exit_prompt(
     # A terminal's Ctrl-C reaches the node twice: directly, and forwarded by ros2 launch. The
     # managed node leaves its spin loop at once; the second one came while Python unloaded its
     # modules (seconds, with its default handlers back), which ended the process with -2.
-    node = NodeProcess(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu'],
-                       module='lrda_ros.ros.lifecycle_node')
+    node = node_program(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu'],
+                        module='lrda_ros.ros.lifecycle_node')
     observer = rclpy.create_node('observer', context=ros_context)
     try:
         deadline = time.monotonic() + 120
@@ -227,10 +195,10 @@ def test_a_signal_mid_frame_exits_zero_at_once(large_data_transport, namespace, 
         'indoor', num_frames=1, width=448, height=336, seed=2,
         lidar=world.LidarConfig.indoor(beams=16)))[0]
     matrix = '[' + ','.join(repr(float(v)) for v in frame.T_cam_lidar.ravel()) + ']'
-    node = NodeProcess(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu',
-                        '-p', 'iterations:=1000', '-p', 'processing_size:=0',
-                        '-p', f'lidar_to_camera.matrix:={matrix}',
-                        '-p', 'projection.min_range:=0.1'])
+    node = node_program(['-r', f'__ns:={namespace}', '-p', 'model:=demo', '-p', 'device:=cpu',
+                         '-p', 'iterations:=1000', '-p', 'processing_size:=0',
+                         '-p', f'lidar_to_camera.matrix:={matrix}',
+                         '-p', 'projection.min_range:=0.1'])
     harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(harness)

@@ -29,12 +29,11 @@ import os
 from pathlib import Path
 import re
 import signal
-import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
+from processes import Program, python, ROOT
 import pytest
 
 pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -43,10 +42,8 @@ from lrda_ros.ros.bag_writer import stamped_header, write_bag  # noqa: E402, I10
 from lrda_ros.ros.builders import rgb_to_image_msg, xyz_to_pointcloud2  # noqa: E402
 from sensor_msgs.msg import CameraInfo  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
 START_NS = 1_700_000_000_000_000_000
 WIDTH, HEIGHT = 1920, 1200
-ENV = {**os.environ, 'PYTHONUNBUFFERED': '1', 'HF_HUB_OFFLINE': '1'}
 
 
 def write_large_image_bag(path: Path, prefix: str, frames: int = 3,
@@ -73,59 +70,14 @@ def write_large_image_bag(path: Path, prefix: str, frames: int = 3,
     return path
 
 
-class Process:
-    """A program in a session of its own, its output collected as it comes."""
-
-    def __init__(self, *args: str) -> None:
-        self.process = subprocess.Popen([sys.executable, *args], cwd=ROOT, env=ENV,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
-        self._chunks: list[bytes] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        # Chunks, not lines: a progress bar redraws with carriage returns only.
-        while chunk := os.read(self.process.stdout.fileno(), 65536):
-            self._chunks.append(chunk)
-
-    @property
-    def output(self) -> str:
-        return b''.join(self._chunks).decode(errors='replace')
-
-    @property
-    def lines(self) -> list[str]:
-        return self.output.splitlines()
-
-    def wait_for(self, pattern: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while not re.search(pattern, self.output, re.MULTILINE):
-            assert time.monotonic() < deadline, f'no {pattern!r} in:\n{self.output}'
-            assert self.process.poll() is None, self.output
-            time.sleep(0.05)
-
-    def finish(self, timeout: float) -> int:
-        code = self.process.wait(timeout=timeout)
-        self._reader.join(timeout=5)
-        return code
-
-    def end(self) -> None:
-        """End the process (resumed first, should it be stopped) and all of its session."""
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGCONT)
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-        self._reader.join(timeout=5)
-
-
-class Subscriber(Process):
+class Subscriber(Program):
     """``replay_subscriber.py`` on the bag's three topics."""
 
     def __init__(self, prefix: str, reliability: str, *options: str) -> None:
-        super().__init__(str(ROOT / 'test' / 'replay_subscriber.py'), f'{prefix}/cam/image_raw',
-                         f'{prefix}/cam/camera_info', f'{prefix}/lidar/points', reliability,
-                         *options)
-        self.wait_for('^ready', 60)
+        super().__init__([sys.executable, str(ROOT / 'test' / 'replay_subscriber.py'),
+                          f'{prefix}/cam/image_raw', f'{prefix}/cam/camera_info',
+                          f'{prefix}/lidar/points', reliability, *options])
+        self.wait_for('^ready', 60, regex=True)
 
     def counts(self) -> dict[str, int]:
         counts = {'image': 0, 'camera_info': 0, 'points': 0}
@@ -136,13 +88,13 @@ class Subscriber(Process):
         return counts
 
 
-def lrda_play(bag: Path, *options: str) -> Process:
-    return Process('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', *options)
+def lrda_play(bag: Path, *options: str) -> Program:
+    return python('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', *options)
 
 
 def play_to_subscriber(tmp_path: Path, namespace: str, processes: list, reliability: str,
                        subscriber_options: tuple = (), play_options: tuple = (),
-                       **bag_options) -> tuple[Subscriber, Process]:
+                       **bag_options) -> tuple[Subscriber, Program]:
     """Start a subscriber, then `lrda play` of a large-image bag; ``processes`` ends both."""
     bag = write_large_image_bag(tmp_path / 'bag', namespace, **bag_options)
     subscriber = Subscriber(namespace, reliability, *subscriber_options)
@@ -155,7 +107,7 @@ def play_to_subscriber(tmp_path: Path, namespace: str, processes: list, reliabil
 @pytest.fixture
 def processes():
     """Collect the processes a test starts; end them whatever happens."""
-    started: list[Process] = []
+    started: list[Program] = []
     yield started
     for process in started:
         process.end()
@@ -198,7 +150,7 @@ def test_a_stalled_reliable_subscriber_gets_every_message_once_it_resumes(
     # play must keep its publishers until everything is acknowledged, not end after a sleep.
     subscriber, play = play_to_subscriber(tmp_path, namespace, processes, 'reliable',
                                           ('--stall',), period_ns=500_000_000)
-    subscriber.wait_for('^image 1', 60)
+    subscriber.wait_for('^image 1', 60, regex=True)
     time.sleep(5.0)
     os.kill(subscriber.process.pid, signal.SIGCONT)
     assert play.finish(120) == 0, play.output

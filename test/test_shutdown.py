@@ -30,6 +30,7 @@ import time
 
 from conftest import spin_until
 import numpy as np
+from processes import Program, python
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -39,7 +40,7 @@ from lrda_ros.ros.builders import depth_to_image_msg, rgb_to_image_msg  # noqa: 
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402
 from std_msgs.msg import Header  # noqa: E402
-from test_play_delivery import Process, START_NS, write_large_image_bag  # noqa: E402
+from test_play_delivery import START_NS, write_large_image_bag  # noqa: E402
 
 #: Seconds from the signal to the end of the process.
 DEADLINE_S = 2.0
@@ -59,7 +60,7 @@ def session_members(session: int) -> list[int]:
     return members
 
 
-def assert_clean_stop(program: Process, signum: int) -> None:
+def assert_clean_stop(program: Program, signum: int) -> None:
     """Send ``signum``: exit code 0 within the deadline, no error line, nothing left behind."""
     start = time.monotonic()
     program.process.send_signal(signum)
@@ -86,7 +87,7 @@ def test_lrda_play_stops_between_messages(tmp_path, ros_context, namespace, sign
         listener.create_subscription(msg_type, f'{namespace}/{topic}', lambda _: None, 10)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(listener)
-    program = Process('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', '--rate', '0.1')
+    program = python('-m', 'lrda_ros.cli', 'play', str(bag), '--wait', '30', '--rate', '0.1')
     try:
         assert spin_until(executor, lambda: images, 120), program.output
         assert_clean_stop(program, signum)
@@ -109,9 +110,9 @@ def test_lrda_eval_stops_in_a_long_frame_and_keeps_what_it_finished(tmp_path, si
     bag = write_scene_bag(tmp_path / 'bag', world.make_sequence(config))
     output = tmp_path / 'eval'
     # Scale-shift finishes at once; lrda's 100000 iterations make a frame of minutes.
-    program = Process('-m', 'lrda_ros.cli', 'eval', '--bag', str(bag), '--output', str(output),
-                      '--methods', 'scale-shift,lrda', '--model', 'demo', '--device', 'cpu',
-                      '--iterations', '100000', '--figures', '0')
+    program = python('-m', 'lrda_ros.cli', 'eval', '--bag', str(bag), '--output', str(output),
+                     '--methods', 'scale-shift,lrda', '--model', 'demo', '--device', 'cpu',
+                     '--iterations', '100000', '--figures', '0')
     try:
         program.wait_for('evaluating', 120)
         time.sleep(2.0)
@@ -127,9 +128,9 @@ def test_lrda_eval_stops_in_a_long_frame_and_keeps_what_it_finished(tmp_path, si
 @pytest.mark.slow
 @pytest.mark.parametrize('signum', SIGNALS)
 def test_evaluator_node_stops_in_a_long_frame(tmp_path, ros_context, namespace, signum):
-    program = Process('-m', 'lrda_ros.ros.evaluator_node', '--ros-args', '-r',
-                      f'__ns:={namespace}', '-p', f'output_dir:={tmp_path}', '-p',
-                      'figures:=1', '-p', 'report_every:=1')
+    program = python('-m', 'lrda_ros.ros.evaluator_node', '--ros-args', '-r',
+                     f'__ns:={namespace}', '-p', f'output_dir:={tmp_path}', '-p',
+                     'figures:=1', '-p', 'report_every:=1')
     harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
     publishers = {name: harness.create_publisher(Image, name, 10)
                   for name in ('depth', 'ground_truth', 'image')}
@@ -166,7 +167,7 @@ def test_a_stop_past_the_grace_says_why_it_ended(signum):
             "with exit_within(0.3, on_signal=lambda: None, farewell='job: stopped mid-work'):\n"
             "    print('working', flush=True)\n"
             '    time.sleep(60)\n')
-    program = Process('-c', code)
+    program = python('-c', code)
     try:
         program.wait_for('working', 60)
         assert_clean_stop(program, signum)
