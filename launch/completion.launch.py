@@ -33,7 +33,7 @@ Examples::
 
 import os
 
-from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
+from ament_index_python.packages import get_package_share_directory
 from launch import LaunchDescription, Substitution
 from launch.actions import (
     DeclareLaunchArgument, EmitEvent, ExecuteProcess, GroupAction, OpaqueFunction,
@@ -48,6 +48,7 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from launch_ros.utilities import prefix_namespace
 from lifecycle_msgs.msg import Transition
+from lrda_ros.ros.launch_arguments import LAUNCH_ARGUMENTS, package_installed
 from lrda_ros.ros.transport import large_sample_environment
 
 NODE_NAME = 'completion_node'
@@ -91,14 +92,6 @@ class NodeLoggerName(Substitution):
         return '.'.join([part for part in (namespace or '').split('/') if part] + [self._name])
 
 
-def _installed(package: str) -> bool:
-    try:
-        get_package_share_directory(package)
-    except PackageNotFoundError:
-        return False
-    return True
-
-
 def _is_true(context, name: str) -> bool:
     return IfCondition(LaunchConfiguration(name)).evaluate(context)
 
@@ -124,13 +117,13 @@ def _check_arguments(context):
     if not os.path.isfile(params_file):
         raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
     bag = LaunchConfiguration('bag').perform(context)
-    if bag and not _installed('ros2bag'):
+    if bag and not package_installed('ros2bag'):
         raise LaunchArgumentError(
             f'bag:={bag} needs `ros2 bag` (rosbag2), which is not installed: replay the bag with '
             '`ros2 run lrda_ros lrda play <bag>` in another terminal instead')
     if bag and not os.path.exists(bag):
         raise LaunchArgumentError(f'bag {bag!r} does not exist')
-    if _is_true(context, 'rviz') and not _installed('rviz2'):
+    if _is_true(context, 'rviz') and not package_installed('rviz2'):
         launch.logging.get_logger('launch.user').warning(
             'rviz:=true but rviz2 is not installed (package rviz2 not found): continuing '
             'without it')
@@ -231,7 +224,7 @@ def _completion_nodes():
 
 
 def _rviz(share: str):
-    if not _installed('rviz2'):
+    if not package_installed('rviz2'):
         return []  # _check_arguments warns when rviz:=true
     # A scope of its own: rviz2 takes use_sim_time, not the completion node's parameters.
     return [GroupAction(condition=IfCondition(LaunchConfiguration('rviz')), actions=[
@@ -243,61 +236,12 @@ def _rviz(share: str):
 
 
 def generate_launch_description():
-    """Declare the arguments, then the node, rviz2 and the bag player under conditions."""
+    """Declare the arguments (LAUNCH_ARGUMENTS), then the node, rviz2 and the bag player."""
     share = get_package_share_directory('lrda_ros')
-    arguments = [
-        DeclareLaunchArgument('params_file',
-                              default_value=os.path.join(share, 'config', 'completion.yaml'),
-                              description='Parameter YAML of the completion node.'),
-        DeclareLaunchArgument('model', default_value='',
-                              description='Override the model parameter (hub id, directory, '
-                                          '.pth, demo or auto).'),
-        DeclareLaunchArgument('device', default_value='',
-                              description='Override the device parameter (auto, cpu, cuda).'),
-        DeclareLaunchArgument('processing_size', default_value='',
-                              description='Override the processing_size parameter (longer side '
-                                          'of the network input; lower is faster).'),
-        DeclareLaunchArgument('time_budget', default_value='',
-                              description='Override the time_budget parameter (seconds per '
-                                          'frame, anytime mode; 0 = off).'),
-        DeclareLaunchArgument('cameras', default_value='',
-                              description='Camera names, e.g. "front,left" or "[front, left]": '
-                              'one node and one model for all, each camera on <camera>/image, '
-                              '<camera>/camera_info, <camera>/points -> <camera>/depth, ... '
-                              '(empty: one camera on image, camera_info, points).'),
-        DeclareLaunchArgument('image', default_value='image', description='Input image topic.'),
-        DeclareLaunchArgument('camera_info', default_value='camera_info',
-                              description='Input CameraInfo topic.'),
-        DeclareLaunchArgument('points', default_value='points',
-                              description='Input PointCloud2 topic.'),
-        DeclareLaunchArgument('namespace', default_value='',
-                              description='Namespace of the node and its output topics.'),
-        DeclareLaunchArgument('rviz', default_value='false',
-                              description='Start rviz2 with config/completion.rviz.'),
-        DeclareLaunchArgument('fixed_frame', default_value='base_link',
-                              description='rviz2 fixed frame (needs tf to the camera frame).'),
-        DeclareLaunchArgument('bag', default_value='',
-                              description='A rosbag2 to play alongside with `ros2 bag play` '
-                                          '(path).'),
-        DeclareLaunchArgument('bag_rate', default_value='1.0',
-                              description='Playback rate of the bag.'),
-        DeclareLaunchArgument('bag_loop', default_value='false',
-                              description='Loop the bag.'),
-        DeclareLaunchArgument('use_sim_time', default_value='false',
-                              description='Use /clock (set it with bag replays); the bag is '
-                                          'then played with --clock.'),
-        DeclareLaunchArgument('lifecycle', default_value='false',
-                              description='Start completion_lifecycle_node (managed: loads the '
-                                          'model on configure, subscribes on activate) instead '
-                                          'of completion_node.'),
-        DeclareLaunchArgument('autostart', default_value='true',
-                              description='With lifecycle:=true: configure and activate the '
-                                          'node at start; false leaves it unconfigured for a '
-                                          'lifecycle manager.'),
-        DeclareLaunchArgument('log_level', default_value='info',
-                              description="Log level of the node's own logger (debug shows "
-                                          'per-frame timing); rcl and DDS stay at info.'),
-    ]
+    arguments = [DeclareLaunchArgument(
+        argument.name, description=argument.description,
+        default_value=os.path.join(share, argument.default) if argument.in_share
+        else argument.default) for argument in LAUNCH_ARGUMENTS]
     # Megabyte images and clouds need Fast DDS's large-data transports and a large shared-memory
     # segment between processes (the bag player and rviz2 too); the user's choices are kept.
     transports = [SetEnvironmentVariable(name, value)

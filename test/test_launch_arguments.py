@@ -26,14 +26,12 @@ import importlib.util
 import os
 from pathlib import Path
 import shutil
-import signal
-import subprocess
-import threading
-import time
 from types import SimpleNamespace
 import uuid
 
 from conftest import SHARED_DATA
+from lrda_ros.ros.launch_arguments import package_installed
+from processes import Program
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,65 +45,17 @@ def _unavailable() -> str | None:
         return 'ros2 launch (ros2cli, ros2launch) is not installed'
     if importlib.util.find_spec('ament_index_python') is None:
         return 'ament_index_python is not installed'
-    if not _installed('lrda_ros'):
+    if not package_installed('lrda_ros'):
         return 'lrda_ros is not built and sourced (colcon build; source install/setup.bash)'
     return None
-
-
-def _installed(package: str) -> bool:
-    from ament_index_python.packages import get_package_share_directory, PackageNotFoundError
-
-    try:
-        get_package_share_directory(package)
-    except PackageNotFoundError:
-        return False
-    return True
 
 
 pytestmark = pytest.mark.skipif(_unavailable() is not None, reason=str(_unavailable()))
 
 
-class LaunchProcess:
-    """``ros2 launch`` of the completion launch file, its output collected."""
-
-    def __init__(self, arguments: list[str]) -> None:
-        self.process = subprocess.Popen(
-            ['ros2', 'launch', str(LAUNCH_FILE), *arguments], stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, start_new_session=True,
-            env={**os.environ, 'HF_HUB_OFFLINE': '1'})
-        self.lines: list[str] = []
-        self._reader = threading.Thread(target=lambda: self.lines.extend(self.process.stdout),
-                                        daemon=True)
-        self._reader.start()
-
-    @property
-    def output(self) -> str:
-        return ''.join(self.lines)
-
-    def wait_for(self, text: str, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while text not in self.output and time.monotonic() < deadline:
-            assert self.process.poll() is None, self.output
-            time.sleep(0.1)
-        assert text in self.output, self.output
-
-    def wait(self, timeout: float) -> int:
-        """Wait for the launch to end by itself; return its exit code."""
-        try:
-            return self.process.wait(timeout=timeout)
-        finally:
-            self.kill()
-
-    def interrupt(self, timeout: float = 60) -> int:
-        """Ctrl-C: SIGINT to the whole process group; return the launch's exit code."""
-        os.killpg(self.process.pid, signal.SIGINT)
-        return self.wait(timeout)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        self._reader.join(timeout=5)
+def launch_program(arguments: list[str]) -> Program:
+    """Start ``ros2 launch`` of the completion launch file in a session of its own."""
+    return Program(['ros2', 'launch', str(LAUNCH_FILE), *arguments])
 
 
 def survivors(marker: str) -> list[str]:
@@ -144,8 +94,8 @@ def unique_namespace() -> str:
     ('time_budget:=fast', "time_budget:='fast' is not a number"),
 ])
 def test_an_unusable_argument_stops_the_launch_before_any_process_starts(argument, says):
-    launch = LaunchProcess([argument])
-    assert launch.wait(60) == 1, launch.output
+    launch = launch_program([argument])
+    assert launch.run_out(60) == 1, launch.output
     errors = error_lines(launch.output)
     assert len(errors) == 1 and says in errors[0], launch.output
     assert 'process started' not in launch.output
@@ -153,10 +103,10 @@ def test_an_unusable_argument_stops_the_launch_before_any_process_starts(argumen
 
 
 def test_a_bag_without_rosbag2_stops_the_launch_before_any_process_starts():
-    if _installed('ros2bag'):
+    if package_installed('ros2bag'):
         pytest.skip('ros2bag is installed: bag:= plays the bag')
-    launch = LaunchProcess([f'bag:={BAG}'])
-    assert launch.wait(60) == 1, launch.output
+    launch = launch_program([f'bag:={BAG}'])
+    assert launch.run_out(60) == 1, launch.output
     errors = error_lines(launch.output)
     assert len(errors) == 1 and 'needs `ros2 bag`' in errors[0], launch.output
     assert 'lrda play' in errors[0] and 'process started' not in launch.output
@@ -174,9 +124,9 @@ def test_a_node_that_cannot_start_fails_the_launch(tmp_path, unique_namespace, a
                                                    node_says, launch_says):
     params_file = tmp_path / 'params.yaml'
     params_file.write_text('/**:\n  ros__parameters:\n    iterations: 5000\n')
-    launch = LaunchProcess([f'namespace:={unique_namespace}'] + [
+    launch = launch_program([f'namespace:={unique_namespace}'] + [
         argument.format(params_file=params_file) for argument in arguments])
-    assert launch.wait(180) == 1, launch.output
+    assert launch.run_out(180) == 1, launch.output
     assert node_says in launch.output
     assert any(launch_says in line for line in error_lines(launch.output)), launch.output
     assert not survivors(f'__ns:={unique_namespace}')
@@ -205,9 +155,9 @@ def managed_launch():
     from rcl_interfaces.srv import GetParameters
 
     namespace = '/t' + uuid.uuid4().hex[:10]
-    launch = LaunchProcess(['model:=demo', 'device:=cpu', 'lifecycle:=true', 'use_sim_time:=1',
-                            'log_level:=debug', 'rviz:=true', f'namespace:={namespace}',
-                            'processing_size:=266', 'time_budget:=2'])
+    launch = launch_program(['model:=demo', 'device:=cpu', 'lifecycle:=true', 'use_sim_time:=1',
+                             'log_level:=debug', 'rviz:=true', f'namespace:={namespace}',
+                             'processing_size:=266', 'time_budget:=2'])
     seen = SimpleNamespace(namespace=namespace)
     try:
         launch.wait_for('active; synchronization', 180)
@@ -232,7 +182,7 @@ def managed_launch():
             rclpy.try_shutdown(context=context)
         seen.code = launch.interrupt()
     finally:
-        launch.kill()
+        launch.end()
     seen.output = launch.output
     seen.survivors = survivors(f'__ns:={namespace}')
     return seen
@@ -265,7 +215,7 @@ def test_log_level_debug_is_the_level_of_the_node_logger_alone(managed_launch):
 
 @pytest.mark.slow
 def test_a_missing_rviz2_is_one_warning_and_the_launch_goes_on(managed_launch):
-    if _installed('rviz2'):
+    if package_installed('rviz2'):
         pytest.skip('rviz2 is installed')
     warnings = [line for line in managed_launch.output.splitlines()
                 if line.startswith('[WARNING]') and 'rviz2 is not installed' in line]
