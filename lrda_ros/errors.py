@@ -31,6 +31,8 @@ RuntimeError), so ``except ValueError`` keeps working.
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class LrdaError(Exception):
     """Base of every error this package raises on purpose."""
@@ -51,3 +53,16 @@ class InputError(LrdaError, ValueError):
 
 class ModelError(LrdaError, RuntimeError):
     """A depth model cannot be loaded or built."""
+
+
+def check_fields(checks: Iterable[tuple[bool, str, str]], prefix: str = '',
+                 error: type[LrdaError] = ConfigError) -> None:
+    """
+    Raise ``error`` for the first failed check of a configuration, naming its field.
+
+    ``checks``: (passes, field, message) triples, in the order a user should fix them; the
+    message is prefixed with ``prefix`` (the configuration's name).
+    """
+    for passes, field, message in checks:
+        if not passes:
+            raise error(f'{prefix}{message}', field=field)

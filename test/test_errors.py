@@ -67,6 +67,20 @@ def test_engine_configuration_errors_name_their_field(field_name, value):
 
 
 @pytest.mark.parametrize('field_name,value', [
+    ('embed_dim', 385), ('hidden_dim', 250), ('output_blocks', (3, 6, 9, 13)),
+    ('decoder_depths', ()), ('kernel_size', 4), ('ratio_bounds', (2.5, 0.5)),
+    ('pixel_bounds', (0, 10))])
+def test_unidepth_configuration_errors_name_their_field(field_name, value):
+    from lrda_ros.engine.unidepth import UniDepthV2Config
+
+    with pytest.raises(ModelError) as caught:
+        UniDepthV2Config(**{field_name: value})
+    assert caught.value.field == field_name and 'UniDepthV2Config: ' in str(caught.value)
+    for variant in ('vits', 'vitb', 'vitl'):
+        UniDepthV2Config.official(variant)  # the official sizes pass
+
+
+@pytest.mark.parametrize('field_name,value', [
     ('min_range', -1.0), ('max_range', 0.0), ('occlusion_window', 4), ('occlusion_margin', -1.0)])
 def test_projection_configuration_errors_name_their_field(field_name, value):
     with pytest.raises(ConfigError) as caught:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from enum import Enum
 
-from ..errors import ConfigError
+from ..errors import check_fields
 
 
 #: Where the encoder can run (engine/encoder_backends.py).
@@ -175,9 +175,7 @@ class TTOConfig:
             (0 < self.backtrack_fraction <= 1, 'backtrack_fraction',
              'backtrack_fraction must be in (0, 1]'),
         ]
-        for ok, field_name, message in checks:
-            if not ok:
-                raise ConfigError(f'TTOConfig: {message}', field=field_name)
+        check_fields(checks, 'TTOConfig: ')
 
     def to_dict(self) -> dict:
         """Return a plain dict (enums as strings) for logs and reports."""

@@ -196,14 +196,54 @@ def check_rgb_image(rgb: np.ndarray) -> None:
                          f'dtype {rgb.dtype}')
 
 
-class DepthModel:
+class BaseDepthModel:
     """
-    A Depth Anything V2 network with the encoder/decoder split the method needs.
+    What every engine model shares: frozen float32 weights on a device, input normalization.
 
-    ``source`` says where it came from (the model spec that was loaded, ``'demo'`` for the
-    embedded prior), ``is_demo_prior`` whether it is that prior, and ``warning`` what the user
-    should know about the choice ('' when the requested model was loaded as asked).
+    Also where the weights came from, and the whole-image prediction. ``source`` is the model
+    spec that was loaded (``'demo'`` for the embedded prior), ``is_demo_prior`` whether it is
+    that prior, and ``warning`` what the user should know about the choice ('' when the
+    requested model was loaded as asked). Subclasses add the encoder/decoder split the method
+    needs: ``preprocess``, ``encode``, ``encode_batch``, ``encode_differentiable``, ``decode``.
     """
+
+    def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
+                 source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
+        self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
+        # Weights may be stored in half precision; the engine keeps float32 master weights and
+        # uses autocast for lower-precision compute.
+        self.network = network.eval().requires_grad_(False).to(device=device, dtype=torch.float32)
+        self.device = torch.device(device)
+        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
+        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
+
+    def to(self, device: torch.device | str) -> 'BaseDepthModel':
+        """Move the network to ``device`` (in place) and return self."""
+        self.device = torch.device(device)
+        self.network.to(self.device)
+        self._mean, self._std = self._mean.to(self.device), self._std.to(self.device)
+        return self
+
+    def _image(self, rgb: np.ndarray) -> torch.Tensor:
+        """Return an (H, W, 3) uint8 RGB image as (1, 3, H, W) floats in [0, 1] on the device."""
+        check_rgb_image(rgb)
+        image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
+        return image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
+
+    def _normalize(self, image: torch.Tensor) -> torch.Tensor:
+        return (image - self._mean) / self._std
+
+    @torch.no_grad()
+    def predict(self, rgb: np.ndarray, processing_size: int | None = None,
+                intrinsics: np.ndarray | None = None) -> np.ndarray:
+        """Return the raw (H, W) prediction for one image (its K, for models that take one)."""
+        pixel_values = self.preprocess(rgb, processing_size)
+        encoded = self.encode(pixel_values, rgb.shape[:2], intrinsics)
+        return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()
+
+
+class DepthModel(BaseDepthModel):
+    """A Depth Anything V2 network with the encoder/decoder split the method needs."""
 
     #: The decoder is transformers' DPT: the sparse head and tail strips apply to it.
     dpt_decoder = True
@@ -216,37 +256,22 @@ class DepthModel:
 
     def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
-        self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
-        # Weights may be stored in half precision; the engine keeps float32 master weights and
-        # uses autocast for lower-precision compute.
-        self.network = network.eval().requires_grad_(False).to(device=device, dtype=torch.float32)
-        self.device = torch.device(device)
+        super().__init__(network, device, source, is_demo_prior, warning)
         config = network.config
         self.patch_size = int(config.patch_size)
         self.prediction_space = (PredictionSpace.DEPTH if config.depth_estimation_type == 'metric'
                                  else PredictionSpace.DISPARITY)
-        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
-        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
-
-    def to(self, device: torch.device | str) -> 'DepthModel':
-        """Move the network to ``device`` (in place) and return self."""
-        self.device = torch.device(device)
-        self.network.to(self.device)
-        self._mean, self._std = self._mean.to(self.device), self._std.to(self.device)
-        return self
 
     def preprocess(self, rgb: np.ndarray, processing_size: int | None) -> torch.Tensor:
         """Turn an (H, W, 3) uint8 RGB image into normalized (1, 3, h, w) network input."""
-        check_rgb_image(rgb)
+        image = self._image(rgb)
         height, width = rgb.shape[:2]
         size = processing_shape(height, width, processing_size, self.patch_size)
-        image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
-        image = image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
         if size != (height, width):
             downscale = size[0] < height or size[1] < width
             image = F.interpolate(image, size=size, mode='bicubic', align_corners=False,
                                   antialias=downscale).clamp_(0.0, 1.0)
-        return (image - self._mean) / self._std
+        return self._normalize(image)
 
     def _patch_grid(self, pixel_values: torch.Tensor) -> tuple[int, int]:
         return (pixel_values.shape[-2] // self.patch_size,
@@ -316,10 +341,3 @@ class DepthModel:
         features = head.conv1(self.decode_features(encoded)[head.head_in_index])
         upsampled = F.interpolate(features, size=size, mode='bilinear', align_corners=True)
         return head_output(head, upsampled)
-
-    @torch.no_grad()
-    def predict(self, rgb: np.ndarray, processing_size: int | None = None) -> np.ndarray:
-        """Return the raw (H, W) prediction (disparity or metres) for one image."""
-        pixel_values = self.preprocess(rgb, processing_size)
-        encoded = self.encode(pixel_values, rgb.shape[:2])
-        return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
 
-from ...errors import ModelError
+from ...errors import check_fields, ModelError
 
 #: DINOv2 encoder of each official size: (width, blocks, heads, 1-based blocks read out).
 ENCODERS = {
@@ -77,6 +77,30 @@ class UniDepthV2Config:
     pixel_bounds: tuple[int, int] = (200_000, 600_000)
     #: Which official size this is ('' for another shape, e.g. a test network).
     variant: str = field(default='vits', compare=False)
+
+    def __post_init__(self) -> None:
+        """Reject shapes no network can have, naming the field."""
+        low_ratio, high_ratio = self.ratio_bounds
+        low_pixels, high_pixels = self.pixel_bounds
+        check_fields([
+            (self.embed_dim % self.encoder_heads == 0, 'embed_dim',
+             f'embed_dim {self.embed_dim} is not a multiple of encoder_heads '
+             f'{self.encoder_heads}'),
+            (self.hidden_dim % self.decoder_heads == 0, 'hidden_dim',
+             f'hidden_dim {self.hidden_dim} is not a multiple of decoder_heads '
+             f'{self.decoder_heads}'),
+            (all(1 <= block <= self.encoder_depth for block in self.output_blocks),
+             'output_blocks', f'output_blocks {self.output_blocks} must be blocks 1 .. '
+             f'{self.encoder_depth} of the encoder'),
+            (len(self.decoder_depths) >= 1 and min(self.decoder_depths) >= 1, 'decoder_depths',
+             f'decoder_depths {self.decoder_depths} needs at least one unit per stage'),
+            (self.patch_size >= 1 and self.kernel_size % 2 == 1, 'kernel_size',
+             f'patch_size {self.patch_size} must be >= 1 and kernel_size {self.kernel_size} odd'),
+            (0 < low_ratio <= high_ratio, 'ratio_bounds',
+             f'ratio_bounds {self.ratio_bounds} must be (low, high) with 0 < low <= high'),
+            (0 < low_pixels <= high_pixels, 'pixel_bounds',
+             f'pixel_bounds {self.pixel_bounds} must be (low, high) with 0 < low <= high'),
+        ], 'UniDepthV2Config: ', UniDepthConfigError)
 
     @classmethod
     def official(cls, variant: str) -> 'UniDepthV2Config':

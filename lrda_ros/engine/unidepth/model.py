@@ -42,8 +42,7 @@ import torch.nn.functional as F
 from .config import UniDepthV2Config
 from .network import CameraConditioning, UniDepthV2Network
 from ..alignment import PredictionSpace
-from ..model import (
-    check_rgb_image, EncodedImage, IMAGENET_MEAN, IMAGENET_STD, resize_prediction)
+from ..model import BaseDepthModel, EncodedImage
 
 #: LoRA targets of the method (decoder-only): every Linear/Conv2d on the path from the
 #: encoder features to the depth. The camera head and its token adapter are left out (the
@@ -145,12 +144,11 @@ class UniDepthFeatures(EncodedImage):
     layout: ProcessingLayout | None = None
 
 
-class UniDepthModel:
+class UniDepthModel(BaseDepthModel):
     """
     A UniDepthV2 network with the encoder/decoder split the method needs.
 
-    Same interface as :class:`~lrda_ros.engine.model.DepthModel` (``source``,
-    ``is_demo_prior`` and ``warning`` say where it came from).
+    Same interface as :class:`~lrda_ros.engine.model.DepthModel`.
     """
 
     #: The decoder is not Depth Anything's DPT: the sparse head and tail strips do not apply.
@@ -162,29 +160,14 @@ class UniDepthModel:
 
     def __init__(self, network: UniDepthV2Network, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
-        self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
-        self.network = network.eval().requires_grad_(False).to(device=device,
-                                                               dtype=torch.float32)
-        self.device = torch.device(device)
+        super().__init__(network, device, source, is_demo_prior, warning)
         self.config: UniDepthV2Config = network.config
         self.patch_size = self.config.patch_size
-        self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
-        self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
-
-    def to(self, device: torch.device | str) -> 'UniDepthModel':
-        """Move the network to ``device`` (in place) and return self."""
-        self.device = torch.device(device)
-        self.network.to(self.device)
-        self._mean, self._std = self._mean.to(self.device), self._std.to(self.device)
-        return self
 
     def preprocess(self, rgb: np.ndarray, processing_size: int | None) -> torch.Tensor:
         """Turn an (H, W, 3) uint8 RGB image into normalized, padded (1, 3, h, w) input."""
-        check_rgb_image(rgb)
         layout = processing_layout(*rgb.shape[:2], processing_size, self.config)
-        image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
-        image = image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
-        image = (image - self._mean) / self._std
+        image = self._normalize(self._image(rgb))
         left, right, top, bottom = layout.paddings
         if left or right or top or bottom:  # zeros after normalization, as UniDepthV2
             image = F.pad(image, (left, right, top, bottom), value=0.0)
@@ -271,11 +254,3 @@ class UniDepthModel:
         trunk = self.network.trunk(list(encoded.hidden_states), encoded.camera)
         return (self._to_image(self.network.depth(trunk, encoded.camera), encoded.layout),
                 self._to_image(self.network.confidence(trunk, encoded.camera), encoded.layout))
-
-    @torch.no_grad()
-    def predict(self, rgb: np.ndarray, processing_size: int | None = None,
-                intrinsics: np.ndarray | None = None) -> np.ndarray:
-        """Return the (H, W) metric depth for one image (its K, when known)."""
-        pixel_values = self.preprocess(rgb, processing_size)
-        encoded = self.encode(pixel_values, rgb.shape[:2], intrinsics)
-        return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()
