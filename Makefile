@@ -14,7 +14,7 @@ DEMO_OUT ?= out/demo
 # Two workers, a test file each: many tests wait on processes and DDS rather than compute.
 PYTEST_PARALLEL ?= -n 2 --dist loadfile
 
-.PHONY: venv test demo bench lint clean
+.PHONY: venv test demo speed lint clean
 
 venv: $(STAMP)
 
@@ -32,8 +32,8 @@ test: venv
 demo: venv
 	$(RUN) $(BIN)/lrda demo --output $(DEMO_OUT)
 
-bench: venv
-	$(RUN) $(BIN)/lrda bench
+speed: venv
+	$(RUN) $(BIN)/lrda speed
 
 lint: venv
 	$(BIN)/ament_flake8 lrda_ros test launch setup.py

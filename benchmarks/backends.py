@@ -17,7 +17,7 @@ The back ends side by side in one process: encoder on torch vs ONNX Runtime, eag
 
     python benchmarks/backends.py --backbone vits --resolution vga --rounds 3
 
-Prints, for one random-weight model (the bench's) at one resolution: the encoder pass on
+Prints, for one random-weight model (lrda speed's) at one resolution: the encoder pass on
 torch and on ONNX Runtime (with the one-off export), whole frames with eager and compiled
 steps (the compile warm-up on the first compiled frame), each round alternating the
 configurations so a shared machine's drift hits them alike; medians and ratios.
@@ -33,7 +33,7 @@ import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.precision import native_bfloat16
-from lrda_ros.eval.bench import bench_frames, bench_model, LidarPattern, RESOLUTIONS
+from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 import torch
 
 
@@ -112,8 +112,8 @@ def main() -> None:
     parser.add_argument('--skip-compile', action='store_true')
     args = parser.parse_args()
     height, width = RESOLUTIONS[args.resolution]
-    model = bench_model(args.backbone, seed=0)
-    frames = bench_frames(height, width, args.rounds + 1, LidarPattern(), seed=0)
+    model = random_model(args.backbone, seed=0)
+    frames = panning_frames(height, width, args.rounds + 1, LidarPattern(), seed=0)
     print(f'{args.backbone} {args.resolution}, {torch.get_num_threads()} threads')
     with tempfile.TemporaryDirectory() as cache:
         for row in encoder_rows(model, frames, args.rounds, cache):

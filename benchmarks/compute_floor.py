@@ -19,7 +19,7 @@ The compute floor of a frame: its floating-point work against what this machine 
 
 Counts the floating-point operations of an encoder pass, one optimization step (forward and
 backward), the final dense decode and a warm frame's scene-cut check with PyTorch's
-FlopCounterMode, on the bench's model and frames (random weights at the official size, the
+FlopCounterMode, on lrda speed's model and frames (random weights at the official size, the
 KITTI-like LiDAR pattern). Measures this machine's throughput in the frame's precision on a
 large matrix product and on the decoder's dominant convolution, and times a cold and a warm
 frame. Prints the operations, the throughputs, and each frame's floor beside its measured
@@ -36,7 +36,7 @@ import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.precision import native_bfloat16
-from lrda_ros.eval.bench import bench_frames, bench_model, LidarPattern, RESOLUTIONS
+from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -54,7 +54,7 @@ def _median_seconds(function, repeats: int) -> float:
 
 
 def _completer(backbone: str, config: TTOConfig) -> DepthCompleter:
-    return DepthCompleter(bench_model(backbone, seed=0), config)
+    return DepthCompleter(random_model(backbone, seed=0), config)
 
 
 def _counted_flops(function) -> tuple[float, object]:
@@ -91,7 +91,7 @@ class _CountingCompleter(DepthCompleter):
 
 def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[str, float]:
     """Return the operations of an encoder pass, a step, a dense decode and the warm check."""
-    completer = _CountingCompleter(bench_model(backbone, 0, device), TTOConfig(
+    completer = _CountingCompleter(random_model(backbone, 0, device), TTOConfig(
         device=device, dtype=dtype, warm_start=True, iterations=2, warm_iterations=2))
     for rgb, sparse in frames[:2]:  # a cold frame, then a warm one
         completer.complete(rgb, sparse)
@@ -157,7 +157,7 @@ def main() -> None:
     if args.dtype == 'auto':
         args.dtype = 'bfloat16' if native_bfloat16(torch.device('cpu')) else 'float32'
     height, width = RESOLUTIONS[args.resolution]
-    frames = bench_frames(height, width, args.repeats + 1, LidarPattern(), seed=0)
+    frames = panning_frames(height, width, args.repeats + 1, LidarPattern(), seed=0)
     print(f'{args.backbone} {args.resolution} {args.dtype}, {torch.get_num_threads()} threads',
           flush=True)
 

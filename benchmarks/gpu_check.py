@@ -22,7 +22,7 @@ One command that measures the package on a GPU in at most 8 minutes, with no net
 
 Parts, most important first, each in a process of its own stopped at its time limit (one
 that overruns is recorded 'timed out' and the next one starts; the limits sum to at most
-8 minutes): the environment (versions, device, the dtype 'auto' resolves to), ``lrda bench``
+8 minutes): the environment (versions, device, the dtype 'auto' resolves to), ``lrda speed``
 rows (ViT-S VGA cold, warm and prompt tuning; ViT-L FHD time and memory, prompt tuning; the
 decoder tail in strips; float32; ``compile``; UniDepthV2-S and -L; ViT-B and the other
 sizes), the CUDA tests (``pytest -m cuda``), the per-step figures (host synchronizations per
@@ -33,7 +33,7 @@ After every part the report is written again to --output (default $OUT, else
 out/gpu_check): gpu_check.json, gpu_check.md (tables doc/performance.md takes as they are)
 and gpu_check.log (every part's output as it came). Each part's own files go to a scratch
 folder. Needs what a CUDA PyTorch image holds (torch, transformers, peft, safetensors, numpy,
-pillow, pyyaml, tqdm, matplotlib, pytest): no ROS and no rosbags, whose modules the bench
+pillow, pyyaml, tqdm, matplotlib, pytest): no ROS and no rosbags, whose modules the speed
 path does not import; the package comes from this checkout (gpu_check.sh sets PYTHONPATH).
 """
 
@@ -65,7 +65,7 @@ RESERVE_S = 15
 #: What a table cell holds where no number was measured.
 NOT_MEASURED, TIMED_OUT, FAILED, OUT_OF_MEMORY = (
     'not yet measured', 'timed out', 'failed', 'out of memory')
-#: Modules the bench path imports (beside the standard library and this package).
+#: Modules the speed path imports (beside the standard library and this package).
 REQUIRED_MODULES = ('torch', 'numpy', 'transformers', 'peft', 'safetensors', 'huggingface_hub',
                     'PIL', 'yaml', 'tqdm', 'matplotlib', 'pytest')
 #: The paper's H200 figures, 40 iterations.
@@ -132,7 +132,7 @@ class InProcess:
 
 
 class Environment(InProcess):
-    """Versions, device and precision, and whether the bench path imports (checked first)."""
+    """Versions, device and precision, and whether the speed path imports (checked first)."""
 
     table: ClassVar[str] = 'environment'
 
@@ -155,7 +155,7 @@ class Environment(InProcess):
         import torch
         from lrda_ros.engine.model import resolve_device
         from lrda_ros.engine.precision import resolve_precision
-        import lrda_ros.eval.bench  # noqa: F401 (the bench path imports)
+        import lrda_ros.speed.run  # noqa: F401 (the speed path imports)
         from transformers import DepthAnythingForDepthEstimation  # noqa: F401
 
         device = resolve_device(context.device)
@@ -208,7 +208,7 @@ def pytest_result(output: str) -> str:
 
 @dataclass(frozen=True)
 class BenchRun:
-    """One ``lrda bench`` run: every backbone with every resolution and method."""
+    """One ``lrda speed`` run: every backbone with every resolution and method."""
 
     backbones: tuple[str, ...]
     resolutions: tuple[str, ...]
@@ -219,11 +219,11 @@ class BenchRun:
     table: ClassVar[str] = 'speed'
 
     def options(self, context: Context):
-        """Return the run's BenchOptions (validated as ``lrda bench`` does)."""
-        from lrda_ros.eval.bench import BenchOptions
+        """Return the run's SpeedOptions (validated as ``lrda speed`` does)."""
+        from lrda_ros.speed import SpeedOptions
 
         sizes = context.sizes
-        return BenchOptions(
+        return SpeedOptions(
             backbones=tuple(dict.fromkeys(map(sizes.backbone, self.backbones))),
             resolutions=tuple(dict.fromkeys(map(sizes.resolution, self.resolutions))),
             methods=self.methods, iterations=sizes.iterations,
@@ -232,9 +232,9 @@ class BenchRun:
             output=context.work)
 
     def command(self, name: str, context: Context) -> list[str]:
-        """Return the ``lrda bench`` command line of the run."""
+        """Return the ``lrda speed`` command line of the run."""
         options = self.options(context)
-        return [sys.executable, '-m', 'lrda_ros.cli', 'bench', '--backbones',
+        return [sys.executable, '-m', 'lrda_ros.cli', 'speed', '--backbones',
                 ','.join(options.backbones), '--resolutions', ','.join(options.resolutions),
                 '--methods', ','.join(options.methods), '--iterations', str(options.iterations),
                 '--warm-iterations', str(options.warm_iterations), '--frames', '1',
@@ -243,9 +243,9 @@ class BenchRun:
                 '--output', str(context.part_file(name).parent)]
 
     def planned(self, context: Context) -> list[dict]:
-        """Return a row per configuration, as ``lrda bench`` plans them."""
+        """Return a row per configuration, as ``lrda speed`` plans them."""
         from lrda_ros.engine import TTOConfig
-        from lrda_ros.eval.bench import _plan
+        from lrda_ros.speed.run import _plan
 
         options = self.options(context)
         rows = []
@@ -260,8 +260,8 @@ class BenchRun:
                 'compile': self.compile, 'method': method, 'status': NOT_MEASURED, **values}
 
     def read(self, name: str, context: Context, output: str) -> list[dict]:
-        """Return the rows of the run's bench.json (none where it wrote none)."""
-        path = context.part_file(name).parent / 'bench.json'
+        """Return the rows of the run's speed.json (none where it wrote none)."""
+        path = context.part_file(name).parent / 'speed.json'
         rows = []
         for row in json.loads(path.read_text())['speed'] if path.exists() else ():
             error = row.get('error', '')
@@ -389,7 +389,7 @@ def _parameter_mb(module) -> float:
 
 def count_step_synchronizations(completer, frame, intrinsics, device) -> list[int]:
     """Complete ``frame``; return, step by step, how often each made the host wait."""
-    from lrda_ros.eval.profiling import host_synchronizations
+    from lrda_ros.speed.host_sync import host_synchronizations
 
     counts: list[int] = []
     step = completer._step
@@ -420,20 +420,20 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     """
     from compute_floor import frame_flops
     from lrda_ros.engine import DepthCompleter
-    from lrda_ros.eval.bench import (
-        bench_frames, bench_intrinsics, bench_model, BenchOptions, RESOLUTIONS)
     from lrda_ros.eval.profiling import Measure
+    from lrda_ros.speed import SpeedOptions
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
 
-    options = BenchOptions(backbones=(backbone,), resolutions=(resolution,),
+    options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
                            iterations=sizes.iterations, device=device, dtype=dtype)
     config = options.tto_config()
     height, width = RESOLUTIONS[resolution]
-    frames = bench_frames(height, width, 2, options.lidar, options.seed)
-    intrinsics = bench_intrinsics(height, width)
+    frames = panning_frames(height, width, 2, options.lidar, options.seed)
+    intrinsics = panning_intrinsics(height, width)
     flops = frame_flops(backbone, frames, dtype, config.device)
     print(f'FLOPs: encoder pass {flops["encoder"] / 1e9:.1f} G, step {flops["step"] / 1e9:.1f} G',
           flush=True)
-    model = bench_model(backbone, options.seed, config.device)
+    model = random_model(backbone, options.seed, config.device)
     completer = DepthCompleter(model, replace(config, iterations=2))
     completer.complete(*frames[0], intrinsics=intrinsics)  # kernels chosen, memory cached
     syncs = count_step_synchronizations(completer, frames[1], intrinsics, config.device)
@@ -465,17 +465,17 @@ def camera_figures(backbone: str, resolution: str, dtype: str, device: str, came
     alternate which way goes first, after an untimed cold round.
     """
     from lrda_ros.engine import DepthCompleter
-    from lrda_ros.eval.bench import (
-        bench_frames, bench_intrinsics, bench_model, BenchOptions, RESOLUTIONS)
+    from lrda_ros.speed import SpeedOptions
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
 
-    options = BenchOptions(backbones=(backbone,), resolutions=(resolution,),
+    options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
                            iterations=sizes.iterations, warm_iterations=sizes.warm_iterations,
                            device=device, dtype=dtype)
     config = replace(options.tto_config(), warm_start=True)
-    completer = DepthCompleter(bench_model(backbone, options.seed, config.device), config)
+    completer = DepthCompleter(random_model(backbone, options.seed, config.device), config)
     height, width = RESOLUTIONS[resolution]
-    intrinsics = bench_intrinsics(height, width)
-    streams = [bench_frames(height, width, sizes.rounds + 1, options.lidar, options.seed + k)
+    intrinsics = panning_intrinsics(height, width)
+    streams = [panning_frames(height, width, sizes.rounds + 1, options.lidar, options.seed + k)
                for k in range(cameras)]
     seconds = {True: [0.0, 0.0], False: [0.0, 0.0]}  # whole rounds, encoder passes
     for index in range(sizes.rounds + 1):
@@ -518,7 +518,7 @@ def run_part(command: Sequence[str], limit_s: float, echo: Callable[[str], None]
     """
     Run ``command`` in a process group of its own, echoing its lines; stop it at ``limit_s``.
 
-    A stopped part's processes (``lrda bench`` spawns one per configuration) go with it, also
+    A stopped part's processes (``lrda speed`` spawns one per configuration) go with it, also
     when this script is interrupted or terminated. ``environment``: variables to add.
     """
     start = time.monotonic()
@@ -662,7 +662,7 @@ def _label(row: dict) -> str:
            f'{NAMES.get(row["resolution"], row["resolution"])}'
 
 
-#: The comparison with the paper: (bench part, method, quantity, label, the paper's figure).
+#: The comparison with the paper: (speed part, method, quantity, label, the paper's figure).
 KEY_FIGURES = (
     ('vits-vga', 'lrda', 'seconds', '`lrda` cold, s/frame', '0.18'),
     ('vits-vga', 'lrda-warm', 'seconds', '`lrda-warm`, s/frame', '—'),
@@ -729,7 +729,7 @@ def _table(headers: Sequence[str], columns: Sequence[tuple[str, str, str, str]],
 
 
 def speed_table(report: Report) -> list[str]:
-    """Return every ``lrda bench`` row."""
+    """Return every ``lrda speed`` row."""
     return _table(('backbone', 'resolution', 'dtype', 'compile', 'method'), SPEED_COLUMNS,
                   report.speed, lambda row: [
                       NAMES.get(row['backbone'], row['backbone']),
@@ -774,7 +774,7 @@ def markdown(report: Report) -> str:
         f'Measured on: {where}.{dry_run}',
         f'CUDA tests (`pytest -m cuda`): {tests}.',
         '### Against the paper', '\n'.join(key_table(report)),
-        '### `lrda bench`', '\n'.join(speed_table(report)),
+        '### `lrda speed`', '\n'.join(speed_table(report)),
         '### Per step', '\n'.join(steps_table(report)),
         '### Several cameras', '\n'.join(cameras_table(report)),
         '### Parts', f'{report.limits}.\n\n' + '\n'.join(parts_table(report))]

@@ -42,10 +42,10 @@ import math
 from pathlib import Path
 
 from lrda_ros import world
+from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.demo.job import write_demo_bag
 from lrda_ros.engine import TTOConfig
 from lrda_ros.engine.loading import load_depth_model
-from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import METHODS, TTOMethod
 from lrda_ros.eval.temporal import relative_pose, temporal_alignment_error, warp_depth

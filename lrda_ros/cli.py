@@ -13,7 +13,12 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: demo, eval, bench, benchmark, densify, play, hold-rate, train-prior.
+The ``lrda`` command: demo, eval, speed, paper, densify, play, hold-rate, train-prior.
+
+Each command is named by what it gives: ``eval`` the accuracy of methods on one dataset or
+bag, ``speed`` their time and memory, ``paper`` the paper's table on its benchmarks. The
+former names ``bench`` (speed) and ``benchmark`` (paper) still run, hidden from the help, and
+say what replaced them (:data:`RENAMED`).
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
 command prints one line saying what to change and exits 1 (argparse's usage errors: 2);
@@ -31,6 +36,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in text.split(',') if item.strip())
 
 
+#: Former command names, hidden from the help: each still runs its successor, saying so.
+RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
+
+
+def _add_command(commands, name: str, help_text: str, **kwargs) -> argparse.ArgumentParser:
+    """Add command ``name`` with the options every command takes (a former name: unlisted)."""
+    if name in RENAMED:  # no help line: the help lists the current names only
+        return commands.add_parser(name, parents=[_common()], **kwargs)
+    return commands.add_parser(name, help=help_text, parents=[_common()], **kwargs)
+
+
 def _common() -> argparse.ArgumentParser:
     """Options every command takes."""
     parser = argparse.ArgumentParser(add_help=False)
@@ -40,8 +56,7 @@ def _common() -> argparse.ArgumentParser:
 
 
 def _add_demo(commands) -> None:
-    parser = commands.add_parser('demo', help='run the whole system on a synthetic sequence',
-                                 parents=[_common()])
+    parser = _add_command(commands, 'demo', 'run the whole system on a synthetic sequence')
     parser.add_argument('--output', type=Path, default=Path('out/demo'))
     parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
     parser.add_argument('--frames', type=int, default=10)
@@ -57,12 +72,12 @@ def _add_demo(commands) -> None:
 
 
 def _add_eval(commands) -> None:
-    from .eval.datasets import DATASET_KINDS
+    from .datasets import DATASET_KINDS
     from .eval.methods import METHODS
     from .eval.run import DEFAULT_METHODS
 
-    parser = commands.add_parser('eval', help='evaluate methods on a dataset or a rosbag2',
-                                 parents=[_common()])
+    parser = _add_command(commands, 'eval', 'accuracy of methods side by side on a dataset or '
+                          "a rosbag2 (a bag with the completion node's parameters)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--dataset', choices=[k for k in DATASET_KINDS if k != 'rosbag'],
                         help='benchmark layout of --root')
@@ -152,22 +167,22 @@ def _add_train_prior(commands) -> None:
     from .demo.prior import PriorTrainingConfig
 
     defaults = PriorTrainingConfig()
-    parser = commands.add_parser('train-prior',
-                                 help='train the embedded demo prior on synthetic scenes',
-                                 parents=[_common()])
+    parser = _add_command(commands, 'train-prior',
+                          'train the embedded demo prior on synthetic scenes')
     parser.add_argument('--output', type=Path, default=defaults.output)
     parser.add_argument('--views', type=int, default=defaults.num_views)
     parser.add_argument('--steps', type=int, default=defaults.steps)
     parser.add_argument('--seed', type=int, default=defaults.seed)
 
 
-def _add_bench(commands) -> None:
-    from .eval.bench import BenchOptions, RESOLUTIONS
+def _add_speed(commands, name: str = 'speed') -> None:
     from .eval.methods import METHODS
+    from .speed.inputs import RESOLUTIONS
+    from .speed.run import SpeedOptions
 
-    defaults = BenchOptions()
-    parser = commands.add_parser('bench', help='time and memory of TTO, side by side',
-                                 parents=[_common()])
+    defaults = SpeedOptions()
+    parser = _add_command(commands, name, 'time and peak memory of test-time optimization, '
+                          'methods side by side')
     parser.add_argument('--backbones', type=_csv, default=defaults.backbones,
                         help='comma-separated: vits, vitb, vitl, vitg (Depth Anything V2), '
                         'unidepth-vits, unidepth-vitb, unidepth-vitl (UniDepthV2); random '
@@ -204,10 +219,10 @@ def _add_bench(commands) -> None:
     parser.add_argument('--output', type=Path, default=defaults.output)
 
 
-def _run_bench(args) -> int:
-    from .eval.bench import BenchOptions, run_bench
+def _run_speed(args) -> int:
+    from .speed.run import run_speed, SpeedOptions
 
-    run_bench(BenchOptions(backbones=args.backbones, resolutions=args.resolutions,
+    run_speed(SpeedOptions(backbones=args.backbones, resolutions=args.resolutions,
                            methods=args.methods, iterations=args.iterations,
                            warm_iterations=args.warm_iterations, device=args.device,
                            dtype=args.dtype, lidar_fraction=args.lidar_fraction,
@@ -219,15 +234,14 @@ def _run_bench(args) -> int:
     return 0
 
 
-def _add_benchmark(commands) -> None:
-    from .eval.benchmark import BenchmarkOptions, PROTOCOLS
+def _add_paper(commands, name: str = 'paper') -> None:
     from .eval.methods import METHODS
-    from .eval.paper import PAPER_BACKBONES
+    from .paper.published import PAPER_BACKBONES
+    from .paper.run import PaperOptions, PROTOCOLS
 
-    defaults = BenchmarkOptions(roots={})
-    parser = commands.add_parser(
-        'benchmark', help="the paper's accuracy table on its protocols, in one run",
-        parents=[_common()])
+    defaults = PaperOptions(roots={})
+    parser = _add_command(commands, name, "the paper's accuracy table: its benchmarks on "
+                          'their protocols, our numbers beside its')
     for key, protocol in PROTOCOLS.items():
         parser.add_argument(f'--{key.replace("_", "-")}', type=Path, metavar='PATH',
                             help=f'{protocol.label} folder ({protocol.frames} frames: '
@@ -266,12 +280,12 @@ def _add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
                         'GPU, or per CPU without GPUs)')
 
 
-def _run_benchmark(args) -> int:
-    from .eval.benchmark import BenchmarkOptions, PROTOCOLS, run_benchmark
+def _run_paper(args) -> int:
+    from .paper.run import PaperOptions, PROTOCOLS, run_paper
 
     roots = {key: getattr(args, key) for key in PROTOCOLS if getattr(args, key) is not None}
     try:
-        data = run_benchmark(BenchmarkOptions(
+        data = run_paper(PaperOptions(
             roots=roots, output=args.output, methods=args.methods, model=args.model,
             device=args.device, iterations=args.iterations,
             warm_iterations=args.warm_iterations, learning_rate=args.learning_rate,
@@ -280,20 +294,19 @@ def _run_benchmark(args) -> int:
             paper_backbone=args.paper_backbone, ray_address=args.ray, workers=args.workers))
     except KeyboardInterrupt:
         # Every finished result is on disk already: say how to continue.
-        print(f'lrda benchmark: interrupted; the results so far are in {args.output}/frames: '
+        print(f'lrda paper: interrupted; the results so far are in {args.output}/frames: '
               'run the same command with --resume to continue', file=sys.stderr)
         return 130
-    print((args.output / 'benchmark.md').read_text())
+    print((args.output / 'paper.md').read_text())
     skipped = sum(d['frames_skipped'] for d in data['datasets'].values())
-    print(f'wrote {args.output}/: benchmark.md, benchmark.json, benchmark.png, frames/*.jsonl'
-          + (f' ({skipped} frames skipped: see benchmark.md)' if skipped else ''))
+    print(f'wrote {args.output}/: paper.md, paper.json, paper.png, frames/*.jsonl'
+          + (f' ({skipped} frames skipped: see paper.md)' if skipped else ''))
     return 0
 
 
 def _add_densify(commands) -> None:
-    parser = commands.add_parser(
-        'densify', help="write rosbag2 recordings back with the node's depth for every frame",
-        parents=[_common()])
+    parser = _add_command(commands, 'densify', "write rosbag2 recordings back with the node's "
+                          'depth for every frame')
     parser.add_argument('bags', type=Path, nargs='+', help='rosbag2 folders (.mcap or .db3)')
     parser.add_argument('--output', type=Path, default=Path('out/densify'),
                         help='folder of the output bags, one per input, named as the input')
@@ -341,8 +354,7 @@ def _run_densify(args) -> int:
 
 
 def _add_play(commands) -> None:
-    parser = commands.add_parser('play', help='replay a rosbag2 over rclpy (without ros2cli)',
-                                 parents=[_common()])
+    parser = _add_command(commands, 'play', 'replay a rosbag2 over rclpy (without ros2cli)')
     parser.add_argument('bag', type=Path)
     parser.add_argument('--rate', type=float, default=1.0)
     parser.add_argument('--loop', action='store_true')
@@ -360,9 +372,8 @@ def _add_play(commands) -> None:
 
 
 def _add_hold_rate(commands) -> None:
-    parser = commands.add_parser(
-        'hold-rate', help='replay a bag in a loop into an in-process node with a time budget '
-                          'and report the output rate it holds')
+    parser = _add_command(commands, 'hold-rate', 'replay a bag in a loop into an in-process '
+                          'node with a time budget and report the output rate it holds')
     parser.add_argument('bag', type=Path)
     parser.add_argument('--budget', type=float, default=0.5,
                         help='time_budget of the node (s per frame; 0 = off)')
@@ -507,29 +518,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog='lrda', description='Zero-shot LiDAR + camera depth completion by low-rank '
                                  'decoder adaptation (test-time optimization).')
-    commands = parser.add_subparsers(dest='command', required=True)
+    commands = parser.add_subparsers(dest='command', required=True, metavar='<command>')
     _add_demo(commands)
     _add_eval(commands)
-    _add_bench(commands)
-    _add_benchmark(commands)
+    _add_speed(commands)
+    _add_paper(commands)
     _add_densify(commands)
     _add_play(commands)
     _add_hold_rate(commands)
     _add_train_prior(commands)
+    for former, current in RENAMED.items():
+        {'speed': _add_speed, 'paper': _add_paper}[current](commands, former)
     args = parser.parse_args(argv)
-    runners = {'demo': _run_demo, 'eval': _run_eval, 'bench': _run_bench,
-               'benchmark': _run_benchmark, 'densify': _run_densify, 'play': _run_play,
-               'hold-rate': _run_hold_rate,
+    command = RENAMED.get(args.command, args.command)
+    if command != args.command:
+        print(f'lrda {args.command} is now lrda {command}: running lrda {command}',
+              file=sys.stderr)
+    runners = {'demo': _run_demo, 'eval': _run_eval, 'speed': _run_speed, 'paper': _run_paper,
+               'densify': _run_densify, 'play': _run_play, 'hold-rate': _run_hold_rate,
                'train-prior': _run_train_prior}
     try:
-        return runners[args.command](args)
+        return runners[command](args)
     except KeyboardInterrupt:
-        print(f'lrda {args.command}: interrupted', file=sys.stderr)
+        print(f'lrda {command}: interrupted', file=sys.stderr)
         return 130
     except Exception as error:  # noqa: B902 - every failure ends as one line (or --debug)
         if args.debug:
             raise
-        print(f'lrda {args.command}: error: {error_line(error)}', file=sys.stderr)
+        print(f'lrda {command}: error: {error_line(error)}', file=sys.stderr)
         return 1
 
 

@@ -16,7 +16,7 @@
 """
 Work spread over a Ray cluster, or done in this process: the plumbing of ``--ray ADDRESS``.
 
-``lrda densify`` and ``lrda benchmark`` both cut their work into *units* (a chunk of a
+``lrda densify`` and ``lrda paper`` both cut their work into *units* (a chunk of a
 recording, frames of a dataset): a unit's items go to one worker, in order, after one ``start``
 call, so state a worker carries from item to item (warm start) stays as in a local run. A worker
 is any class with ``describe()``, ``start(*args)`` and ``complete(*args)``; it loads its model

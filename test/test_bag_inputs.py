@@ -35,7 +35,7 @@ cv2 = pytest.importorskip('cv2', reason='opencv-python-headless is not installed
 
 from lrda_ros import world  # noqa: E402, I100
 from lrda_ros.cli import main as lrda_main  # noqa: E402
-from lrda_ros.eval.datasets.rosbag import RosbagDataset  # noqa: E402
+from lrda_ros.datasets.rosbag import RosbagDataset  # noqa: E402
 from lrda_ros.geometry import (  # noqa: E402
     CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, TransformTree)
 from lrda_ros.messages.rosbag import BagError, BagTopics  # noqa: E402

@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 
 from lrda_ros import world
+from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.demo.prior import PriorTrainingConfig, train_prior
 from lrda_ros.engine import TTOConfig
 from lrda_ros.engine.loading import demo_prior_dir, load_depth_model
-from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import build_method
 import pytest

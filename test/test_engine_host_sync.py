@@ -16,7 +16,7 @@
 No optimization step makes the host wait for the device.
 
 On CPU tensors nothing waits, so the operations that would make a GPU's host wait are counted
-instead (lrda_ros/eval/profiling.py: HostReads, HostCopies).
+instead (lrda_ros/speed/host_sync.py: HostReads, HostCopies).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import itertools
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig, UniDepthModel
 from lrda_ros.engine.precision import native_bfloat16
-from lrda_ros.eval.profiling import host_synchronizations
+from lrda_ros.speed.host_sync import host_synchronizations
 import numpy as np
 import pytest
 import torch

@@ -15,11 +15,11 @@
 """Scene cuts under warm start: detected after a cut to another scene, not along a sequence."""
 
 from lrda_ros import world
+from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.loading import load_depth_model
 from lrda_ros.engine.scene_cut import SceneCutRule, unexplained_share
 from lrda_ros.errors import ConfigError
-from lrda_ros.eval.datasets.synthetic import synthetic_frames
 import pytest
 
 WIDTH, HEIGHT = 84, 56

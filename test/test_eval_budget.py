@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 from conftest import smooth_image, tiny_network
+from lrda_ros.datasets import Frame
 from lrda_ros.engine import DepthModel, TTOConfig
 from lrda_ros.eval.budget import budget_curve, curve_plot, curve_table
-from lrda_ros.eval.datasets import Frame
 import matplotlib.image
 import numpy as np
 

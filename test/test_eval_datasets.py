@@ -12,13 +12,13 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Tests of lrda_ros.eval.datasets on the shared real samples and synthetic folders."""
+"""Tests of lrda_ros.datasets on the shared real samples and synthetic folders."""
 
 import os
 from pathlib import Path
 import sys
 
-from lrda_ros.eval.datasets import (
+from lrda_ros.datasets import (
     center_crop, DATASET_KINDS, Frame, GenericFolder, IBims, KittiDepthCompletion, NYU_INTRINSICS,
     NYUv2, NYUv2Mat, open_dataset, read_depth_png, read_intrinsics_txt, resize_frame,
     sample_sparse_from_gt, SamplingProtocol, VOID)

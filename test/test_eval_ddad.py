@@ -19,7 +19,7 @@ from pathlib import Path
 import subprocess
 import sys
 
-from lrda_ros.eval.datasets import DDAD, open_dataset
+from lrda_ros.datasets import DDAD, open_dataset
 from lrda_ros.geometry import DDAD_GROUND_TRUTH_FILTER, filter_outliers
 import numpy as np
 from PIL import Image

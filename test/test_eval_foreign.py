@@ -22,9 +22,9 @@ import subprocess
 import sys
 
 import cv2
-from lrda_ros.eval.datasets import Frame, open_dataset
-from lrda_ros.eval.datasets.kitti_object import kitti_object_geometry, read_kitti_calib
-from lrda_ros.eval.datasets.rosbag import RosbagDataset
+from lrda_ros.datasets import Frame, open_dataset
+from lrda_ros.datasets.kitti_object import kitti_object_geometry, read_kitti_calib
+from lrda_ros.datasets.rosbag import RosbagDataset
 from lrda_ros.eval.run import EvalOptions, open_source, run_evaluation
 from lrda_ros.geometry import CameraModel, RigidTransform
 from lrda_ros.messages.rosbag import BagError
@@ -252,7 +252,7 @@ def test_frame_figure_draws_sparse_truth_visibly_with_colour_bars(tmp_path, monk
     matplotlib.use('Agg')
     from matplotlib.figure import Figure
     from lrda_ros.colormap import colorize_depth
-    from lrda_ros.eval import report
+    from lrda_ros.eval import figures
 
     saved = []
     monkeypatch.setattr(Figure, 'savefig', lambda self, *a, **k: saved.append(self))
@@ -265,12 +265,12 @@ def test_frame_figure_draws_sparse_truth_visibly_with_colour_bars(tmp_path, monk
     sparse = np.zeros_like(depth)
     sparse[500, 300] = 20.0
     frame = Frame('wide', np.zeros((height, width, 3), np.uint8), sparse, gt)
-    report.frame_figure(frame, {'method': depth}, tmp_path / 'figure.png')
+    figures.frame_figure(frame, {'method': depth}, tmp_path / 'figure.png')
     figure = saved[0]
     labels = {axis.get_ylabel() for axis in figure.axes}
     assert {'depth (m)', 'absolute error (m)'} <= labels
-    radius = report.marker_radius(width)
-    assert radius >= 5 and report.marker_radius(320) == 1  # marker grows with the width
+    radius = figures.marker_radius(width)
+    assert radius >= 5 and figures.marker_radius(320) == 1  # marker grows with the width
     # The error panel covers the same squares as the ground truth panel, not single pixels.
     error_panel = next(image for axis in figure.axes for image in axis.get_images()
                        if image.get_cmap().name.startswith('magma'))
@@ -320,7 +320,7 @@ def test_cli_errors_are_one_line_without_a_traceback(tmp_path, tiny_model_dir):
     _one_line_error(_lrda('eval', '--bag', str(bag), '--output', out, '--methods',
                           'classical'), 'no synchronized frames', '4.800 s', 'slop 0.050 s')
     assert not (tmp_path / 'out' / 'frames.csv').exists()
-    _one_line_error(_lrda('bench', '--resolutions', '4k'), 'lrda bench: error:',
+    _one_line_error(_lrda('speed', '--resolutions', '4k'), 'lrda speed: error:',
                     '--resolutions: unknown 4k')
     _one_line_error(_lrda('play', str(tmp_path / 'missing')), 'lrda play: error:',
                     'no rosbag2 at')

@@ -21,7 +21,7 @@ from dataclasses import replace
 import json
 
 from lrda_ros.cli import main as lrda_main
-from lrda_ros.eval.datasets.rosbag import RosbagDataset
+from lrda_ros.datasets.rosbag import RosbagDataset
 from lrda_ros.eval.methods import METHODS
 from lrda_ros.eval.run import EvalOptions, run_evaluation
 from lrda_ros.messages.rosbag import cdr_header_stamp, RosbagSource
@@ -144,7 +144,7 @@ class _StoppedAtThirdFrame:
 
 
 def test_an_interrupted_evaluation_returns_the_frames_done(tmp_path):
-    from lrda_ros.eval.datasets import Frame
+    from lrda_ros.datasets import Frame
     from lrda_ros.eval.harness import evaluate
     from lrda_ros.eval.report import write_report
 

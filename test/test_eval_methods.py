@@ -12,17 +12,17 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""One registry of methods: ``lrda eval`` and ``lrda bench`` select, check and build from it."""
+"""One registry of methods: ``lrda eval`` and ``lrda speed`` select, check and build from it."""
 
 from __future__ import annotations
 
 from conftest import tiny_network
 from lrda_ros.cli import main as lrda_main
 from lrda_ros.engine import DepthModel, Scope, TTOConfig
-from lrda_ros.eval.bench import (
-    _plan, BenchOptions, DEFAULT_BENCH_METHODS, LidarPattern, measure_classical)
 from lrda_ros.eval.methods import METHODS, STRIPS_METHOD_TAIL_STRIPS, TTOMethod
 from lrda_ros.eval.run import DEFAULT_METHODS
+from lrda_ros.speed.inputs import LidarPattern
+from lrda_ros.speed.run import _plan, DEFAULT_SPEED_METHODS, measure_classical, SpeedOptions
 import pytest
 
 
@@ -34,34 +34,34 @@ def _error_line(capsys, argv: list[str]) -> str:
 
 
 def test_every_default_selection_names_registry_methods():
-    assert set(DEFAULT_BENCH_METHODS) <= set(METHODS)
+    assert set(DEFAULT_SPEED_METHODS) <= set(METHODS)
     assert set(DEFAULT_METHODS) <= set(METHODS)
 
 
 @pytest.mark.parametrize('methods', ['lrda,magic', ','])
-def test_bench_and_eval_reject_the_same_names_with_the_same_message(capsys, tmp_path, methods):
-    bench = _error_line(capsys, ['bench', '--methods', methods, '--output', str(tmp_path)])
+def test_speed_and_eval_reject_the_same_names_with_the_same_message(capsys, tmp_path, methods):
+    speed = _error_line(capsys, ['speed', '--methods', methods, '--output', str(tmp_path)])
     evaluation = _error_line(capsys, ['eval', '--bag', str(tmp_path / 'missing'), '--methods',
                                       methods, '--output', str(tmp_path)])
-    assert bench == evaluation
-    assert bench.startswith('--methods: unknown ' + ('magic' if 'magic' in methods else ''))
-    assert ', '.join(METHODS) in bench
+    assert speed == evaluation
+    assert speed.startswith('--methods: unknown ' + ('magic' if 'magic' in methods else ''))
+    assert ', '.join(METHODS) in speed
 
 
-#: What the timing bench runs: every method but those that need camera poses (refused).
+#: What lrda speed times: every method but those that need camera poses (refused).
 TIMED = tuple(name for name, spec in METHODS.items() if not spec.temporal_fusion)
 
 
-def test_bench_accepts_every_registry_method_that_needs_no_camera_pose():
+def test_speed_accepts_every_registry_method_that_needs_no_camera_pose():
     for name in METHODS:
         if name in TIMED:
-            assert BenchOptions(methods=(name,)).methods == (name,)
+            assert SpeedOptions(methods=(name,)).methods == (name,)
         else:
             with pytest.raises(ValueError, match='camera pose'):
-                BenchOptions(methods=(name,))
+                SpeedOptions(methods=(name,))
 
 
-@pytest.mark.parametrize('command', ['bench', 'eval'])
+@pytest.mark.parametrize('command', ['speed', 'eval'])
 def test_methods_help_lists_the_registry(capsys, monkeypatch, command):
     monkeypatch.setenv('COLUMNS', '1000')  # one line per option: no wrapping inside names
     with pytest.raises(SystemExit):
@@ -71,9 +71,9 @@ def test_methods_help_lists_the_registry(capsys, monkeypatch, command):
     assert line.endswith(f'comma-separated, from: {", ".join(METHODS)}')
 
 
-def test_bench_configures_each_method_as_evaluation_builds_it():
+def test_speed_configures_each_method_as_evaluation_builds_it():
     base = TTOConfig(iterations=5, warm_iterations=2, device='cpu', dtype='float32')
-    options = BenchOptions(methods=TIMED, device='cpu', dtype='float32')
+    options = SpeedOptions(methods=TIMED, device='cpu', dtype='float32')
     plan = {run.label: run.config for run in _plan(options, base)}
     model = DepthModel(tiny_network())
     for name in TIMED:

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 from conftest import SHARED_DATA
-from lrda_ros.eval.datasets import rosbag as rosbag_dataset
+from lrda_ros.datasets import rosbag as rosbag_dataset
 import pytest
 
 # /tf_static only: no map, odom or world frame, so 'auto' means LiDAR odometry.

@@ -18,10 +18,10 @@ from pathlib import Path
 import subprocess
 import sys
 
-from lrda_ros.errors import InputError
-from lrda_ros.eval.datasets import (
+from lrda_ros.datasets import (
     IBims, KittiDepthCompletion, marigold_dc_points, MatFileError, NYUv2, NYUv2Mat,
     open_dataset, read_mat, split_indices, VOID)
+from lrda_ros.errors import InputError
 from lrda_ros.eval.run import EvalOptions, open_source
 from lrda_ros.geometry import filter_outliers
 from matv5 import write_mat

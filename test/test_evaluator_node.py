@@ -149,7 +149,7 @@ def test_the_report_has_lrda_evals_files_and_metadata(ros_context, namespace, tm
     pytest.importorskip('cv2', reason='opencv-python-headless is not installed')
     from lrda_ros import world
     from lrda_ros.cli import main as lrda_main
-    from lrda_ros.eval.datasets.rosbag import RosbagDataset
+    from lrda_ros.datasets.rosbag import RosbagDataset
     from test_bag_inputs import START_NS, write_scene_bag
 
     config = world.SequenceConfig('indoor', num_frames=2, width=56, height=42, seed=3,

@@ -99,7 +99,7 @@ def test_node_and_lrda_eval_give_the_same_depth(bag, extrinsic, tmp_path):
 
 
 def test_node_and_lrda_eval_feed_the_engine_the_same_sparse_and_held_out_pixels(bag, extrinsic):
-    from lrda_ros.eval.datasets.rosbag import RosbagDataset
+    from lrda_ros.datasets.rosbag import RosbagDataset
     from lrda_ros.geometry import ProjectionConfig, RigidTransform
 
     # lrda eval --bag opens its bags with the node's default projection (occlusion test on).

@@ -17,10 +17,10 @@
 import math
 
 from lrda_ros import world
+from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.loading import load_depth_model
 from lrda_ros.errors import InputError
-from lrda_ros.eval.datasets.synthetic import synthetic_frames
 from lrda_ros.eval.harness import evaluate
 from lrda_ros.eval.methods import build_methods
 from lrda_ros.geometry import ProjectionConfig, RigidTransform

@@ -110,12 +110,12 @@ def test_the_dry_run_runs_every_part_without_ros_and_its_tables_parse(tmp_path):
     text = (output / 'gpu_check.md').read_text()
     assert text == gpu_check.markdown(gpu_check.Report(**report))
     tables = markdown_tables(text)
-    assert set(tables) == {'Against the paper', '`lrda bench`', 'Per step', 'Several cameras',
+    assert set(tables) == {'Against the paper', '`lrda speed`', 'Per step', 'Several cameras',
                            'Parts'}
     # Everything ran: numbers throughout, '—' only where nothing applies (prompt over prompt).
     assert_numbers_or_words(tables, words={'—'})
     assert len(tables['Against the paper']) == 1 + 5  # the ViT-S rows (no ViT-L here)
-    assert len(tables['`lrda bench`']) == 1 + 3
+    assert len(tables['`lrda speed`']) == 1 + 3
     log = (output / 'gpu_check.log').read_text()
     assert '[vits-vga]   frame 1 prompt:' in log and '== cameras: ok' in log
 
@@ -165,9 +165,9 @@ def test_rows_say_when_their_part_timed_out_failed_or_ran_out_of_memory(tmp_path
     context = gpu_check.Context('cuda', gpu_check.Sizes(), tmp_path)
     report.record(parts['vitl-fhd'], gpu_check.Outcome('timed out', 45.0), [])
     prompt = parts['vitl-fhd-prompt']
-    bench = context.part_file(prompt.name).parent
-    bench.mkdir(parents=True)
-    (bench / 'bench.json').write_text(json.dumps({'speed': [{
+    folder = context.part_file(prompt.name).parent
+    folder.mkdir(parents=True)
+    (folder / 'speed.json').write_text(json.dumps({'speed': [{
         'backbone': 'vitl', 'resolution': 'fhd', 'method': 'prompt', 'seconds': float('nan'),
         'peak_mb': float('nan'), 'iterations': 0.0,
         'error': 'OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'}]}))

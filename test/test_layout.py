@@ -100,11 +100,19 @@ LAYERS = (
     ('lrda_ros.engine', 'lrda_ros.geometry', 'lrda_ros.colormap'),
     ('lrda_ros.messages', 'lrda_ros.world'),
     ('lrda_ros.pipeline',),
+    ('lrda_ros.datasets',),
     ('lrda_ros.eval',),
+    ('lrda_ros.speed', 'lrda_ros.paper'),
     ('lrda_ros.ros',),
     ('lrda_ros.demo', 'lrda_ros.densify'),
     ('lrda_ros.cli',),
 )
+#: The evaluation rooms: accuracy on one source (eval), its frames (datasets), the paper's
+#: table (paper) and speed measurement (speed). Each is read in a sitting: small modules, and a
+#: folder a fraction of the package.
+ROOMS = ('lrda_ros.datasets', 'lrda_ros.eval', 'lrda_ros.paper', 'lrda_ros.speed')
+MAX_ROOM_MODULE_LINES = 400
+MAX_ROOM_LINES = 3000
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -122,6 +130,40 @@ def _layer(module: str) -> tuple[int, str]:
 def test_every_module_is_in_a_layer():
     for name in MODULES:
         _layer(name)
+
+
+def _lines(name: str) -> int:
+    return len(MODULES[name].read_text().splitlines())
+
+
+@pytest.mark.parametrize('room', ROOMS)
+def test_each_evaluation_room_reads_in_a_sitting(room):
+    modules = [name for name in MODULES if name == room or name.startswith(room + '.')]
+    large = {name: _lines(name) for name in modules if _lines(name) > MAX_ROOM_MODULE_LINES}
+    assert not large, f'modules over {MAX_ROOM_MODULE_LINES} lines: {large}'
+    total = sum(_lines(name) for name in modules)
+    assert total <= MAX_ROOM_LINES, f'{room} has {total} lines'
+
+
+#: Every folder of the package, as a unit of the layers: its subpackages are part of it.
+FOLDERS = sorted(f'lrda_ros.{path.name}' for path in PACKAGE.iterdir()
+                 if (path / '__init__.py').is_file())
+
+
+def test_every_folder_has_its_own_place_in_the_layers():
+    named = {unit for units in LAYERS for unit in units}
+    assert set(FOLDERS) - named == set(), 'add the folder to LAYERS'
+
+
+def test_folders_import_one_way():
+    """Between any two folders (and top-level modules), imports go one way only, downwards."""
+    edges = {(_layer(name)[1], _layer(target)[1]) for name, targets in GRAPH.items()
+             for target in targets}
+    edges = {(a, b) for a, b in edges if a != b}
+    both_ways = sorted((a, b) for a, b in edges if (b, a) in edges and a < b)
+    assert not both_ways, f'folders importing each other: {both_ways}'
+    for importer, imported in edges:
+        assert _layer(importer)[0] >= _layer(imported)[0], (importer, imported)
 
 
 @pytest.mark.parametrize('name', sorted(MODULES))
@@ -147,8 +189,10 @@ def test_engine_and_geometry_are_independent():
 
 
 def test_the_layer_check_catches_an_upward_edge():
-    assert _layer('lrda_ros.messages.rosbag')[0] < _layer('lrda_ros.eval.datasets.rosbag')[0]
+    assert _layer('lrda_ros.messages.rosbag')[0] < _layer('lrda_ros.datasets.rosbag')[0]
     assert _layer('lrda_ros.ros.node')[0] > _layer('lrda_ros.pipeline')[0]
+    assert _layer('lrda_ros.datasets.rosbag')[0] < _layer('lrda_ros.eval.run')[0] < _layer(
+        'lrda_ros.paper.run')[0] == _layer('lrda_ros.speed.run')[0]
 
 
 @pytest.mark.parametrize('name', sorted(n for n in MODULES if n.startswith('lrda_ros.geometry')))

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import itertools
 
-from lrda_ros.eval import report
-from lrda_ros.eval.datasets import Frame
+from lrda_ros.datasets import Frame
+from lrda_ros.eval import figures
 import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -33,9 +33,9 @@ matplotlib.use('Agg')
 @pytest.fixture
 def saved(monkeypatch):
     """Collect the figures the report functions save, instead of writing them."""
-    figures = []
-    monkeypatch.setattr(Figure, 'savefig', lambda self, *a, **k: figures.append(self))
-    return figures
+    drawn = []
+    monkeypatch.setattr(Figure, 'savefig', lambda self, *a, **k: drawn.append(self))
+    return drawn
 
 
 def _frame(with_truth: bool) -> Frame:
@@ -64,7 +64,7 @@ def test_frame_figure_has_no_empty_axes(saved, tmp_path, with_truth, methods):
     frame = _frame(with_truth)
     predictions = {f'method{i}': frame.gt_depth if with_truth else np.full(
         frame.sparse_depth.shape, 5.0, np.float32) for i in range(methods)}
-    report.frame_figure(frame, predictions, tmp_path / 'figure.png')
+    figures.frame_figure(frame, predictions, tmp_path / 'figure.png')
     figure = saved[0]
     bars = [axis for axis in figure.axes if hasattr(axis, '_colorbar')]
     panels = [axis for axis in figure.axes if axis not in bars]
@@ -115,7 +115,7 @@ def test_speed_accuracy_labels_never_overlap(saved, tmp_path, points):
     summary = {name: {'frames': 3, 'seconds_per_frame': seconds, 'mae': mae}
                for name, (seconds, mae) in points.items()}
     summary['failed'] = {'frames': 0}  # a method without frames has no point and no label
-    report.speed_accuracy_plot(summary, tmp_path / 'plot.png', 'title')
+    figures.speed_accuracy_plot(summary, tmp_path / 'plot.png', 'title')
     axis, boxes, markers, renderer = _label_boxes(saved[0])
     assert sorted(boxes) == sorted(points)
     for (name_a, a), (name_b, b) in itertools.combinations(boxes.items(), 2):

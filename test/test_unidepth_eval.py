@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""``lrda eval`` and ``lrda bench`` on UniDepthV2."""
+"""``lrda eval`` and ``lrda speed`` on UniDepthV2."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ from pathlib import Path
 
 from lrda_ros.engine import TTOConfig
 from lrda_ros.engine.unidepth import UniDepthModel
-from lrda_ros.eval import bench
-from lrda_ros.eval.bench import BenchOptions, LidarPattern, measure_configuration
 from lrda_ros.eval.run import EvalOptions, run_evaluation
+from lrda_ros.speed import inputs as speed_inputs, run as speed_run
+from lrda_ros.speed.inputs import LidarPattern
+from lrda_ros.speed.run import measure_configuration, SpeedOptions
 import numpy as np
 from PIL import Image
 import pytest
@@ -71,16 +72,16 @@ def test_lrda_eval_runs_unidepth_with_the_frames_camera(tmp_path, monkeypatch):
     assert given and all(np.allclose(k, camera_matrix(48, 56)) for k in given)
 
 
-def test_bench_names_unidepth_backbones_and_skips_what_does_not_apply():
-    options = BenchOptions(backbones=('vits', 'unidepth-vits'), resolutions=('vga',))
+def test_speed_names_unidepth_backbones_and_skips_what_does_not_apply():
+    options = SpeedOptions(backbones=('vits', 'unidepth-vits'), resolutions=('vga',))
     config = TTOConfig(device='cpu', dtype='float32')
-    dpt = [run.label for run in bench._plan(options, config, 'vits')]
-    unidepth = [run.label for run in bench._plan(options, config, 'unidepth-vits')]
+    dpt = [run.label for run in speed_run._plan(options, config, 'vits')]
+    unidepth = [run.label for run in speed_run._plan(options, config, 'unidepth-vits')]
     assert 'lrda-strips' in dpt and 'lrda, dense head' in dpt
     assert unidepth == ['lrda', 'lrda-warm', 'encoder-lora', 'prompt', 'lrda, contiguous']
     with pytest.raises(ValueError, match='unidepth-vitb'):
-        BenchOptions(backbones=('unidepth-vitx',))
-    model = bench.bench_model('unidepth-vits', seed=0)
+        SpeedOptions(backbones=('unidepth-vitx',))
+    model = speed_inputs.random_model('unidepth-vits', seed=0)
     assert isinstance(model, UniDepthModel) and model.config.embed_dim == 384
 
 

@@ -35,11 +35,12 @@ from tqdm import tqdm
 
 from .. import world
 from ..colormap import colorize_depth, depth_display_range
+from ..datasets import Frame
 from ..engine.loading import load_depth_model
-from ..eval.datasets import Frame
+from ..eval.figures import frame_figure
 from ..eval.harness import EvalResult, FrameRecord, score_confidence
 from ..eval.metrics import compute_metrics
-from ..eval.report import frame_figure, summary_markdown, write_csv, write_summary
+from ..eval.report import summary_markdown, write_csv, write_summary
 from ..eval.temporal import TemporalTracker
 from ..geometry import ProjectionConfig, RigidTransform
 from ..messages.rosbag import BagTopics, RosbagSource
@@ -234,7 +235,7 @@ def _bag_frames(bag: Path, projection: ProjectionConfig) -> list[Frame]:
     Each holds the sparse depth its LiDAR projects to, as the node computes it, the ground
     truth from the depth topic, K and the camera pose the bag's /tf gives.
     """
-    from ..eval.datasets.rosbag import RosbagDataset
+    from ..datasets.rosbag import RosbagDataset
 
     dataset = RosbagDataset(bag, BagTopics(IMAGE_TOPIC, INFO_TOPIC, POINTS_TOPIC, DEPTH_TOPIC),
                             projection=projection)

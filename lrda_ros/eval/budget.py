@@ -26,9 +26,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
-from .datasets import Frame
 from .harness import evaluate
 from .methods import METHODS, TTOMethod
+from ..datasets import Frame
 from ..engine import DepthModel, TTOConfig
 
 #: The methods of the curve: cold starts, and warm starts along the sequence.

@@ -28,12 +28,12 @@ from typing import Callable, Iterable, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from .datasets import Frame
 from .methods import Method
 from .metrics import aggregate, compute_metrics, DepthMetrics
 from .profiling import Measure
 from .temporal import TemporalTracker
 from .uncertainty import frame_sparsification, mean_finite
+from ..datasets import Frame
 from ..errors import InputError
 from ..geometry.confidence import depth_confidence, support_confidence
 

@@ -18,7 +18,7 @@ The methods compared by evaluation and benchmarks, behind one small interface.
 Every learned method is the same test-time optimization loop with a different scope (see
 :class:`~lrda_ros.engine.config.Scope`); ``scale-shift`` is that loop with zero steps, and
 ``classical`` is IP-Basic morphological filling, a floor that needs no network.
-:data:`METHODS` is the only registry of method names: ``lrda eval`` and ``lrda bench`` both
+:data:`METHODS` is the only registry of method names: ``lrda eval`` and ``lrda speed`` both
 build (or time) their methods from it and check ``--methods`` with :func:`check_method_names`.
 """
 

@@ -15,8 +15,6 @@
 """
 Wall time and peak memory of one call, on CUDA (allocator peak) or the CPU (sampled heap).
 
-Also what in a call makes the host wait for the device (``host_synchronizations``).
-
 On the CPU, torch allocates from the C heap, so the peak is the largest growth of the bytes in
 use (glibc ``mallinfo2``: small blocks plus mmapped ones) over the call's start, sampled every
 50 ms by a background thread. Unlike the resident set size, this does not stay high
@@ -30,18 +28,13 @@ growth.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 import ctypes
 from dataclasses import dataclass
 import os
 import threading
 import time
-from typing import Iterator
-import warnings
 
 import torch
-from torch.overrides import TorchFunctionMode
-from torch.utils._python_dispatch import TorchDispatchMode
 
 _PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
 
@@ -128,86 +121,3 @@ class Measure:
             peak = max(self._peak, self._cpu_bytes())
         self.result.seconds = time.perf_counter() - self._start
         self.result.peak_bytes = max(0, peak - self._baseline)
-
-
-aten = torch.ops.aten
-
-#: ATen operations whose output value or shape the host must read from the device.
-HOST_READ_OPS = {
-    aten._local_scalar_dense.default, aten.nonzero.default, aten.nonzero_static.default,
-    aten.masked_select.default, aten._unique2.default, aten.unique_dim.default,
-    aten.unique_consecutive.default, aten.bincount.default, aten.repeat_interleave.Tensor,
-    aten.is_nonzero.default, aten.equal.default, aten.allclose.default,
-}
-#: Tensor methods that copy device memory to the host without an ATen operation.
-HOST_READ_METHODS = {torch.Tensor.tolist, torch.Tensor.numpy, torch.Tensor.cpu,
-                     torch.Tensor.item}
-INDEX_OPS = {aten.index.Tensor, aten.index_put.default, aten.index_put_.default,
-             aten._index_put_impl_.default}
-
-
-class HostReads(TorchDispatchMode):
-    """
-    Count the ATen operations that read device values on the host.
-
-    ``aten._local_scalar_dense`` behind ``.item()``/``float()``/``bool()``, ``nonzero``,
-    ``masked_select``, ``unique``, indexing with a boolean mask, other data-dependent shapes.
-    They run on CPU tensors too, where nothing waits: so they are counted on any device.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in HOST_READ_OPS:
-            self.ops.append(str(func))
-        elif func in INDEX_OPS and any(
-                isinstance(i, torch.Tensor) and i.dtype == torch.bool
-                for i in (args[1] or ())):
-            self.ops.append(f'{func} with a boolean mask')
-        return func(*args, **(kwargs or {}))
-
-
-class HostCopies(TorchFunctionMode):
-    """Count ``.tolist()``, ``.numpy()``, ``.cpu()`` and ``.item()`` (no ATen call for some)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: list[str] = []
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        if func in HOST_READ_METHODS:
-            self.ops.append(func.__name__)
-        return func(*args, **(kwargs or {}))
-
-
-#: How torch.cuda's sync debug mode ('warn') words each synchronization.
-_CUDA_SYNC_WARNING = 'synchronizing CUDA operation'
-
-
-@contextmanager
-def host_synchronizations(device: torch.device | str) -> Iterator[list[str]]:
-    """
-    Yield a list that names, once the block ends, each time the block made the host wait.
-
-    On CUDA, the synchronizations themselves, as torch.cuda's sync debug mode reports them;
-    on other devices nothing waits, so the operations that would (HostReads, HostCopies).
-    """
-    found: list[str] = []
-    if torch.device(device).type != 'cuda':
-        reads, copies = HostReads(), HostCopies()
-        with copies, reads:
-            yield found
-        found.extend(reads.ops + copies.ops)
-        return
-    previous = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter('always')
-        torch.cuda.set_sync_debug_mode('warn')
-        try:
-            yield found
-        finally:
-            torch.cuda.set_sync_debug_mode(previous)
-    found.extend(str(warning.message).splitlines()[0] for warning in caught
-                 if _CUDA_SYNC_WARNING in str(warning.message))

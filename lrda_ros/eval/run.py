@@ -32,11 +32,12 @@ from typing import Iterator
 
 import numpy as np
 
-from .datasets import (
-    DEFAULT_PROTOCOLS, Frame, FrameDataset, LIDAR_KINDS, open_dataset, SamplingProtocol)
+from .figures import frame_figure
 from .harness import EvalResult, evaluate
 from .methods import build_method, check_method_names, METHODS
-from .report import figure_path, frame_figure, report_metadata, write_report
+from .report import figure_path, report_metadata, write_report
+from ..datasets import (
+    DEFAULT_PROTOCOLS, Frame, FrameDataset, LIDAR_KINDS, open_dataset, SamplingProtocol)
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..errors import ConfigError

@@ -43,7 +43,7 @@ image.
 
 The defaults (finest reach 0.5 spacing, 5 scales, 5 % in depth, prior 0.1) were chosen on
 the three real datasets of the project's samples (KITTI DC, NYUv2, iBims-1; demo prior,
-``lrda`` output under the ``lrda benchmark`` protocols): against one scale of reach 1
+``lrda`` output under the ``lrda paper`` protocols): against one scale of reach 1
 spacing they cut the MAE on every frame (KITTI DC 0.441 -> 0.326 m and 0.493 -> 0.358 m,
 NYUv2 0.156 -> 0.127 m on its first frame); a range of 10 % was no better.
 """

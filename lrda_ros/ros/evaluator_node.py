@@ -55,10 +55,11 @@ from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
-from ..eval.datasets import Frame
+from ..datasets import Frame
+from ..eval.figures import frame_figure
 from ..eval.harness import EvalResult, FrameRecord
 from ..eval.metrics import compute_metrics
-from ..eval.report import figure_path, frame_figure, report_metadata, write_report
+from ..eval.report import figure_path, report_metadata, write_report
 from ..eval.temporal import TemporalTracker
 from ..messages.conversions import depth_image_to_array, image_to_rgb
 from ..messages.stamps import stamp_text, stamp_to_ns

@@ -112,7 +112,7 @@ class CompletionCore:
     _worker: threading.Thread | None = None
     #: Set when the worker met a defect: the process ends with exit code 1.
     failed: bool = False
-    # The single camera's state under the node's own names (tests, bag replay, lrda bench).
+    # The single camera's state under the node's own names (tests, bag replay, lrda speed).
     stats = first_camera('stats')
     subscriptions_handle = first_camera('subscriptions_handle')
     pub_depth, pub_info, pub_sparse = map(first_camera, ('pub_depth', 'pub_info', 'pub_sparse'))

@@ -12,14 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The ``lrda benchmark`` report: our numbers beside the paper's (Markdown, JSON, PNG)."""
+"""The ``lrda paper`` report: our numbers beside the paper's (Markdown, JSON, PNG)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from .paper import PAPER_DATASETS, paper_row, REFERENCE_ROWS
+from .published import PAPER_DATASETS, paper_row, REFERENCE_ROWS
 
 
 def _cell(value: float | None, digits: int = 3) -> str:
@@ -54,11 +54,11 @@ def comparison_rows(data: dict) -> list[dict]:
     return rows
 
 
-def benchmark_markdown(data: dict, rows: list[dict]) -> str:
+def paper_markdown(data: dict, rows: list[dict]) -> str:
     """Return the report as Markdown."""
     settings = data['settings']
     backbone, origin = data['paper_backbone'], data['backbone_origin']
-    lines = ["# lrda benchmark: the paper's table on its protocols", '',
+    lines = ["# lrda paper: the paper's table on its protocols", '',
              f"Model `{settings.get('model_source')}` on {data['device']}"
              + (f" ({data['workers']} Ray workers)" if data.get('workers', 1) > 1 else '')
              + '; paper rows for '
@@ -134,7 +134,7 @@ def _label(key: str) -> str:
             'ddad': 'DDAD'}[key]
 
 
-def benchmark_plot(data: dict, rows: list[dict], path: Path) -> None:
+def paper_plot(data: dict, rows: list[dict], path: Path) -> None:
     """Draw MAE and RMSE per dataset: our bars, the paper's hatched, Marigold-DC dashed."""
     import matplotlib
     matplotlib.use('Agg')
@@ -181,9 +181,9 @@ def benchmark_plot(data: dict, rows: list[dict], path: Path) -> None:
 
 
 def write_report(data: dict, output: Path) -> None:
-    """Write benchmark.md, benchmark.json and benchmark.png into ``output``."""
+    """Write paper.md, paper.json and paper.png into ``output``."""
     rows = comparison_rows(data)
     data['comparison'] = rows
-    (output / 'benchmark.json').write_text(json.dumps(data, indent=2) + '\n')
-    (output / 'benchmark.md').write_text(benchmark_markdown(data, rows))
-    benchmark_plot(data, rows, output / 'benchmark.png')
+    (output / 'paper.json').write_text(json.dumps(data, indent=2) + '\n')
+    (output / 'paper.md').write_text(paper_markdown(data, rows))
+    paper_plot(data, rows, output / 'paper.png')

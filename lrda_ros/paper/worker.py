@@ -14,10 +14,10 @@
 
 
 """
-The methods of ``lrda benchmark`` on frames: the model loaded once, the same code local or on Ray.
+The methods of ``lrda paper`` on frames: the model loaded once, the same code local or on Ray.
 
-:class:`BenchmarkWorker` is what :mod:`lrda_ros.cluster` runs: in the driver's process, or as a
-Ray actor with ``--ray``. The driver reads the frames (:mod:`lrda_ros.eval.benchmark`), starts
+:class:`PaperWorker` is what :mod:`lrda_ros.cluster` runs: in the driver's process, or as a
+Ray actor with ``--ray``. The driver reads the frames (:mod:`lrda_ros.paper.run`), starts
 a worker on a unit of frames (a dataset's settings) and sends it the frames in order; the worker
 returns each frame's per-method records, which the driver stores.
 """
@@ -27,13 +27,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .datasets import Frame
-from .methods import build_methods, Method, METHODS
-from .metrics import compute_metrics
-from .profiling import Measure
+from ..datasets import Frame
 from ..engine import TTOConfig
 from ..engine.loading import load_depth_model
 from ..errors import InputError
+from ..eval.methods import build_methods, Method, METHODS
+from ..eval.metrics import compute_metrics
+from ..eval.profiling import Measure
 
 #: What a method raises on a frame it cannot complete (bad input, out of memory).
 METHOD_ERRORS = (InputError, RuntimeError, ValueError)
@@ -48,7 +48,7 @@ def clean(value):
     return value
 
 
-class BenchmarkWorker:
+class PaperWorker:
     """Load the model once; run the methods on the frames of one unit after another."""
 
     def __init__(self, model: str, device: str, methods: tuple[str, ...]) -> None:

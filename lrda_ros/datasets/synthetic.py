@@ -21,8 +21,8 @@ from typing import Iterator
 import numpy as np
 
 from .frame import Frame
-from ... import world
-from ...geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
+from .. import world
+from ..geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform
 
 
 def synthetic_frames(config: world.SequenceConfig,

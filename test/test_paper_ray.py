@@ -14,7 +14,7 @@
 
 
 """
-``lrda benchmark --ray``: the frames on a local 2-worker Ray cluster give the local run's table.
+``lrda paper --ray``: the frames on a local 2-worker Ray cluster give the local run's table.
 
 The cluster is a real Ray instance started here (``ray.cluster_utils.Cluster``); the workers are
 Ray actors that load the tiny network once. A local run is the reference; an interrupted copy of
@@ -30,10 +30,10 @@ import sys
 
 import numpy as np
 import pytest
-from test_eval_benchmark import _ibims_samples, _void_release
+from test_paper import _ibims_samples, _void_release
 
 from lrda_ros.cli import main as lrda_main  # noqa: I100
-from lrda_ros.eval.benchmark import BenchmarkOptions, run_benchmark
+from lrda_ros.paper import PaperOptions, run_paper
 
 METHODS = ('scale-shift', 'lrda', 'lrda-warm')
 
@@ -49,8 +49,8 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def _options(tmp_path, model, output, methods, **extra) -> BenchmarkOptions:
-    return BenchmarkOptions(
+def _options(tmp_path, model, output, methods, **extra) -> PaperOptions:
+    return PaperOptions(
         roots={'ibims': tmp_path / 'ibims', 'void': tmp_path / 'void_release'},
         output=tmp_path / output, methods=methods, model=str(model), device='cpu',
         iterations=2, processing_size=56, progress=False, **extra)
@@ -75,7 +75,7 @@ def test_a_run_resumed_on_ray_gives_the_local_table(tmp_path, tiny_model_dir, on
 
     _ibims_samples(tmp_path / 'ibims')
     _void_release(tmp_path / 'void_release')  # 2 frames readable, 2 skipped
-    local = run_benchmark(_options(tmp_path, tiny_model_dir, 'local', METHODS))
+    local = run_paper(_options(tmp_path, tiny_model_dir, 'local', METHODS))
     # An interrupted run: iBims lost a warm-started result (so its frames stay on one worker,
     # in order), VOID only cold-start ones (so each frame goes to any worker).
     output = tmp_path / 'ray'
@@ -91,8 +91,8 @@ def test_a_run_resumed_on_ray_gives_the_local_table(tmp_path, tiny_model_dir, on
         store.write_text('\n'.join(kept) + '\n')
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 2})
     try:
-        resumed = run_benchmark(_options(tmp_path, tiny_model_dir, 'ray', METHODS,
-                                         ray_address=cluster.address, workers=2, resume=True))
+        resumed = run_paper(_options(tmp_path, tiny_model_dir, 'ray', METHODS,
+                                    ray_address=cluster.address, workers=2, resume=True))
     finally:
         cluster.shutdown()
     for key, records in lost.items():
@@ -109,9 +109,9 @@ def test_a_run_resumed_on_ray_gives_the_local_table(tmp_path, tiny_model_dir, on
     for key in ('ibims', 'void'):
         assert np.isfinite(resumed['datasets'][key]['methods']['lrda']['mae'])
     assert resumed['datasets']['void']['frames_skipped'] == 2
-    markdown = (output / 'benchmark.md').read_text()
+    markdown = (output / 'paper.md').read_text()
     assert markdown.count('| VOID | lrda-warm |') == 2 and 'on cpu (2 Ray workers)' in markdown
-    assert (output / 'benchmark.png').stat().st_size > 10000
+    assert (output / 'paper.png').stat().st_size > 10000
 
 
 def _free_port() -> int:
@@ -134,21 +134,21 @@ def test_bad_ray_options_end_in_one_line(arguments, message, tmp_path, capsys):
     (tmp_path / 'ibims').mkdir()
     port = _free_port()
     arguments = [a.format(port=port) for a in arguments]
-    code = lrda_main(['benchmark', '--ibims', str(tmp_path / 'ibims'), '--output',
+    code = lrda_main(['paper', '--ibims', str(tmp_path / 'ibims'), '--output',
                       str(tmp_path / 'out')] + arguments)
     error = capsys.readouterr().err.strip()
     assert code == 1 and error.splitlines() == [
-        'lrda benchmark: error: ' + error.split('error: ', 1)[1]], error
+        'lrda paper: error: ' + error.split('error: ', 1)[1]], error
     assert message.format(port=port) in error, error
     assert not (tmp_path / 'out').exists()  # refused before anything was written
 
 
-@pytest.mark.parametrize('command', ['benchmark', 'densify'])
+@pytest.mark.parametrize('command', ['paper', 'densify'])
 def test_without_ray_installed_the_error_says_what_to_install(command, tmp_path, capsys,
                                                               monkeypatch):
     monkeypatch.setitem(sys.modules, 'ray', None)  # import ray raises ImportError
     (tmp_path / 'data').mkdir()
-    data = ['--ibims', str(tmp_path / 'data')] if command == 'benchmark' else [
+    data = ['--ibims', str(tmp_path / 'data')] if command == 'paper' else [
         str(tmp_path / 'data')]
     code = lrda_main([command, *data, '--output', str(tmp_path / 'out'), '--ray', 'auto'])
     assert code == 1

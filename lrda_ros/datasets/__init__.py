@@ -52,7 +52,7 @@ from .matfile import MatFileError, read_mat
 from .nyu import NYU_INTRINSICS, nyu_intrinsics, NYU_PROTOCOL, NYUv2, NYUv2Mat, split_indices
 from .rosbag import RosbagDataset
 from .void import VOID
-from ...messages.rosbag import BagTopics, RosbagSource
+from ..messages.rosbag import BagTopics, RosbagSource
 
 _REGISTRY = MappingProxyType({
     'kitti_dc': KittiDepthCompletion,

@@ -35,7 +35,7 @@ from .files import (
     sanitize_depth)
 from .frame import Frame, FrameDataset, SamplingProtocol
 from .matfile import read_mat
-from ...errors import InputError
+from ..errors import InputError
 
 #: NYUv2 Kinect RGB intrinsics at 640x480: fx, fy, cx, cy (pixels).
 NYU_INTRINSICS = (518.8579, 519.46961, 325.58245, 253.73617)

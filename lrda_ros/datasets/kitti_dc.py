@@ -32,7 +32,7 @@ from .files import (
     check_same_size, first_existing, layout_error, list_files, read_depth_png,
     read_intrinsics_txt, read_rgb)
 from .frame import bottom_center_crop, Frame, FrameDataset, SamplingProtocol
-from ...geometry import filter_outliers, OutlierFilter, SPARSE_INPUT_FILTER
+from ..geometry import filter_outliers, OutlierFilter, SPARSE_INPUT_FILTER
 
 #: Size (W, H) of the official KITTI depth-completion selection (bottom-centre crop).
 KITTI_OFFICIAL_SIZE = (1216, 352)

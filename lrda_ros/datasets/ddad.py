@@ -63,8 +63,8 @@ import numpy as np
 
 from .files import layout_error, read_rgb
 from .frame import Frame, FrameDataset
-from ...errors import InputError
-from ...geometry import (
+from ..errors import InputError
+from ..geometry import (
     CameraModel, DDAD_GROUND_TRUTH_FILTER, filter_outliers, lidar_to_sparse_depth, OutlierFilter,
     ProjectionConfig, RigidTransform, SPARSE_INPUT_FILTER)
 

@@ -36,7 +36,7 @@ import zlib
 
 import numpy as np
 
-from ...errors import InputError
+from ..errors import InputError
 
 # Data element types (MAT-File Format, table 1-1).
 _MI_DTYPES = {1: 'i1', 2: 'u1', 3: 'i2', 4: 'u2', 5: 'i4', 6: 'u4', 7: 'f4', 9: 'f8', 12: 'i8',

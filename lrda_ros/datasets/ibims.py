@@ -38,7 +38,7 @@ from .files import (
     sanitize_depth)
 from .frame import Frame, FrameDataset
 from .matfile import read_mat
-from ...errors import InputError
+from ..errors import InputError
 
 #: Sparse points per image and the seed of Marigold-DC's draw.
 IBIMS_POINTS, IBIMS_SEED = 1000, 2024

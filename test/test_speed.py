@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The benchmark's building blocks: realistic inputs, a measured frame, tables and plots."""
+"""``lrda speed``'s building blocks: realistic inputs, a measured frame, tables and plots."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ import math
 
 from lrda_ros.cli import main
 from lrda_ros.engine import Scope, TTOConfig
-from lrda_ros.eval import bench
-from lrda_ros.eval.bench import (
-    _summarize, bench_frames, BenchOptions, LidarPattern, measure_configuration, RESOLUTIONS,
-    speed_plot, speed_table)
+from lrda_ros.speed import run as speed_run
+from lrda_ros.speed.inputs import LidarPattern, panning_frames, RESOLUTIONS
+from lrda_ros.speed.report import speed_plot, speed_table
+from lrda_ros.speed.run import _summarize, measure_configuration, SpeedOptions
 import numpy as np
 import pytest
 
 
-def test_bench_frames_pan_and_carry_lidar_at_the_requested_density():
-    frames = bench_frames(48, 64, 3, LidarPattern(0.05, top=0.0), seed=0)
+def test_panning_frames_pan_and_carry_lidar_at_the_requested_density():
+    frames = panning_frames(48, 64, 3, LidarPattern(0.05, top=0.0), seed=0)
     assert len(frames) == 3
     for rgb, sparse in frames:
         assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8
@@ -42,19 +42,19 @@ def test_bench_frames_pan_and_carry_lidar_at_the_requested_density():
 
 def test_the_default_pattern_leaves_the_rows_above_the_lidar_empty_as_kitti_does():
     # KITTI's HDL-64 in the colour camera: no return above row ~122 of 375, ~4 % overall.
-    rgb, sparse = bench_frames(375, 1242, 1, BenchOptions().lidar, seed=0)[0]
+    rgb, sparse = panning_frames(375, 1242, 1, SpeedOptions().lidar, seed=0)[0]
     rows = np.nonzero((sparse > 0).any(axis=1))[0]
     assert 120 <= rows.min() <= 126 and rows.max() == 374
     assert 0.035 < np.count_nonzero(sparse) / sparse.size < 0.045
     with pytest.raises(ValueError, match='--lidar-top'):
-        BenchOptions(lidar_top=1.0)
+        SpeedOptions(lidar_top=1.0)
     with pytest.raises(ValueError, match='--lidar-fraction'):
-        BenchOptions(lidar_fraction=0.8, lidar_top=0.3)
+        SpeedOptions(lidar_fraction=0.8, lidar_top=0.3)
 
 
-def test_a_method_that_needs_camera_poses_is_refused_by_the_timing_bench():
+def test_a_method_that_needs_camera_poses_is_refused_by_lrda_speed():
     with pytest.raises(ValueError, match='lrda-warm-fused fuses frames by the camera pose'):
-        BenchOptions(methods=('lrda', 'lrda-warm-fused'))
+        SpeedOptions(methods=('lrda', 'lrda-warm-fused'))
 
 
 @pytest.mark.slow
@@ -81,14 +81,14 @@ def test_tables_and_plot(tmp_path):
     assert '| vits | vga | 700 | 500 | 400 |' in table
     unstructured = [{**row, 'encoder_s': math.nan} for row in rows]  # --no-structure
     assert 'encoder pass' not in speed_table(unstructured)
-    speed_plot(rows, tmp_path / 'bench.png')
-    assert (tmp_path / 'bench.png').stat().st_size > 5_000
+    speed_plot(rows, tmp_path / 'speed.png')
+    assert (tmp_path / 'speed.png').stat().st_size > 5_000
 
 
 def test_command_line_options_reach_the_engine_configuration(monkeypatch):
     given = []
-    monkeypatch.setattr(bench, 'run_bench', lambda options, accuracy: given.append(options))
-    assert main(['bench', '--compile', '--no-structure', '--iterations', '5', '--device',
+    monkeypatch.setattr(speed_run, 'run_speed', lambda options, accuracy: given.append(options))
+    assert main(['speed', '--compile', '--no-structure', '--iterations', '5', '--device',
                  'cpu', '--dtype', 'float32']) == 0
     options, = given
     assert options.compile and not options.structure
@@ -96,7 +96,7 @@ def test_command_line_options_reach_the_engine_configuration(monkeypatch):
     assert config.compile and config.iterations == 5 and config.device == 'cpu'
     # Random weights: nothing may stop a frame's steps early or undo one.
     assert config.divergence_factor == math.inf and config.backtrack_fraction == 1.0
-    assert not BenchOptions().tto_config().compile and BenchOptions().structure
+    assert not SpeedOptions().tto_config().compile and SpeedOptions().structure
 
 
 def test_a_failed_configuration_keeps_its_error_in_the_row():

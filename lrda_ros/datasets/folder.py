@@ -24,7 +24,7 @@ from .files import (
     check_same_size, find_with_suffix, first_existing, layout_error, list_files, read_depth,
     read_intrinsics_txt, read_rgb, RGB_SUFFIXES, stem_stamp_ns)
 from .frame import Frame, FrameDataset, SamplingProtocol
-from ...pipeline import holdout_split
+from ..pipeline import holdout_split
 
 _FOLDER_LAYOUT = """\
   root/rgb/<name>.png|.jpg|.jpeg    RGB images; <name> orders the frames

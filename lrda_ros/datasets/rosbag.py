@@ -29,14 +29,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .frame import Frame, FrameDataset
-from ..poses import fixed_frame_of, lidar_odometry_available, LidarOdometry
-from ...geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
-from ...geometry import TransformTree
-from ...messages.compressed import any_depth_to_array, any_image_to_rgb
-from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
-from ...messages.rosbag import BagError, BagTopics, RosbagSource
-from ...messages.stamps import stamp_from_ns, stamp_text
-from ...pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
+from .poses import fixed_frame_of, lidar_odometry_available, LidarOdometry
+from ..geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
+from ..geometry import TransformTree
+from ..messages.compressed import any_depth_to_array, any_image_to_rgb
+from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ..messages.rosbag import BagError, BagTopics, RosbagSource
+from ..messages.stamps import stamp_from_ns, stamp_text
+from ..pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
 
 EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
                   'or --lidar-to-camera-translation X,Y,Z --lidar-to-camera-rotation X,Y,Z,W '

@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""lrda benchmark: tiny layouts end to end (skips, resume), and the shared real samples."""
+"""lrda paper: tiny layouts end to end (skips, resume), and the shared real samples."""
 
 import json
 from pathlib import Path
@@ -23,8 +23,8 @@ import sys
 import time
 
 from lrda_ros.errors import ConfigError
-from lrda_ros.eval.benchmark import BenchmarkOptions, run_benchmark
-from lrda_ros.eval.paper import backbone_of, paper_row
+from lrda_ros.paper import PaperOptions, run_paper
+from lrda_ros.paper.published import backbone_of, paper_row
 import numpy as np
 from PIL import Image
 import pytest
@@ -80,14 +80,14 @@ def _void_release(root: Path) -> None:
         (base / f'test_{role}.txt').write_text('\n'.join(entries) + '\n')
 
 
-def _options(tmp_path: Path, model: Path, **extra) -> BenchmarkOptions:
+def _options(tmp_path: Path, model: Path, **extra) -> PaperOptions:
     roots = {'ibims': tmp_path / 'ibims', 'void': tmp_path / 'void_release',
              'ddad': tmp_path / 'ddad'}
     values = {'roots': roots, 'output': tmp_path / 'out',
               'methods': ('scale-shift', 'lrda', 'classical'), 'model': str(model),
               'device': 'cpu', 'iterations': 2, 'processing_size': 56, 'progress': False}
     values.update(extra)
-    return BenchmarkOptions(**values)
+    return PaperOptions(**values)
 
 
 def test_tiny_layouts_end_to_end_with_a_skip_and_a_resume(tmp_path, tiny_model_dir):
@@ -96,7 +96,7 @@ def test_tiny_layouts_end_to_end_with_a_skip_and_a_resume(tmp_path, tiny_model_d
     (tmp_path / 'ddad').mkdir()
     _ddad_dataset(tmp_path / 'ddad')
     options = _options(tmp_path, tiny_model_dir)
-    data = run_benchmark(options)
+    data = run_paper(options)
     out = options.output
     void = data['datasets']['void']
     assert void['frames_evaluated'] == 2 and void['frames_skipped'] == 2
@@ -111,26 +111,26 @@ def test_tiny_layouts_end_to_end_with_a_skip_and_a_resume(tmp_path, tiny_model_d
     assert data['datasets']['ibims']['input_points_mean'] == 1000
     assert data['datasets']['ddad']['outliers_removed_mean'] is not None
     assert [d['key'] for d in data['skipped_datasets']] == ['nyuv2', 'kitti_dc']
-    markdown = (out / 'benchmark.md').read_text()
+    markdown = (out / 'paper.md').read_text()
     assert 'DAv2-L + ours (paper)' in markdown and 'Marigold-DC' in markdown
     assert 'NYUv2 (`--nyuv2`)' in markdown and 'VOID frame 1' in markdown
     assert 'VOID frame 3: FileNotFoundError' in markdown
-    saved = json.loads((out / 'benchmark.json').read_text())
+    saved = json.loads((out / 'paper.json').read_text())
     lrda_ibims = next(r for r in saved['comparison']
                       if r['dataset'] == 'ibims' and r['method'] == 'lrda')
     assert lrda_ibims['paper_mae'] == 0.046
     assert lrda_ibims['delta_mae'] == pytest.approx(lrda_ibims['mae'] - 0.046)
-    assert (out / 'benchmark.png').stat().st_size > 10000
+    assert (out / 'paper.png').stat().st_size > 10000
 
     # Interrupted in the middle of a frame: the last records are lost, the last line is cut.
     store = out / 'frames' / 'ddad.jsonl'
     lines = store.read_text().splitlines()
     store.write_text('\n'.join(lines[:-2]) + '\n' + lines[-1][:20])
     with pytest.raises(ConfigError, match='--resume to continue'):
-        run_benchmark(options)
+        run_paper(options)
     with pytest.raises(ConfigError, match='iterations=2'):
-        run_benchmark(_options(tmp_path, tiny_model_dir, iterations=3, resume=True))
-    resumed = run_benchmark(_options(tmp_path, tiny_model_dir, resume=True))
+        run_paper(_options(tmp_path, tiny_model_dir, iterations=3, resume=True))
+    resumed = run_paper(_options(tmp_path, tiny_model_dir, resume=True))
     for key in ('ibims', 'void', 'ddad'):
         for method, entry in resumed['datasets'][key]['methods'].items():
             before = data['datasets'][key]['methods'][method]
@@ -167,12 +167,12 @@ def _lrda(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_cli_errors_are_one_line(tmp_path):
-    result = _lrda('benchmark', '--output', str(tmp_path / 'out'))
+    result = _lrda('paper', '--output', str(tmp_path / 'out'))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        'lrda benchmark: error: no dataset given: pass at least one of --ibims, --void, '
+        'lrda paper: error: no dataset given: pass at least one of --ibims, --void, '
         '--nyuv2, --kitti-dc, --ddad']
-    result = _lrda('benchmark', '--void', str(tmp_path / 'absent'))
+    result = _lrda('paper', '--void', str(tmp_path / 'absent'))
     assert result.returncode == 1 and 'absent: no such file or folder' in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
@@ -181,7 +181,7 @@ def test_cli_errors_are_one_line(tmp_path):
 def test_ctrl_c_then_resume_computes_only_what_was_missing(tmp_path, tiny_model_dir):
     _ibims_samples(tmp_path / 'ibims')
     output = tmp_path / 'out'
-    command = [sys.executable, '-m', 'lrda_ros.cli', 'benchmark', '--ibims',
+    command = [sys.executable, '-m', 'lrda_ros.cli', 'paper', '--ibims',
                str(tmp_path / 'ibims'), '--model', str(tiny_model_dir), '--device', 'cpu',
                '--methods', 'classical,lrda', '--iterations', '100', '--processing-size', '56',
                '--output', str(output)]
@@ -197,7 +197,7 @@ def test_ctrl_c_then_resume_computes_only_what_was_missing(tmp_path, tiny_model_
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 130, stderr
     assert 'interrupted' in stderr and '--resume' in stderr.strip().splitlines()[-1]
-    assert not (output / 'benchmark.json').exists()
+    assert not (output / 'paper.json').exists()
     before = [json.loads(line) for line in store.read_text().splitlines()]
     finished = [(r.get('method'), r['index']) for r in before]
     assert ('lrda', 0) in finished and ('lrda', 1) not in finished
@@ -209,19 +209,19 @@ def test_ctrl_c_then_resume_computes_only_what_was_missing(tmp_path, tiny_model_
     assert records[:len(before)] == before  # what was done stays, untouched
     done = sorted((r['index'], r['method']) for r in records if r['kind'] == 'method')
     assert done == [(0, 'classical'), (0, 'lrda'), (1, 'classical'), (1, 'lrda')]
-    data = json.loads((output / 'benchmark.json').read_text())
+    data = json.loads((output / 'paper.json').read_text())
     assert data['datasets']['ibims']['methods']['lrda']['frames'] == 2
 
 
 @pytest.mark.slow
 def test_shared_data_with_the_demo_prior(shared_data, tmp_path):
-    output = tmp_path / 'bench'
-    result = _lrda('benchmark', '--kitti-dc', str(shared_data / 'kitti_dc'), '--nyuv2',
+    output = tmp_path / 'paper'
+    result = _lrda('paper', '--kitti-dc', str(shared_data / 'kitti_dc'), '--nyuv2',
                    str(shared_data / 'nyu'), '--ibims', str(shared_data / 'ibims'),
                    '--model', 'demo', '--methods', 'scale-shift,lrda', '--max-frames', '1',
                    '--iterations', '1', '--processing-size', '112', '--output', str(output))
     assert result.returncode == 0, result.stderr
-    data = json.loads((output / 'benchmark.json').read_text())
+    data = json.loads((output / 'paper.json').read_text())
     assert data['demo_prior'] and data['paper_backbone'] == 'DAv2-L'
     assert set(data['datasets']) == {'ibims', 'nyuv2', 'kitti_dc'}
     for key, points in (('ibims', 1000), ('nyuv2', 500)):
@@ -230,6 +230,6 @@ def test_shared_data_with_the_demo_prior(shared_data, tmp_path):
     assert kitti['frames_evaluated'] == 1 and kitti['outliers_removed_mean'] > 100
     for result_ in data['datasets'].values():
         assert result_['methods']['lrda']['frames'] == 1
-    assert 'VOID (`--void`), DDAD (`--ddad`)' in (output / 'benchmark.md').read_text()
+    assert 'VOID (`--void`), DDAD (`--ddad`)' in (output / 'paper.md').read_text()
     # The progress bar counts frames over all datasets and estimates the time left.
-    assert re.search(r'benchmark: +\d+%\|.*\| 1/3 \[\d\d:\d\d<\d\d:\d\d', result.stderr)
+    assert re.search(r'paper: +\d+%\|.*\| 1/3 \[\d\d:\d\d<\d\d:\d\d', result.stderr)

@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from ...messages.stamps import sec_nanosec_to_ns
+from ..messages.stamps import sec_nanosec_to_ns
 
 SIXTEEN_BIT_MODES = ('I;16', 'I;16L', 'I;16B', 'I;16N', 'I')
 RGB_SUFFIXES = ('.png', '.jpg', '.jpeg')

@@ -13,14 +13,14 @@
 # limitations under the License.
 
 """
-``lrda benchmark``: the paper's accuracy table in one command, on the paper's protocols.
+``lrda paper``: the paper's accuracy table in one command, on the paper's protocols.
 
 Each given dataset is opened under its protocol (:data:`PROTOCOLS`; the loaders' docstrings
 name the sources), every method runs on every frame, and each frame's results are appended to
 ``frames/<dataset>.jsonl`` at once, so an interrupted run continues with ``--resume`` where it
 stopped (methods resumed mid-sequence start cold). A frame that cannot be read is reported,
 recorded as skipped and left out; a method failing on a frame is recorded as failed. The report
-(``benchmark.md``, ``benchmark.json``, ``benchmark.png``; :mod:`lrda_ros.eval.benchmark_report`)
+(``paper.md``, ``paper.json``, ``paper.png``; :mod:`lrda_ros.paper.report`)
 sets our MAE / RMSE beside the paper's row for the same backbone and method.
 """
 
@@ -38,16 +38,16 @@ import zlib
 import numpy as np
 from tqdm import tqdm
 
-from .benchmark_report import write_report
-from .benchmark_worker import BenchmarkWorker, clean
-from .datasets import DDAD, FrameDataset, IBims, KittiDepthCompletion, NYU_PROTOCOL, NYUv2
-from .datasets import NYUv2Mat, VOID
-from .methods import METHODS
-from .metrics import aggregate, DepthMetrics
-from .paper import backbone_of, PAPER_BACKBONES
+from .published import backbone_of, PAPER_BACKBONES
+from .report import write_report
+from .worker import clean, PaperWorker
 from ..cluster import check_ray_options, make_pool, run_units, Unit
+from ..datasets import DDAD, FrameDataset, IBims, KittiDepthCompletion, NYU_PROTOCOL, NYUv2
+from ..datasets import NYUv2Mat, VOID
 from ..engine import TTOConfig
 from ..errors import ConfigError, InputError
+from ..eval.methods import METHODS
+from ..eval.metrics import aggregate, DepthMetrics
 
 
 def _open_nyu(root: Path, seed: int) -> FrameDataset:
@@ -62,7 +62,7 @@ def _open_nyu(root: Path, seed: int) -> FrameDataset:
 
 
 @dataclass(frozen=True)
-class BenchmarkProtocol:
+class PaperProtocol:
     """One dataset of the table: how to open it, and what its protocol is."""
 
     key: str
@@ -78,30 +78,30 @@ class BenchmarkProtocol:
 
 
 PROTOCOLS = {p.key: p for p in (
-    BenchmarkProtocol('ibims', 'iBims-1', 100, '640x480, 1,000 GT points (Marigold-DC draw, '
-                      'seed 2024)', lambda root, seed: IBims(root)),
-    BenchmarkProtocol('void', 'VOID', 800, '640x480, void_1500 test list, ~1,500 VIO points',
-                      lambda root, seed: VOID(root, split='test')),
-    BenchmarkProtocol('nyuv2', 'NYUv2', 654, 'official test split, 320x240 -> 304x228 crop, '
-                      'GT <= 10 m, 500 GT points', _open_nyu),
-    BenchmarkProtocol('kitti_dc', 'KITTI DC', 1000, 'val_selection_cropped 1216x352, '
-                      'velodyne_raw after the 7x7 / 1.5 m outlier filter',
-                      lambda root, seed: KittiDepthCompletion(root, crop_to_official=True)),
+    PaperProtocol('ibims', 'iBims-1', 100, '640x480, 1,000 GT points (Marigold-DC draw, '
+                  'seed 2024)', lambda root, seed: IBims(root)),
+    PaperProtocol('void', 'VOID', 800, '640x480, void_1500 test list, ~1,500 VIO points',
+                  lambda root, seed: VOID(root, split='test')),
+    PaperProtocol('nyuv2', 'NYUv2', 654, 'official test split, 320x240 -> 304x228 crop, '
+                  'GT <= 10 m, 500 GT points', _open_nyu),
+    PaperProtocol('kitti_dc', 'KITTI DC', 1000, 'val_selection_cropped 1216x352, '
+                  'velodyne_raw after the 7x7 / 1.5 m outlier filter',
+                  lambda root, seed: KittiDepthCompletion(root, crop_to_official=True)),
     # The paper feeds DDAD at about 1274x728 (sides multiples of 14); the engine keeps the
     # aspect ratio: a 1274 longer side gives 1274x798.
-    BenchmarkProtocol('ddad', 'DDAD', 3950, 'val split, CAMERA_01 1936x1216, 20 % of the '
-                      'LiDAR after the 1.5 m filter, GT after the 3 m filter',
-                      lambda root, seed: DDAD(root, split='val', seed=seed),
-                      processing_size=1274),
+    PaperProtocol('ddad', 'DDAD', 3950, 'val split, CAMERA_01 1936x1216, 20 % of the '
+                  'LiDAR after the 1.5 m filter, GT after the 3 m filter',
+                  lambda root, seed: DDAD(root, split='val', seed=seed),
+                  processing_size=1274),
 )}
 
 
 @dataclass
-class BenchmarkOptions:
-    """Everything ``lrda benchmark`` needs; ``roots`` maps dataset keys to their folders."""
+class PaperOptions:
+    """Everything ``lrda paper`` needs; ``roots`` maps dataset keys to their folders."""
 
     roots: dict[str, Path]
-    output: Path = Path('out/benchmark')
+    output: Path = Path('out/paper')
     methods: tuple[str, ...] = ('scale-shift', 'lrda')
     model: str = 'auto'
     device: str = 'auto'
@@ -129,7 +129,7 @@ RESUME_KEYS = ('model', 'iterations', 'warm_iterations', 'learning_rate', 'proce
                'dtype', 'seed')
 
 
-def check_options(options: BenchmarkOptions) -> None:
+def check_options(options: PaperOptions) -> None:
     """Reject unusable options, naming the option."""
     unknown = [m for m in options.methods if m not in METHODS]
     problems = [
@@ -192,7 +192,7 @@ class FrameStore:
 
 # --------------------------------------------------------------------------- the run
 
-def _prepare_output(options: BenchmarkOptions, settings: dict) -> None:
+def _prepare_output(options: PaperOptions, settings: dict) -> None:
     """Refuse to mix with an earlier run unless resumed with its settings, or overwritten."""
     frames_dir = options.output / 'frames'
     run_file = options.output / 'run.json'
@@ -214,7 +214,7 @@ def _prepare_output(options: BenchmarkOptions, settings: dict) -> None:
     frames_dir.mkdir(parents=True, exist_ok=True)
 
 
-def _config(options: BenchmarkOptions, protocol: BenchmarkProtocol) -> TTOConfig:
+def _config(options: PaperOptions, protocol: PaperProtocol) -> TTOConfig:
     size = options.processing_size or protocol.processing_size
     return TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
                      learning_rate=options.learning_rate, processing_size=size,
@@ -226,8 +226,8 @@ def _config(options: BenchmarkOptions, protocol: BenchmarkProtocol) -> TTOConfig
 FRAME_ERRORS = (OSError, ValueError, KeyError, EOFError, zlib.error, IndexError)
 
 
-def _units(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
-           options: BenchmarkOptions, count: int, bar: tqdm) -> list[Unit]:
+def _units(protocol: PaperProtocol, dataset: FrameDataset, store: FrameStore,
+           options: PaperOptions, count: int, bar: tqdm) -> list[Unit]:
     """
     Cut a dataset's frames still to do into units a worker completes in order.
 
@@ -246,7 +246,7 @@ def _units(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore
                  (protocol, store, bar)) for group in groups]
 
 
-def _frames(protocol: BenchmarkProtocol, dataset: FrameDataset, store: FrameStore,
+def _frames(protocol: PaperProtocol, dataset: FrameDataset, store: FrameStore,
             indices: list[int], methods: tuple[str, ...], count: int,
             bar: tqdm) -> Iterator[tuple]:
     """Read the frames (in the driver) as a worker needs them: (index, frame, methods to run)."""
@@ -317,7 +317,7 @@ def summarize(store: FrameStore, methods: tuple[str, ...], count: int) -> dict:
     return summary
 
 
-def run_benchmark(options: BenchmarkOptions) -> dict:
+def run_paper(options: PaperOptions) -> dict:
     """Run every given dataset under its protocol, write the report and return its data."""
     check_options(options)
     options.output = Path(options.output)
@@ -339,11 +339,11 @@ def run_benchmark(options: BenchmarkOptions) -> dict:
               for p, d in opened}
     done = sum(1 for p, _ in opened for i in range(counts[p.key])
                if set(options.methods) <= stores[p.key].done(i))
-    with tqdm(total=sum(counts.values()), initial=done, unit='frame', desc='benchmark',
+    with tqdm(total=sum(counts.values()), initial=done, unit='frame', desc='paper',
               disable=not options.progress) as bar:
         units = [unit for p, d in opened
                  for unit in _units(p, d, stores[p.key], options, counts[p.key], bar)]
-        pool = make_pool(options.ray_address, options.workers, options.device, BenchmarkWorker,
+        pool = make_pool(options.ray_address, options.workers, options.device, PaperWorker,
                          options.model, options.device, options.methods, units=len(units))
         try:
             workers = pool.describe()

@@ -22,8 +22,8 @@ import numpy as np
 
 from .files import layout_error, list_files, read_rgb
 from .frame import Frame, FrameDataset
-from ...geometry import CameraModel, ProjectionConfig, RigidTransform
-from ...pipeline import FrameInputs, HoldoutRule, prepare_frame
+from ..geometry import CameraModel, ProjectionConfig, RigidTransform
+from ..pipeline import FrameInputs, HoldoutRule, prepare_frame
 
 _OBJECT_LAYOUT = """\
   root/image_2/<id>.png        left colour camera (rectified)
