@@ -48,7 +48,8 @@ from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from launch_ros.utilities import prefix_namespace
 from lifecycle_msgs.msg import Transition
-from lrda_ros.ros.launch_arguments import LAUNCH_ARGUMENTS, package_installed
+from lrda_ros.ros.launch_arguments import (
+    DEFAULTS_IN_SHARE, LAUNCH_ARGUMENTS, package_installed)
 from lrda_ros.ros.transport import large_sample_environment
 
 NODE_NAME = 'completion_node'
@@ -240,8 +241,9 @@ def generate_launch_description():
     share = get_package_share_directory('lrda_ros')
     arguments = [DeclareLaunchArgument(
         argument.name, description=argument.description,
-        default_value=os.path.join(share, argument.default) if argument.in_share
-        else argument.default) for argument in LAUNCH_ARGUMENTS]
+        default_value=os.path.join(share, argument.default)
+        if argument.name in DEFAULTS_IN_SHARE else argument.default)
+        for argument in LAUNCH_ARGUMENTS]
     # Megabyte images and clouds need Fast DDS's large-data transports and a large shared-memory
     # segment between processes (the bag player and rviz2 too); the user's choices are kept.
     transports = [SetEnvironmentVariable(name, value)

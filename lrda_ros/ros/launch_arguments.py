@@ -22,23 +22,24 @@ nothing of ROS at module level, so it loads where the launch system is absent.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class LaunchArgument:
+class LaunchArgument(NamedTuple):
     """One launch argument: its name, default (as launch reads it: text) and description."""
 
     name: str
     default: str
     description: str
-    #: The default is a path inside the installed package share (resolved by the launch file).
-    in_share: bool = False
 
+
+#: Arguments whose default is a path inside the installed package share (the launch file
+#: resolves it).
+DEFAULTS_IN_SHARE = frozenset({'params_file'})
 
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('params_file', 'config/completion.yaml',
-                   'Parameter YAML of the completion node.', in_share=True),
+                   'Parameter YAML of the completion node.'),
     LaunchArgument('model', '', 'Override the model parameter (hub id, directory, .pth, demo '
                    'or auto).'),
     LaunchArgument('device', '', 'Override the device parameter (auto, cpu, cuda).'),
