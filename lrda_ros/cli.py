@@ -152,7 +152,7 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def _extrinsic(args):
     """Return the T_camera_lidar of the --lidar-to-camera-* options, or None."""
-    from .ros.parameters import extrinsic_override, InvalidParameterError
+    from .settings.parameters import extrinsic_override, InvalidParameterError
 
     try:
         return extrinsic_override(args.lidar_to_camera_translation or (),
@@ -328,7 +328,8 @@ def _add_densify(commands) -> None:
 
 
 def _run_densify(args) -> int:
-    from .densify import DensifyOptions, load_parameters, run_densify
+    from .densify import DensifyOptions, run_densify
+    from .settings import load_parameters
     from .messages.rosbag import BagTopics
 
     options = DensifyOptions(

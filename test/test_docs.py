@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 import re
 
-from lrda_ros.ros.parameters import PARAMETERS
+from lrda_ros.settings.parameters import PARAMETERS
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]

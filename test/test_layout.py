@@ -98,7 +98,7 @@ def test_only_the_ros_shell_imports_ros(name):
 LAYERS = (
     ('lrda_ros', 'lrda_ros.errors'),
     ('lrda_ros.engine', 'lrda_ros.geometry', 'lrda_ros.colormap'),
-    ('lrda_ros.messages', 'lrda_ros.world'),
+    ('lrda_ros.messages', 'lrda_ros.world', 'lrda_ros.settings'),
     ('lrda_ros.pipeline',),
     ('lrda_ros.datasets',),
     ('lrda_ros.eval',),

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lrda_ros.engine import ModelLoadError
 from lrda_ros.engine.loading import load_depth_model
-from lrda_ros.ros.parameters import PARAMETERS
+from lrda_ros.settings.parameters import PARAMETERS
 import pytest
 
 README = Path(__file__).resolve().parents[1] / 'README.md'

@@ -261,7 +261,7 @@ def test_bfloat16_completes_frames_with_the_sparse_head(system, frames):
 def test_a_precision_the_device_cannot_run_stops_start_up_naming_dtype(
         monkeypatch, ros_context, namespace, tiny_model_dir, frames):
     from lrda_ros.engine import tto, UnsupportedPrecisionError
-    from lrda_ros.ros.parameters import InvalidParameterError
+    from lrda_ros.settings.parameters import InvalidParameterError
 
     def unsupported(device, name):
         raise UnsupportedPrecisionError(f'dtype {name!r}: not on this device; use float32')

@@ -29,7 +29,7 @@ from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 from lrda_ros.ros.latest_slot import LatestSlots  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
-from lrda_ros.ros.parameters import InvalidParameterError  # noqa: E402
+from lrda_ros.settings.parameters import InvalidParameterError  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2  # noqa: E402

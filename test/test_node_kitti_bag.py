@@ -27,8 +27,8 @@ from lrda_ros.messages.conversions import (  # noqa: E402
     camera_info_to_camera_model, depth_image_to_array, pointcloud2_to_xyz)
 from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
-from lrda_ros.ros.parameters import NodeSettings  # noqa: E402
 from lrda_ros.ros.replay import LockstepReplay  # noqa: E402
+from lrda_ros.settings.parameters import NodeSettings  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 

@@ -20,7 +20,7 @@ import threading
 
 from lrda_ros.colormap import colorize_depth, turbo
 from lrda_ros.ros.latest_slot import LatestSlot
-from lrda_ros.ros.parameters import (
+from lrda_ros.settings.parameters import (
     closest_parameter, coerce_value, extrinsic_override, InvalidParameterError, NodeSettings,
     PARAMETERS)
 import numpy as np

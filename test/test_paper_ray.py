@@ -92,7 +92,7 @@ def test_a_run_resumed_on_ray_gives_the_local_table(tmp_path, tiny_model_dir, on
     cluster = Cluster(initialize_head=True, head_node_args={'num_cpus': 2})
     try:
         resumed = run_paper(_options(tmp_path, tiny_model_dir, 'ray', METHODS,
-                                    ray_address=cluster.address, workers=2, resume=True))
+                                     ray_address=cluster.address, workers=2, resume=True))
     finally:
         cluster.shutdown()
     for key, records in lost.items():

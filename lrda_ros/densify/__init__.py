@@ -20,7 +20,7 @@ Densify rosbag2 recordings offline: the completion node's outputs for every fram
 with ``--ray`` (:mod:`lrda_ros.cluster`, the only module that imports Ray).
 """
 
-from .options import DensifyOptions, load_parameters
+from .options import DensifyOptions
 from .run import DensifyReport, run_densify
 
-__all__ = ['DensifyOptions', 'DensifyReport', 'load_parameters', 'run_densify']
+__all__ = ['DensifyOptions', 'DensifyReport', 'run_densify']

@@ -17,7 +17,8 @@
 ``lrda densify``'s options: recordings in, a folder out, the completion node's parameters.
 
 The node's parameters (a ``--params-file`` in the node's YAML layout and ``-p NAME:=VALUE``
-overrides) go through the node's own validation, :meth:`NodeSettings.from_values`, so a frame is
+overrides, read by :func:`lrda_ros.settings.load_parameters`) go through the node's own
+validation, :meth:`NodeSettings.from_values`, so a frame is
 completed with exactly the settings the node would use. Settings that only mean something on
 live topics are refused here, naming the parameter, instead of being silently dropped.
 """
@@ -27,13 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 import re
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from ..cluster import check_ray_options
 from ..errors import ConfigError
 from ..messages.rosbag import BagTopics
-from ..ros.parameters import (
-    closest_parameter, coerce_value, InvalidParameterError, NodeSettings, SPECS)
+from ..settings.parameters import InvalidParameterError, NodeSettings
 
 STORAGES = ('mcap', 'sqlite3')
 NAMESPACE = re.compile(r'/|(/[A-Za-z_][A-Za-z0-9_]*)+')
@@ -65,52 +65,6 @@ class DensifyOptions:
     resume: bool = False
     overwrite: bool = False
     progress: bool = True
-
-
-def load_parameters(params_file: Path | None, overrides: Sequence[str]) -> dict[str, Any]:
-    """
-    Return node parameter values from a ROS 2 parameters file and ``NAME:=VALUE`` overrides.
-
-    The file's ``ros__parameters`` of every node entry (``/**``, ``completion_node``, ...) are
-    merged in file order, nested keys joined by dots; overrides win. Values are YAML, as on a
-    ``ros2 run ... -p`` command line, and take the parameter's type (an integer for a double).
-    """
-    import yaml
-
-    values: dict[str, Any] = {}
-    if params_file is not None:
-        if not Path(params_file).is_file():
-            raise ConfigError(f'parameters file {str(params_file)!r} does not exist',
-                              field='--params-file')
-        try:
-            document = yaml.safe_load(Path(params_file).read_text()) or {}
-        except yaml.YAMLError as error:
-            raise ConfigError(f'parameters file {str(params_file)!r} is not valid YAML: '
-                              f'{str(error).splitlines()[0]}', field='--params-file') from None
-        for entry in document.values() if isinstance(document, dict) else ():
-            if isinstance(entry, dict) and isinstance(entry.get('ros__parameters'), dict):
-                values.update(_flatten(entry['ros__parameters']))
-    for item in overrides:
-        name, sep, text = item.partition(':=')
-        if not sep or not name:
-            raise ConfigError(f'-p {item!r}: write NAME:=VALUE (a node parameter)', field='-p')
-        values[name.strip()] = yaml.safe_load(text) if text.strip() else ''
-    for name in values:
-        if name not in SPECS:
-            close = closest_parameter(name)
-            raise InvalidParameterError(name, 'the completion node has no such parameter'
-                                        + (f' (did you mean {close!r}?)' if close else ''))
-    return {name: coerce_value(name, value) for name, value in values.items()}
-
-
-def _flatten(tree: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
 
 
 def check_options(options: DensifyOptions) -> NodeSettings:

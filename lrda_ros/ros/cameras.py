@@ -32,13 +32,13 @@ from sensor_msgs.msg import CameraInfo, Image
 
 from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
 from .diagnostics import NodeStatistics
-from .parameters import NodeSettings
 from .subscriptions import SynchronizedSubscriptions
 from ..colormap import colorize_depth
 from ..engine import EncodedFrame
 from ..errors import InputError
 from ..geometry import backproject_depth
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
+from ..settings.parameters import NodeSettings
 
 
 @dataclass

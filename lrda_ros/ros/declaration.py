@@ -32,7 +32,7 @@ from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValu
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from .parameters import (
+from ..settings.parameters import (
     closest_parameter, coerce_value, InvalidParameterError, ParameterSpec, SPECS)
 
 # Parameters rclpy declares itself, on demand (QoS overrides exist once the topic does).

@@ -62,7 +62,6 @@ from .declaration import (
     warn_unknown_parameters)
 from .diagnostics import completion_status, STAMP_BACKWARDS
 from .latest_slot import LatestSlots
-from .parameters import InvalidParameterError, NodeSettings, PARAMETERS
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
@@ -77,6 +76,7 @@ from ..messages.conversions import camera_info_to_camera_model
 from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
+from ..settings.parameters import InvalidParameterError, NodeSettings, PARAMETERS
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0

@@ -41,11 +41,11 @@ from rclpy.impl.implementation_singleton import rclpy_implementation
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from .parameters import InvalidParameterError
 from .transport import prefer_large_sample_transport
 from ..engine import ModelLoadError
 from ..errors import ConfigError
 from ..interrupts import exit_now, exit_within
+from ..settings.parameters import InvalidParameterError
 
 _SPIN_PERIOD_S = 0.1
 #: Seconds from SIGINT/SIGTERM to the end of a node's process (ros2 launch waits 5 s).
