@@ -74,7 +74,8 @@ def _add_demo(commands) -> None:
 def _add_eval(commands) -> None:
     from .datasets import DATASET_KINDS
     from .eval.methods import METHODS
-    from .eval.run import DEFAULT_METHODS
+    from .eval.options import DEFAULT_METHODS
+    from .settings import SPECS
 
     parser = _add_command(commands, 'eval', 'accuracy of methods side by side on a dataset or '
                           "a rosbag2 (a bag with the completion node's parameters)")
@@ -86,27 +87,20 @@ def _add_eval(commands) -> None:
     parser.add_argument('--output', type=Path, default=Path('out/eval'))
     parser.add_argument('--methods', type=_csv, default=DEFAULT_METHODS,
                         help=f'comma-separated, from: {", ".join(METHODS)}')
-    parser.add_argument('--model', default='auto')
-    parser.add_argument('--device', default='auto')
-    parser.add_argument('--iterations', type=int, default=40)
-    parser.add_argument('--warm-iterations', type=int, default=10)
-    parser.add_argument('--learning-rate', type=float, default=1e-2)
-    parser.add_argument('--processing-size', type=int, default=0,
-                        help='longer side of the network input (0: image size)')
+    _add_engine_options(parser, 'longer side of the network input, 0: the image size; '
+                        + _node_default('processing_size'),
+                        f"the node's dtype ({SPECS['dtype'].default!r}) for a bag, float32 for a "
+                        'dataset')
     parser.add_argument('--max-frames', type=int)
     parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
     parser.add_argument('--save-depth', action='store_true',
                         help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
-    parser.add_argument('--dtype', default='float32',
-                        help='engine precision: float32, bfloat16, float16 or auto (the '
-                             "node's dtype parameter)")
-    parser.add_argument('--compile', action='store_true',
+    parser.add_argument('--compile', action='store_true', default=None,
                         help="torch.compile the step and decode (the node's compile; the "
                              'steps then decode the full map)')
-    parser.add_argument('--encoder-backend', default='torch',
-                        choices=('torch', 'onnxruntime', 'tensorrt'),
-                        help="where the encoder runs (the node's encoder_backend)")
+    parser.add_argument('--encoder-backend', choices=('torch', 'onnxruntime', 'tensorrt'),
+                        help='where the encoder runs; ' + _node_default('encoder_backend'))
     parser.add_argument('--num-points', type=int,
                         help='sample this many sparse points from ground truth (field protocols)')
     parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
@@ -114,7 +108,6 @@ def _add_eval(commands) -> None:
                         help='LiDAR input: remove points seen through nearer objects (7x7 '
                              'window, 1.5 m; default: on for kitti_dc and ddad, off for bags '
                              'and kitti_object)')
-    parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--holdout', type=float,
                         help='LiDAR pixel fraction withheld from the input as ground truth: bags '
                              'without --depth-topic and kitti_object (default 0.2), folder '
@@ -122,24 +115,59 @@ def _add_eval(commands) -> None:
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
     parser.add_argument('--slop', type=float,
-                        help='bags: largest stamp difference (s) of a synchronized set, as the '
-                             "node's sync.slop (default 0.05)")
+                        help='bags: largest stamp difference (s) of a synchronized set; '
+                             + _node_default('sync.slop'))
     parser.add_argument('--queue-size', type=int,
-                        help="bags: messages kept per topic for synchronization, as the node's "
-                             'sync.queue_size (default 10)')
+                        help='bags: messages kept per topic for synchronization; '
+                             + _node_default('sync.queue_size'))
     parser.add_argument('--budgets', type=_floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
     for role in ('image', 'camera-info', 'points', 'depth'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
-    parser.add_argument('--image-is-rectified', action='store_true',
+    parser.add_argument('--image-is-rectified', action='store_true', default=None,
                         help='bags: the image is rectified (project with P, no distortion); '
-                             "default: raw, projected with K and the camera_info's distortion")
+                             "default: the node's image_is_rectified (false: raw, projected "
+                             "with K and the camera_info's distortion)")
     for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
                           ('matrix', '16 values, row-major 4x4; wins over the other two')):
         parser.add_argument(f'--lidar-to-camera-{name}', type=_floats, metavar='V,V,...',
                             help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
                                  "/tf (as the node's lidar_to_camera.* parameters)")
+    _add_node_parameters(parser, 'the options above win over both')
+
+
+def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
+                        dtype: str) -> None:
+    """Add the model and engine options; unset, they take the node's parameters."""
+    for option, kind, meaning in (
+            ('model', str, 'hub id, directory, .pth, demo or auto'),
+            ('device', str, 'auto, cpu, cuda or cuda:N'),
+            ('iterations', int, 'Adam steps on a cold frame'),
+            ('warm-iterations', int, 'Adam steps on a warm-started frame'),
+            ('learning-rate', float, 'Adam learning rate')):
+        parser.add_argument(f'--{option}', type=kind, help=f'{meaning}; {_node_default(option)}')
+    parser.add_argument('--processing-size', type=int, help=processing_size)
+    parser.add_argument('--dtype', help=f'engine precision: float32, bfloat16, float16 or auto; '
+                        f'default: {dtype}')
+    parser.add_argument('--seed', type=int, default=0)
+
+
+def _node_default(option: str) -> str:
+    """Return the help's note on an option that defaults to a node parameter."""
+    from .settings import SPECS
+
+    name = option.replace('-', '_')
+    return f"default: the node's {name} ({SPECS[name].default!r})"
+
+
+def _add_node_parameters(parser: argparse.ArgumentParser, precedence: str) -> None:
+    """Add --params-file and -p: completion node parameters, read as the node reads them."""
+    parser.add_argument('--params-file', type=Path,
+                        help="the completion node's parameters file (config/completion.yaml)")
+    parser.add_argument('-p', dest='parameters', action='append', default=[],
+                        metavar='NAME:=VALUE', help='a node parameter (repeat; wins over the '
+                        f'file; {precedence})')
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -248,17 +276,9 @@ def _add_paper(commands, name: str = 'paper') -> None:
                                  f"{protocol.description.replace('%', '%%')})")
     parser.add_argument('--methods', type=_csv, default=defaults.methods,
                         help=f'comma-separated, from: {", ".join(METHODS)}')
-    parser.add_argument('--model', default=defaults.model)
-    parser.add_argument('--device', default=defaults.device)
-    parser.add_argument('--iterations', type=int, default=defaults.iterations)
-    parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
-    parser.add_argument('--learning-rate', type=float, default=defaults.learning_rate)
-    parser.add_argument('--processing-size', type=int,
-                        help='longer side of the network input for every dataset (default: '
-                             'the image size; DDAD 1274, as the paper)')
-    parser.add_argument('--dtype', default=defaults.dtype,
-                        help='engine precision: float32, bfloat16, float16 or auto')
-    parser.add_argument('--seed', type=int, default=defaults.seed)
+    _add_engine_options(parser, 'longer side of the network input for every dataset '
+                        '(default: the image size; DDAD 1274, as the paper)',
+                        'float32, as the paper')
     parser.add_argument('--max-frames', type=int, help='at most this many frames per dataset')
     parser.add_argument('--paper-backbone', choices=PAPER_BACKBONES,
                         help="the paper's rows to compare with (default: from the model name)")
@@ -310,12 +330,8 @@ def _add_densify(commands) -> None:
     parser.add_argument('bags', type=Path, nargs='+', help='rosbag2 folders (.mcap or .db3)')
     parser.add_argument('--output', type=Path, default=Path('out/densify'),
                         help='folder of the output bags, one per input, named as the input')
-    parser.add_argument('--params-file', type=Path,
-                        help="the completion node's parameters file (config/completion.yaml)")
-    parser.add_argument('-p', dest='parameters', action='append', default=[],
-                        metavar='NAME:=VALUE', help='a node parameter (repeat; wins over the '
-                        'file); live-only ones (publish.*, colormap.*, image_transport, '
-                        'tf_timeout, diagnostics_period) have no effect')
+    _add_node_parameters(parser, 'live-only ones, publish.*, colormap.*, image_transport, '
+                         'tf_timeout and diagnostics_period, have no effect')
     for role in ('image', 'camera-info', 'points'):
         parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
     parser.add_argument('--namespace', help='write NS/depth, NS/depth/camera_info, '
@@ -329,8 +345,8 @@ def _add_densify(commands) -> None:
 
 def _run_densify(args) -> int:
     from .densify import DensifyOptions, run_densify
-    from .settings import load_parameters
     from .messages.rosbag import BagTopics
+    from .settings import load_parameters
 
     options = DensifyOptions(
         bags=tuple(args.bags), output=args.output,
@@ -473,18 +489,34 @@ def _run_eval(args) -> int:
 
 def _evaluate(args) -> int:
     from .eval.report import summary_markdown
-    from .eval.run import EvalOptions, run_evaluation
+    from .eval.run import run_evaluation
+
+    options = eval_options(args)
+    result, summary = run_evaluation(options)
+    print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    if result.interrupted:
+        print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
+              file=sys.stderr)
+    print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
+          'speed_accuracy.png, frames/*.png')
+    return 0
+
+
+def eval_options(args):
+    """Return the EvalOptions of parsed ``lrda eval`` arguments."""
+    from .eval.options import EvalOptions
     from .messages.rosbag import BagTopics
+    from .settings import load_parameters
 
     if args.dataset and args.root is None:
         raise ValueError(f'--dataset {args.dataset} needs --root (the dataset folder)')
     if args.bag and args.root is not None:
         raise ValueError('--root is for --dataset; a bag is given by --bag alone')
-    options = EvalOptions(
+    return EvalOptions(
         kind='rosbag' if args.bag else args.dataset, root=args.bag or args.root,
         output=args.output, methods=args.methods, model=args.model, device=args.device,
         iterations=args.iterations, warm_iterations=args.warm_iterations,
-        learning_rate=args.learning_rate, processing_size=args.processing_size or None,
+        learning_rate=args.learning_rate, processing_size=args.processing_size,
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
         budgets=args.budgets,
@@ -494,15 +526,8 @@ def _evaluate(args) -> int:
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
         dtype=args.dtype, save_depth=args.save_depth, compile=args.compile,
         encoder_backend=args.encoder_backend,
-        outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on')
-    result, summary = run_evaluation(options)
-    print(summary_markdown(summary, f'{options.kind}: {options.root}'))
-    if result.interrupted:
-        print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
-              file=sys.stderr)
-    print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
-          'speed_accuracy.png, frames/*.png')
-    return 0
+        outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on',
+        parameters=load_parameters(args.params_file, args.parameters))
 
 
 def _run_train_prior(args) -> int:
@@ -514,8 +539,8 @@ def _run_train_prior(args) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and run one command."""
+def command_line() -> argparse.ArgumentParser:
+    """Return the parser of every command, the former names included (hidden)."""
     parser = argparse.ArgumentParser(
         prog='lrda', description='Zero-shot LiDAR + camera depth completion by low-rank '
                                  'decoder adaptation (test-time optimization).')
@@ -530,7 +555,14 @@ def main(argv: list[str] | None = None) -> int:
     _add_train_prior(commands)
     for former, current in RENAMED.items():
         {'speed': _add_speed, 'paper': _add_paper}[current](commands, former)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and run one command."""
+    from .errors import error_line
+
+    args = command_line().parse_args(argv)
     command = RENAMED.get(args.command, args.command)
     if command != args.command:
         print(f'lrda {args.command} is now lrda {command}: running lrda {command}',
@@ -548,22 +580,6 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f'lrda {command}: error: {error_line(error)}', file=sys.stderr)
         return 1
-
-
-def error_line(error: BaseException) -> str:
-    """
-    Return the one line the command prints for an error.
-
-    Errors of this package (and missing files, bad values) say what to change in their first
-    line; other types are named, since they point at a bug rather than at the input.
-    """
-    lines = str(error).strip().splitlines()
-    text = lines[0].rstrip(' :;') if lines else ''
-    if not isinstance(error, (ValueError, OSError, RuntimeError)):
-        text = f'{type(error).__name__}: {text} (a bug? rerun with --debug and report it)'
-    elif len(lines) > 1:
-        text += ' (--debug shows the rest)'
-    return text
 
 
 if __name__ == '__main__':

@@ -66,3 +66,19 @@ def check_fields(checks: Iterable[tuple[bool, str, str]], prefix: str = '',
     for passes, field, message in checks:
         if not passes:
             raise error(f'{prefix}{message}', field=field)
+
+
+def error_line(error: BaseException) -> str:
+    """
+    Return the one line the command prints for an error.
+
+    Errors of this package (and missing files, bad values) say what to change in their first
+    line; other types are named, since they point at a bug rather than at the input.
+    """
+    lines = str(error).strip().splitlines()
+    text = lines[0].rstrip(' :;') if lines else ''
+    if not isinstance(error, (ValueError, OSError, RuntimeError)):
+        text = f'{type(error).__name__}: {text} (a bug? rerun with --debug and report it)'
+    elif len(lines) > 1:
+        text += ' (--debug shows the rest)'
+    return text

@@ -24,7 +24,7 @@ with the slop the data needs. Interrupted (SIGINT/SIGTERM), it writes the frames
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, replace
 import json
 from pathlib import Path
 import sys
@@ -35,111 +35,13 @@ import numpy as np
 from .figures import frame_figure
 from .harness import EvalResult, evaluate
 from .methods import build_method, check_method_names, METHODS
+from .options import check_options, DEFAULT_HOLDOUT, EvalOptions, source_settings
 from .report import figure_path, report_metadata, write_report
-from ..datasets import (
-    DEFAULT_PROTOCOLS, Frame, FrameDataset, LIDAR_KINDS, open_dataset, SamplingProtocol)
+from ..datasets import DEFAULT_PROTOCOLS, Frame, FrameDataset, open_dataset, SamplingProtocol
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
-from ..errors import ConfigError
-from ..geometry import ProjectionConfig, RigidTransform, SPARSE_INPUT_FILTER
-from ..messages.rosbag import BagTopics
+from ..geometry import SPARSE_INPUT_FILTER
 from ..messages.sync_losses import LOSS_REASONS
-
-DEFAULT_METHODS = ('scale-shift', 'lrda', 'lrda-warm', 'prompt', 'classical')
-#: Fraction of LiDAR pixels held out as ground truth where a source has none (bags, KITTI object).
-DEFAULT_HOLDOUT = 0.2
-#: Sources that can hold out LiDAR pixels as ground truth.
-HOLDOUT_KINDS = ('rosbag', 'folder', 'kitti_object')
-
-
-@dataclass
-class EvalOptions:
-    """
-    Everything ``lrda eval`` needs; ``kind`` is a dataset kind or 'rosbag'.
-
-    ``holdout_fraction``: LiDAR pixels withheld as ground truth (bags without a depth topic and
-    ``kitti_object``: ``DEFAULT_HOLDOUT`` when None; ``folder``: only when set). ``slop_s`` and
-    ``queue_size``: the bag synchronizer's, as the node's ``sync.slop`` / ``sync.queue_size``
-    (None: the node's defaults). ``independent``: every frame unrelated to the previous one,
-    so warm-started methods start cold on each.
-    """
-
-    kind: str
-    root: Path
-    output: Path
-    methods: tuple[str, ...] = DEFAULT_METHODS
-    model: str = 'auto'
-    device: str = 'auto'
-    iterations: int = 40
-    warm_iterations: int = 10
-    learning_rate: float = 1e-2
-    processing_size: int | None = None
-    max_frames: int | None = None
-    figures: int = 10
-    seed: int = 0
-    num_points: int | None = None
-    min_depth: float = 1e-3
-    max_depth: float | None = None
-    holdout_fraction: float | None = None
-    topics: BagTopics = field(default_factory=BagTopics)
-    slop_s: float | None = None
-    queue_size: int | None = None
-    independent: bool = False
-    #: Bags: T_camera_lidar instead of /tf_static and /tf.
-    extrinsic: RigidTransform | None = None
-    #: Bags: the image is rectified (P, no distortion) rather than raw (K and D).
-    image_is_rectified: bool = False
-    progress: bool = True
-    #: The engine's precision ('float32', 'bfloat16', 'float16' or 'auto', as the node's dtype).
-    dtype: str = 'float32'
-    #: torch.compile the step and the decode (as the node's compile).
-    compile: bool = False  # noqa: A003 (the option is named compile)
-    #: Where the encoder runs (as the node's encoder_backend).
-    encoder_backend: str = 'torch'
-    #: Write every method's depth of every frame as depth/<method>/<frame>.npy.
-    save_depth: bool = False
-    #: Also the anytime curve: lrda and lrda-warm at these time budgets (s/frame; 0 =
-    #: unlimited), written as budget_curve.{md,png}.
-    budgets: tuple[float, ...] = ()
-    #: The LiDAR input's outlier filter (geometry/outliers.py) on or off; None: the source's
-    #: protocol (on for kitti_dc and ddad, off for bags and kitti_object).
-    outlier_filter: bool | None = None
-
-
-def check_options(options: EvalOptions) -> None:
-    """Reject options that do not apply to the source, or are out of range, naming the option."""
-    kind = options.kind
-    problems = [
-        (kind != 'rosbag' and (options.slop_s is not None or options.queue_size is not None),
-         '--slop', f'--slop and --queue-size synchronize bag topics; --dataset {kind} has none: '
-         'drop them'),
-        (options.holdout_fraction is not None and kind not in HOLDOUT_KINDS, '--holdout',
-         f'--holdout applies to --bag and --dataset folder or kitti_object; {kind} ships its '
-         'own ground truth: drop --holdout'),
-        (options.holdout_fraction is not None and not 0 < options.holdout_fraction < 1,
-         '--holdout', f'--holdout must be in (0, 1), got {options.holdout_fraction}'),
-        (options.holdout_fraction is not None and kind == 'rosbag' and bool(options.topics.depth),
-         '--holdout', '--holdout and --depth-topic both give the ground truth: drop one'),
-        (options.outlier_filter is not None and kind not in LIDAR_KINDS, '--outlier-filter',
-         f'--outlier-filter applies to LiDAR input ({", ".join(LIDAR_KINDS)}); {kind} has '
-         'none: drop it'),
-        (options.num_points is not None and kind in ('rosbag', 'kitti_object', 'ddad'),
-         '--num-points',
-         f'--num-points samples the input from dataset ground truth; {kind} input is the LiDAR '
-         'itself: drop --num-points'),
-        (options.slop_s is not None and not options.slop_s > 0, '--slop',
-         f'--slop must be positive (seconds), got {options.slop_s}'),
-        (options.queue_size is not None and options.queue_size < 1, '--queue-size',
-         f'--queue-size must be at least 1, got {options.queue_size}'),
-        (options.max_frames is not None and options.max_frames < 1, '--max-frames',
-         f'--max-frames must be at least 1, got {options.max_frames}'),
-        (kind != 'rosbag' and (options.extrinsic is not None or options.image_is_rectified),
-         '--image-is-rectified', '--image-is-rectified and --lidar-to-camera-* only apply to '
-         '--bag (a --dataset already holds projected sparse depth)'),
-    ]
-    for rejected, option, message in problems:
-        if rejected:
-            raise ConfigError(message, field=option)
 
 
 def open_source(options: EvalOptions) -> FrameDataset:
@@ -147,14 +49,19 @@ def open_source(options: EvalOptions) -> FrameDataset:
     check_options(options)
     holdout = options.holdout_fraction
     lidar_filter = SPARSE_INPUT_FILTER if options.outlier_filter else None
-    occlusion_aware = ProjectionConfig(remove_occluded=True, outlier_filter=lidar_filter)
+    settings = source_settings(options)
+    # The node's projection: occlusion-aware by default, as for a bag.
+    occlusion_aware = replace(settings.projection, outlier_filter=lidar_filter)
     if options.kind == 'rosbag':
-        sync = {'slop_s': options.slop_s, 'queue_size': options.queue_size}
-        return open_dataset('rosbag', options.root, topics=options.topics,
-                            holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,
-                            seed=options.seed, projection=occlusion_aware,
-                            extrinsic=options.extrinsic, rectified=options.image_is_rectified,
-                            **{k: v for k, v in sync.items() if v is not None})
+        if holdout is None:
+            holdout = settings.holdout_fraction or DEFAULT_HOLDOUT
+        return open_dataset(
+            'rosbag', options.root, topics=options.topics, holdout_fraction=holdout,
+            seed=options.seed, projection=occlusion_aware,
+            extrinsic=options.extrinsic or settings.extrinsic,
+            rectified=_given(options.image_is_rectified, settings.image_is_rectified),
+            slop_s=_given(options.slop_s, settings.sync_slop),
+            queue_size=_given(options.queue_size, settings.sync_queue_size))
     if options.kind == 'kitti_object':
         return open_dataset('kitti_object', options.root, projection=occlusion_aware,
                             holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,
@@ -174,6 +81,11 @@ def open_source(options: EvalOptions) -> FrameDataset:
     return open_dataset(options.kind, options.root, **extra)
 
 
+def _given(option, parameter):
+    """Return the option where given, else the node's parameter."""
+    return parameter if option is None else option
+
+
 def _independent(frames: FrameDataset) -> Iterator[Frame]:
     """Yield the frames as unrelated (no sequence): warm-started methods reset on each."""
     for frame in frames:
@@ -187,15 +99,13 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     _warn_sync_losses(getattr(dataset, 'sync_losses', None))
     if getattr(dataset, 'pose_warning', None):
         print(f'warning: {dataset.pose_warning}', file=sys.stderr)
+    settings = source_settings(options)
+    config = options.engine_config(settings)
     needs_model = any(METHODS[m].needs_network for m in options.methods)
-    model = load_depth_model(options.model, options.device) if needs_model else None
+    model = load_depth_model(options.model_spec(settings), config.device) if needs_model \
+        else None
     if model is not None and model.warning:
         print(f'warning: {model.warning}', file=sys.stderr)
-    config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
-                       learning_rate=options.learning_rate,
-                       processing_size=options.processing_size, device=options.device,
-                       dtype=options.dtype, seed=options.seed, min_points=8,
-                       compile=options.compile, encoder_backend=options.encoder_backend)
     methods = [build_method(name, model, config) for name in options.methods]
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
@@ -259,7 +169,7 @@ def _write_budget_curve(options: EvalOptions, dataset, model: DepthModel | None,
     from .budget import budget_curve, curve_plot, curve_table
 
     if model is None:
-        model = load_depth_model(options.model, options.device)
+        model = load_depth_model(options.model_spec(source_settings(options)), config.device)
     frames = list(dataset)[:options.max_frames]
     rows = budget_curve(frames, model, config, options.budgets, options.max_depth,
                         options.progress)

@@ -26,7 +26,7 @@ sets our MAE / RMSE beside the paper's row for the same backbone and method.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 import json
 import math
 from pathlib import Path
@@ -48,6 +48,7 @@ from ..engine import TTOConfig
 from ..errors import ConfigError, InputError
 from ..eval.methods import METHODS
 from ..eval.metrics import aggregate, DepthMetrics
+from ..eval.options import EngineOptions, PROTOCOL_PARAMETERS
 
 
 def _open_nyu(root: Path, seed: int) -> FrameDataset:
@@ -97,21 +98,18 @@ PROTOCOLS = {p.key: p for p in (
 
 
 @dataclass
-class PaperOptions:
-    """Everything ``lrda paper`` needs; ``roots`` maps dataset keys to their folders."""
+class PaperOptions(EngineOptions):
+    """
+    Everything ``lrda paper`` needs; ``roots`` maps dataset keys to their folders.
+
+    The engine settings (:class:`~lrda_ros.eval.options.EngineOptions`) are the node's with
+    the benchmarks' departures (:data:`~lrda_ros.eval.options.PROTOCOL_PARAMETERS`);
+    ``processing_size`` None (or 0) is each protocol's: the image size, DDAD 1274.
+    """
 
     roots: dict[str, Path]
     output: Path = Path('out/paper')
     methods: tuple[str, ...] = ('scale-shift', 'lrda')
-    model: str = 'auto'
-    device: str = 'auto'
-    iterations: int = 40
-    warm_iterations: int = 10
-    learning_rate: float = 1e-2
-    #: None: each protocol's (the image size; DDAD 1274).
-    processing_size: int | None = None
-    dtype: str = 'float32'
-    seed: int = 0
     max_frames: int | None = None
     resume: bool = False
     overwrite: bool = False
@@ -150,7 +148,7 @@ def check_options(options: PaperOptions) -> None:
     for rejected, option, message in problems:
         if rejected:
             raise ConfigError(message, field=option)
-    check_ray_options(options.ray_address, options.workers, options.device)
+    check_ray_options(options.ray_address, options.workers, _base_config(options).device)
 
 
 # --------------------------------------------------------------------------- per-frame store
@@ -216,10 +214,22 @@ def _prepare_output(options: PaperOptions, settings: dict) -> None:
 
 def _config(options: PaperOptions, protocol: PaperProtocol) -> TTOConfig:
     size = options.processing_size or protocol.processing_size
-    return TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
-                     learning_rate=options.learning_rate, processing_size=size,
-                     device=options.device, dtype=options.dtype, seed=options.seed,
-                     min_points=8)
+    return replace(_base_config(options), processing_size=size)
+
+
+def _base_config(options: PaperOptions) -> TTOConfig:
+    """Return the engine configuration of every protocol, but for the processing size."""
+    return options.engine_config(options.node_settings(PROTOCOL_PARAMETERS))
+
+
+def _settings(options: PaperOptions) -> dict:
+    """Return what a resumed run must share with the run it continues, and what it ran."""
+    config = _base_config(options)
+    return {'model': options.model_spec(options.node_settings(PROTOCOL_PARAMETERS)),
+            'iterations': config.iterations, 'warm_iterations': config.warm_iterations,
+            'learning_rate': config.learning_rate, 'processing_size': options.processing_size,
+            'dtype': config.dtype, 'seed': options.seed, 'methods': list(options.methods),
+            'roots': {k: str(v) for k, v in options.roots.items()}}
 
 
 #: What reading a damaged or missing frame raises (the loaders' errors included).
@@ -330,9 +340,7 @@ def run_paper(options: PaperOptions) -> dict:
         raise ConfigError('no dataset given: pass at least one of '
                           + ', '.join(f'--{k.replace("_", "-")}' for k in PROTOCOLS),
                           field='--datasets')
-    settings = {k: v for k, v in asdict(options).items() if k in RESUME_KEYS}
-    settings.update(methods=list(options.methods),
-                    roots={k: str(v) for k, v in options.roots.items()})
+    settings = _settings(options)
     _prepare_output(options, settings)
     stores = {p.key: FrameStore(options.output / 'frames' / f'{p.key}.jsonl') for p, _ in opened}
     counts = {p.key: len(d) if options.max_frames is None else min(len(d), options.max_frames)
@@ -343,8 +351,9 @@ def run_paper(options: PaperOptions) -> dict:
               disable=not options.progress) as bar:
         units = [unit for p, d in opened
                  for unit in _units(p, d, stores[p.key], options, counts[p.key], bar)]
-        pool = make_pool(options.ray_address, options.workers, options.device, PaperWorker,
-                         options.model, options.device, options.methods, units=len(units))
+        device = _base_config(options).device
+        pool = make_pool(options.ray_address, options.workers, device, PaperWorker,
+                         settings['model'], device, options.methods, units=len(units))
         try:
             workers = pool.describe()
             model = workers[0]
