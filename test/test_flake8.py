@@ -12,15 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-from pathlib import Path
 import subprocess
 import sys
 
+from linters import SOURCES
 import pytest
-
-# Explicit paths: a virtual environment in the checkout must not be linted.
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / 'lrda_ros', ROOT / 'test', ROOT / 'launch', ROOT / 'setup.py']
 
 pytest.importorskip('ament_flake8.main', reason='ament_flake8 is not installed')
 

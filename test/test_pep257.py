@@ -12,20 +12,12 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-from pathlib import Path
-
+from linters import lint
 import pytest
-
-# Explicit paths: a virtual environment in the checkout must not be linted.
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / 'lrda_ros', ROOT / 'test', ROOT / 'launch', ROOT / 'setup.py']
-
-ament_pep257_main = pytest.importorskip(
-    'ament_pep257.main', reason='ament_pep257 is not installed').main
 
 
 @pytest.mark.linter
 @pytest.mark.pep257
 def test_pep257():
-    rc = ament_pep257_main(argv=[str(p) for p in SOURCES])
-    assert rc == 0, 'Found code style errors / warnings'
+    assert lint('ament_pep257', 'ament_pep257 is not installed') == 0, \
+        'Found code style errors / warnings'
