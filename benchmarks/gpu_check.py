@@ -84,7 +84,8 @@ class UsageError(ValueError):
 class Sizes:
     """How large the measurements are: the GPU's, or the dry run's tiny stand-ins."""
 
-    iterations: int = 40
+    #: The paper's steps per cold frame, as its figures were measured with.
+    iterations: int = PAPER['iterations']
     warm_iterations: int = 10
     #: Rounds of warm frames per camera after the cold one (cameras part).
     rounds: int = 3
