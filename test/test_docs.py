@@ -19,6 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 import re
 
+from lrda_ros.ros.launch_arguments import LAUNCH_ARGUMENTS
 from lrda_ros.settings.parameters import PARAMETERS
 import pytest
 
@@ -65,3 +66,17 @@ def test_ros_reference_lists_every_parameter_with_its_default():
         else:
             expected = str(default)
         assert rows[spec.name] == expected, (spec.name, rows[spec.name], expected)
+
+
+def _section(page: str, heading: str) -> str:
+    text = (ROOT / 'doc' / page).read_text()
+    text = text[text.index(f'\n## {heading}'):]
+    return text[:text.index('\n## ', 1)]
+
+
+def test_ros_reference_lists_every_launch_argument_with_its_default():
+    rows = dict(re.findall(r'^\| `(\w+)` \| ([^|]+) \|', _section('ros.md', 'Launch arguments'),
+                           flags=re.MULTILINE))
+    assert list(rows) == [argument.name for argument in LAUNCH_ARGUMENTS]
+    for argument in LAUNCH_ARGUMENTS:
+        assert (f'`{argument.default}`' if argument.default else '(none)') in rows[argument.name]
