@@ -1,0 +1,49 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""The lrda command names each command by what it does; the former names still run."""
+
+from __future__ import annotations
+
+from lrda_ros import cli
+from lrda_ros.paper import run as paper_run
+from lrda_ros.speed import run as speed_run
+import pytest
+
+COMMANDS = ('demo', 'eval', 'speed', 'paper', 'densify', 'play', 'hold-rate', 'train-prior')
+
+
+def test_the_help_lists_the_commands_by_what_they_do_and_not_the_former_names(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(['--help'])
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith('    ') and not line.startswith('     ')]
+    assert tuple(listed) == COMMANDS
+    assert not set(cli.RENAMED) & set(listed)
+
+
+@pytest.mark.parametrize('former, module, runner', [
+    ('bench', speed_run, 'run_speed'), ('benchmark', paper_run, 'run_paper')])
+def test_a_former_name_runs_its_successor_and_says_so_in_one_line(capsys, monkeypatch, tmp_path,
+                                                                  former, module, runner):
+    ran = []
+    monkeypatch.setattr(module, runner, lambda options, **kwargs: ran.append(options) or {
+        'datasets': {}})
+    (tmp_path / 'paper.md').write_text('')
+    arguments = {'bench': ['--no-structure'], 'benchmark': ['--output', str(tmp_path)]}
+    assert cli.main([former, *arguments[former]]) == 0
+    current = cli.RENAMED[former]
+    assert len(ran) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f'lrda {former} is now lrda {current}: running lrda {current}']
