@@ -52,6 +52,18 @@ def _isolate_parallel_worker(worker: str | None) -> None:
 
 _isolate_parallel_worker(os.environ.get('PYTEST_XDIST_WORKER'))
 
+def inner_pytest_env(**extra: str) -> dict[str, str]:
+    """
+    Return this process's environment for a pytest run a test starts, minus pytest's own.
+
+    colcon passes ``--pytest-args`` to the suite through ``PYTEST_ADDOPTS`` (a ``-k`` selection,
+    say), and xdist and pytest mark their processes with ``PYTEST_*`` variables: inherited, the
+    inner run would apply the outer selection to its own files and collect nothing.
+    """
+    return {**{name: value for name, value in os.environ.items()
+               if not name.startswith('PYTEST_')}, **extra}
+
+
 SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
                                   Path(__file__).resolve().parents[2] / 'shared' / 'data'))
 
