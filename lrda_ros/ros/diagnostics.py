@@ -116,9 +116,9 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
     Build the DiagnosticStatus of the node ``name`` (its fully qualified name).
 
     ``state`` is its lifecycle state label ('active' for the plain node): any other state is
-    the message, a finalized node a warning. ``context`` adds descriptive values (model,
-    device, synchronization backend); ``demo_prior`` warns that the model is the demonstration
-    prior.
+    the message, at level WARN (an unconfigured, inactive or finalized node processes
+    nothing). ``context`` adds descriptive values (model, device, synchronization backend);
+    ``demo_prior`` warns that the model is the demonstration prior.
     """
     values = {
         'state': state,
@@ -164,9 +164,8 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'
     elif stats.received == 0:
         message = 'waiting for synchronized image, camera_info and points'
-    if state != 'active':
-        level = DiagnosticStatus.WARN if state == 'finalized' else DiagnosticStatus.OK
-        message = _STATE_MESSAGES.get(state, state)
+    if state != 'active':  # nothing is processed: never OK, whatever the counters say
+        level, message = DiagnosticStatus.WARN, _STATE_MESSAGES.get(state, state)
     return DiagnosticStatus(
         level=level, name=f'{name}: depth completion', message=message,
         hardware_id=str(context.get('model', '')),
