@@ -32,7 +32,7 @@ from .methods import build_methods, Method, METHODS
 from .metrics import compute_metrics
 from .profiling import Measure
 from ..engine import TTOConfig
-from ..engine.loading import load_depth_model
+from ..engine.loading import is_demo_prior_source, load_depth_model
 from ..errors import InputError
 
 #: What a method raises on a frame it cannot complete (bad input, out of memory).
@@ -63,7 +63,7 @@ class BenchmarkWorker:
         """Return what was loaded where, for the report."""
         model = self.model
         return {'source': model.source if model else None, 'device': self.device,
-                'demo_prior': bool(model and model.is_demo_prior),
+                'demo_prior': is_demo_prior_source(model.source if model else None),
                 'warning': model.warning if model else ''}
 
     def start(self, methods: tuple[str, ...], config: TTOConfig) -> None:
