@@ -16,7 +16,8 @@
 Counted losses over real rclpy/DDS: sync losses per reason, per-kind warnings, time jumps.
 
 Each loss shows on /diagnostics and in a log line with its reason. Runs with whichever
-synchronizer is installed (message_filters in a ROS 2 install, the built-in one otherwise).
+synchronizer is installed (message_filters in a ROS 2 install, the built-in one otherwise);
+the late cloud runs on both (message_filters' case skips where it is not installed).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.ros.builders import (  # noqa: E402, I100
+from lrda_ros.ros import subscriptions  # noqa: E402, I100
+from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 from test_node import CAMERA_FRAME, frames, header, LIDAR_FRAME, system  # noqa: E402, F401
 
@@ -77,6 +79,47 @@ def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa
     assert lines, warnings.lines
     assert '-0.055 s' in lines[0] or '+0.055 s' in lines[0], lines[0]
     assert values['synchronization'] in lines[0]
+
+
+@pytest.fixture(params=['builtin', 'message_filters'])
+def synchronizer(request, monkeypatch) -> str:
+    """Make the node use one synchronizer: the built-in one, or message_filters where installed."""
+    if request.param == 'builtin':
+        monkeypatch.setattr(subscriptions, 'message_filters_available', lambda: False)
+    elif not subscriptions.message_filters_available():
+        pytest.skip('message_filters is not installed (it comes with a ROS 2 install)')
+    return request.param
+
+
+def test_a_late_cloud_is_counted_beyond_slop_on_either_synchronizer(system, frames,  # noqa: F811
+                                                                    synchronizer):
+    # An image and its camera_info at t, the cloud at t + 0.5 s (sync.slop 0.05 s), then good
+    # frames: the three stale messages can never pair, though no queue ever overflows.
+    node, harness, executor = system()
+    warnings = LoggedWarnings(node)
+    frame, base = frames[0], 40_000_000_000
+    camera_header = header(CAMERA_FRAME, base)
+    harness.pub_image.publish(rgb_to_image_msg(frame.rgb, camera_header))
+    harness.pub_info.publish(camera_model_to_camera_info(frame.camera, camera_header))
+    harness.pub_points.publish(xyz_to_pointcloud2(
+        frame.points_lidar[:, :3], header(LIDAR_FRAME, base + 500 * MS)))
+    spin_until(executor, lambda: False, 0.2)
+    for k in range(1, 4):
+        harness.publish(frames[k % len(frames)], base + k * 1000 * MS)
+        assert spin_until(executor, lambda: node.stats.processed == k, 60), node.stats
+
+    def counted() -> bool:
+        values = diagnostic_values(node, harness)
+        return int(values.get('unsynchronized messages', 0)) == 3
+
+    assert spin_until(executor, counted, 10), diagnostic_values(node, harness)
+    values = diagnostic_values(node, harness)
+    assert values['synchronization'] == synchronizer
+    # The cloud had its image and camera_info 0.5 s away: beyond the slop, not partnerless.
+    assert int(values['unsynchronized (beyond_slop)']) >= 1
+    lines = warnings.matching('unsynchronized (beyond_slop', 'sync.slop 0.6')
+    assert lines and synchronizer in lines[0], warnings.lines
+    assert node.stats.processed == 3 and node.stats.received == 3
 
 
 def test_two_kinds_of_malformed_input_in_one_window_both_warn(system, frames):  # noqa: F811
