@@ -15,9 +15,8 @@
 """
 Counted losses over real rclpy/DDS: sync losses per reason, per-kind warnings, time jumps.
 
-Each loss shows on /diagnostics and in a log line with its reason. Runs with whichever
-synchronizer is installed (message_filters in a ROS 2 install, the built-in one otherwise);
-the late cloud runs on both (message_filters' case skips where it is not installed).
+Each loss shows on /diagnostics and in a log line with its reason, on both synchronizers:
+the built-in one, and message_filters (the ROS 2 install's; skipped where it is absent).
 """
 
 from __future__ import annotations
@@ -58,7 +57,18 @@ def diagnostic_values(node, harness) -> dict[str, str]:
     return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
 
 
-def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa: F811
+@pytest.fixture(params=['builtin', 'message_filters'], autouse=True)
+def synchronizer(request, monkeypatch) -> str:
+    """Run each test on both synchronizers: the built-in one, and message_filters if installed."""
+    if request.param == 'builtin':
+        monkeypatch.setattr(subscriptions, 'message_filters_available', lambda: False)
+    elif not subscriptions.message_filters_available():
+        pytest.skip('message_filters is not installed (it comes with a ROS 2 install)')
+    return request.param
+
+
+def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames,  # noqa: F811
+                                                        synchronizer):
     # A DDAD-like rig at the default sync.slop (0.05 s): every frame is lost, each message
     # counted, and the log names the slop that pairs them.
     node, harness, executor = system(**{'sync.queue_size': 2})
@@ -78,17 +88,7 @@ def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa
     lines = warnings.matching('beyond_slop', 'sync.slop 0.07')
     assert lines, warnings.lines
     assert '-0.055 s' in lines[0] or '+0.055 s' in lines[0], lines[0]
-    assert values['synchronization'] in lines[0]
-
-
-@pytest.fixture(params=['builtin', 'message_filters'])
-def synchronizer(request, monkeypatch) -> str:
-    """Make the node use one synchronizer: the built-in one, or message_filters where installed."""
-    if request.param == 'builtin':
-        monkeypatch.setattr(subscriptions, 'message_filters_available', lambda: False)
-    elif not subscriptions.message_filters_available():
-        pytest.skip('message_filters is not installed (it comes with a ROS 2 install)')
-    return request.param
+    assert values['synchronization'] == synchronizer and synchronizer in lines[0]
 
 
 def test_a_late_cloud_is_counted_beyond_slop_on_either_synchronizer(system, frames,  # noqa: F811
