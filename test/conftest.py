@@ -16,12 +16,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
 from pathlib import Path
 import signal
 import tempfile
 import time
+from typing import Iterator
 import uuid
 
 import numpy as np
@@ -81,6 +83,28 @@ def _separate_inductor_cache() -> None:
 _isolate_parallel_worker(os.environ.get('PYTEST_XDIST_WORKER'))
 _set_threads(os.environ.get('PYTEST_XDIST_WORKER'))
 _separate_inductor_cache()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """
+    Run torch on one thread here and in the processes started meanwhile (Ray workers too).
+
+    Ray gives each worker ``OMP_NUM_THREADS`` threads when it is set (one per CPU otherwise):
+    set to 1 here, a worker reduces in the order this process does, and a test comparing the
+    two may ask for equality.
+    """
+    threads, variable = torch.get_num_threads(), os.environ.get('OMP_NUM_THREADS')
+    torch.set_num_threads(1)
+    os.environ['OMP_NUM_THREADS'] = '1'
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if variable is None:
+            os.environ.pop('OMP_NUM_THREADS', None)
+        else:
+            os.environ['OMP_NUM_THREADS'] = variable
 
 
 def inner_pytest_env(**extra: str) -> dict[str, str]:
