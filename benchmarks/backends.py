@@ -17,10 +17,11 @@ The back ends side by side in one process: encoder on torch vs ONNX Runtime, eag
 
     python benchmarks/backends.py --backbone vits --resolution vga --rounds 3
 
-Prints, for one random-weight model (lrda speed's) at one resolution: the encoder pass on
-torch and on ONNX Runtime (with the one-off export), whole frames with eager and compiled
-steps (the compile warm-up on the first compiled frame), each round alternating the
-configurations so a shared machine's drift hits them alike; medians and ratios.
+Prints the machine (precision, torch's CPU capability, threads, CPU model:
+lrda_ros.speed.machine), then, for one random-weight model (lrda speed's) at one resolution:
+the encoder pass on torch and on ONNX Runtime (with the one-off export), whole frames with
+eager and compiled steps (the compile warm-up on the first compiled frame), each round
+alternating the configurations so a shared machine's drift hits them alike; medians and ratios.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import time
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.precision import native_bfloat16
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.machine import machine_description, machine_line
 import torch
 
 
@@ -108,13 +110,18 @@ def main() -> None:
     parser.add_argument('--resolution', default='vga', choices=list(RESOLUTIONS))
     parser.add_argument('--rounds', type=int, default=3)
     parser.add_argument('--iterations', type=int, default=10)
-    parser.add_argument('--dtype', default='float32')
+    parser.add_argument('--dtype', default='float32',
+                        choices=['auto', 'float32', 'bfloat16', 'float16'],
+                        help="the frames' precision; 'auto': bfloat16 where native, as the node")
     parser.add_argument('--skip-compile', action='store_true')
     args = parser.parse_args()
+    machine = machine_description('cpu', args.dtype)
+    args.dtype = machine['dtype']  # the frame rows' precision ('auto' resolved)
+    print(machine_line(machine), flush=True)
     height, width = RESOLUTIONS[args.resolution]
     model = random_model(args.backbone, seed=0)
     frames = panning_frames(height, width, args.rounds + 1, LidarPattern(), seed=0)
-    print(f'{args.backbone} {args.resolution}, {torch.get_num_threads()} threads')
+    print(f'{args.backbone} {args.resolution}', flush=True)
     with tempfile.TemporaryDirectory() as cache:
         for row in encoder_rows(model, frames, args.rounds, cache):
             print(row, flush=True)

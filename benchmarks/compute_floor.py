@@ -17,14 +17,15 @@ The compute floor of a frame: its floating-point work against what this machine 
 
     python benchmarks/compute_floor.py --backbone vits --resolution vga
 
-Counts the floating-point operations of an encoder pass, one optimization step (forward and
-backward), the final dense decode and a warm frame's scene-cut check with PyTorch's
-FlopCounterMode, on lrda speed's model and frames (random weights at the official size, the
-KITTI-like LiDAR pattern). Measures this machine's throughput in the frame's precision on a
-large matrix product and on the decoder's dominant convolution, and times a cold and a warm
-frame. Prints the operations, the throughputs, and each frame's floor beside its measured
-time: its operations at the convolution's rate, what the same arithmetic would take were all
-of it computed as efficiently as that one large convolution (an algorithm doing less
+Prints the machine first (precision, torch's CPU capability, threads, CPU model:
+lrda_ros.speed.machine). Counts the floating-point operations of an encoder pass, one
+optimization step (forward and backward), the final dense decode and a warm frame's scene-cut
+check with PyTorch's FlopCounterMode, on lrda speed's model and frames (random weights at the
+official size, the KITTI-like LiDAR pattern). Measures this machine's throughput in the frame's
+precision on a large matrix product and on the decoder's dominant convolution, and times a cold
+and a warm frame. Prints the operations, the throughputs, and each frame's floor beside its
+measured time: its operations at the convolution's rate, what the same arithmetic would take
+were all of it computed as efficiently as that one large convolution (an algorithm doing less
 arithmetic, such as Winograd convolution, could go below it).
 """
 
@@ -35,8 +36,8 @@ import statistics
 import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
-from lrda_ros.engine.precision import native_bfloat16
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.machine import machine_description, machine_line
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -154,12 +155,12 @@ def main() -> None:
     parser.add_argument('--warm-iterations', type=int, default=10)
     parser.add_argument('--repeats', type=int, default=2, help='timed frames per configuration')
     args = parser.parse_args()
-    if args.dtype == 'auto':
-        args.dtype = 'bfloat16' if native_bfloat16(torch.device('cpu')) else 'float32'
+    machine = machine_description('cpu', args.dtype)
+    args.dtype = machine['dtype']  # 'auto' resolved as the node resolves it
+    print(machine_line(machine), flush=True)
     height, width = RESOLUTIONS[args.resolution]
     frames = panning_frames(height, width, args.repeats + 1, LidarPattern(), seed=0)
-    print(f'{args.backbone} {args.resolution} {args.dtype}, {torch.get_num_threads()} threads',
-          flush=True)
+    print(f'{args.backbone} {args.resolution}', flush=True)
 
     flops = frame_flops(args.backbone, frames, args.dtype)
     for name, value in flops.items():

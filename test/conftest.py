@@ -16,10 +16,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import os
 from pathlib import Path
 import signal
+import tempfile
 import time
+from typing import Iterator
 import uuid
 
 import numpy as np
@@ -32,13 +36,11 @@ os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
 
 def _isolate_parallel_worker(worker: str | None) -> None:
     """
-    Give a pytest-xdist worker (``make test`` runs two) its own DDS domain and one thread.
+    Give a pytest-xdist worker (``make test`` runs two) its own DDS domain.
 
     Without its own domain, one worker's nodes would receive the other's messages on the same
-    topic names; with one compute thread each, two workers share the cores instead of
-    oversubscribing them, and the processes the tests start inherit both settings. The worker
-    ignores SIGINT (xdist leaves Ctrl-C to its controller), which the programs the tests start
-    and interrupt would inherit: Python's own handler is put back.
+    topic names. The worker ignores SIGINT (xdist leaves Ctrl-C to its controller), which the
+    programs the tests start and interrupt would inherit: Python's own handler is put back.
     """
     if not worker:
         return
@@ -46,11 +48,76 @@ def _isolate_parallel_worker(worker: str | None) -> None:
     index = int(worker.lstrip('gw') or 0)
     base = int(os.environ.get('ROS_DOMAIN_ID', '0'))
     os.environ['ROS_DOMAIN_ID'] = str((base + 1 + index) % 102)  # 0..101: Linux's port range
-    os.environ['OMP_NUM_THREADS'] = '1'
-    torch.set_num_threads(1)
+
+
+def _set_threads(worker: str | None) -> None:
+    """
+    Set the torch threads of this process and of the processes the tests start.
+
+    ``LRDA_TEST_THREADS`` sets them (the CPU matrix in doc/performance.md runs 1 and 2: the
+    thread count changes the order of reductions); without it an xdist worker takes one, so
+    two workers share the cores instead of oversubscribing them, and a plain run keeps
+    torch's default.
+    """
+    threads = int(os.environ.get('LRDA_TEST_THREADS') or (1 if worker else 0))
+    if threads:
+        os.environ['OMP_NUM_THREADS'] = str(threads)
+        torch.set_num_threads(threads)
+
+
+def _separate_inductor_cache() -> None:
+    """
+    Keep torch.compile's kernel cache apart per ``ATEN_CPU_CAPABILITY`` setting.
+
+    Inductor generates kernels for the capability torch runs with, but its cache (a
+    precompiled header among it) is not keyed on that setting: a run under
+    ``ATEN_CPU_CAPABILITY=default`` reusing AVX512 builds failed to compile, one under ``avx2``
+    crashed. A user's own cache directory (``TORCHINDUCTOR_CACHE_DIR``) is left as set.
+    """
+    capability = os.environ.get('ATEN_CPU_CAPABILITY')
+    if capability and 'TORCHINDUCTOR_CACHE_DIR' not in os.environ:
+        os.environ['TORCHINDUCTOR_CACHE_DIR'] = str(
+            Path(tempfile.gettempdir()) / f'torchinductor_{getpass.getuser()}_{capability}')
 
 
 _isolate_parallel_worker(os.environ.get('PYTEST_XDIST_WORKER'))
+_set_threads(os.environ.get('PYTEST_XDIST_WORKER'))
+_separate_inductor_cache()
+
+
+@contextlib.contextmanager
+def one_thread() -> Iterator[None]:
+    """
+    Run torch on one thread here and in the processes started meanwhile (Ray workers too).
+
+    Ray gives each worker ``OMP_NUM_THREADS`` threads when it is set (one per CPU otherwise):
+    set to 1 here, a worker reduces in the order this process does, and a test comparing the
+    two may ask for equality.
+    """
+    threads, variable = torch.get_num_threads(), os.environ.get('OMP_NUM_THREADS')
+    torch.set_num_threads(1)
+    os.environ['OMP_NUM_THREADS'] = '1'
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+        if variable is None:
+            os.environ.pop('OMP_NUM_THREADS', None)
+        else:
+            os.environ['OMP_NUM_THREADS'] = variable
+
+
+def inner_pytest_env(**extra: str) -> dict[str, str]:
+    """
+    Return this process's environment for a pytest run a test starts, minus pytest's own.
+
+    colcon passes ``--pytest-args`` to the suite through ``PYTEST_ADDOPTS`` (a ``-k`` selection,
+    say), and xdist and pytest mark their processes with ``PYTEST_*`` variables: inherited, the
+    inner run would apply the outer selection to its own files and collect nothing.
+    """
+    return {**{name: value for name, value in os.environ.items()
+               if not name.startswith('PYTEST_')}, **extra}
+
 
 SHARED_DATA = Path(os.environ.get('LRDA_SHARED_DATA',
                                   Path(__file__).resolve().parents[2] / 'shared' / 'data'))

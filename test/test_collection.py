@@ -25,6 +25,7 @@ from pathlib import Path
 import subprocess
 import sys
 
+from conftest import inner_pytest_env
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -40,8 +41,21 @@ def test_a_module_level_skip_skips_that_file_alone(tmp_path):
         [sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'conftest',
          '--rootdir', str(tmp_path), '-c', os.devnull, str(tmp_path)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env={**os.environ, 'PYTHONPATH': os.pathsep.join(
-            [str(HERE), *filter(None, [os.environ.get('PYTHONPATH')])])})
+        env=inner_pytest_env(PYTHONPATH=os.pathsep.join(
+            [str(HERE), *filter(None, [os.environ.get('PYTHONPATH')])])))
     output = completed.stdout + completed.stderr
     assert 'test_kept.py::test_kept' in output, output
     assert '1 test collected' in output, output
+
+
+def test_an_inner_run_ignores_the_outer_selection(tmp_path, monkeypatch):
+    # colcon test --pytest-args -k launch: the selection reaches the suite as PYTEST_ADDOPTS,
+    # which an inner pytest would apply to its own files (here: deselecting its only test).
+    monkeypatch.setenv('PYTEST_ADDOPTS', '-k launch')
+    (tmp_path / 'test_inner.py').write_text('def test_inner():\n    pass\n')
+    completed = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', '--rootdir',
+         str(tmp_path), '-c', os.devnull, str(tmp_path)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=inner_pytest_env())
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0 and '1 passed' in output, output

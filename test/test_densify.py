@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import SHARED_DATA, tiny_network
+from conftest import one_thread, SHARED_DATA, tiny_network
 import numpy as np
 import pytest
 
@@ -75,18 +75,14 @@ def densified_depth(path) -> dict[int, np.ndarray]:
 @pytest.fixture(scope='module', autouse=True)
 def one_torch_thread():
     """
-    Run torch on one CPU thread, as each Ray worker does.
+    Run torch on one CPU thread, here and in the Ray workers.
 
     With several threads some CPU kernels add in a varying order, so two runs of the same frames
     differ by ~1e-5 relative once warm start carries those differences on; on one thread every
     run gives the same numbers, and the test can ask for equality.
     """
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    with one_thread():
+        yield
 
 
 @pytest.fixture(scope='module')

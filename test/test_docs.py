@@ -12,10 +12,11 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The README and doc/ pages: links resolve, the ROS reference lists every parameter."""
+"""The README and doc/ pages: links resolve, the ROS reference lists every parameter and key."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 import re
 
@@ -69,6 +70,7 @@ def test_ros_reference_lists_every_parameter_with_its_default():
 
 
 def _section(page: str, heading: str) -> str:
+    """Return the text of a doc page's ``## heading`` section."""
     text = (ROOT / 'doc' / page).read_text()
     text = text[text.index(f'\n## {heading}'):]
     return text[:text.index('\n## ', 1)]
@@ -80,3 +82,34 @@ def test_ros_reference_lists_every_launch_argument_with_its_default():
     assert list(rows) == [argument.name for argument in LAUNCH_ARGUMENTS]
     for argument in LAUNCH_ARGUMENTS:
         assert (f'`{argument.default}`' if argument.default else '(none)') in rows[argument.name]
+
+
+def test_ros_reference_documents_every_diagnostics_key():
+    diagnostics = pytest.importorskip('lrda_ros.ros.diagnostics',
+                                      reason='diagnostic_msgs is not installed')
+    rows = re.findall(r'^\| (.+?) \|', _section('ros.md', 'Diagnostics'),
+                      flags=re.MULTILINE)
+    documented = {key for row in rows for key in re.findall(r'`([^`]+)`', row)}
+    missing = [key for key in diagnostics.KEYS if key not in documented]
+    assert not missing, f'doc/ros.md#diagnostics lacks {missing}'
+
+
+def test_every_key_a_status_carries_is_a_listed_key():
+    diagnostics = pytest.importorskip('lrda_ros.ros.diagnostics',
+                                      reason='diagnostic_msgs is not installed')
+    # Every counter holds something, so every per-reason key appears.
+    stats = diagnostics.NodeStatistics(
+        received=3, processed=2, replaced=1, dropped=Counter(malformed=1, no_transform=2),
+        statuses=Counter(optimized=2), sync_losses=Counter(beyond_slop=1, no_partner=2),
+        stamp_backwards=Counter({'/cam/points': 1}), recent_iterations=[4, 2])
+    context = dict.fromkeys(diagnostics.CONTEXT_KEYS, 'x')
+    status = diagnostics.completion_status('/node', stats, 'active', context)
+    patterns = {key: re.compile(re.sub(r'<[^>]+>', '.+', re.escape(key)) + '$')
+                for key in diagnostics.KEYS}
+    keys = [value.key for value in status.values]
+    for key in keys:
+        assert any(p.match(key) for p in patterns.values()), f'{key!r} is not in KEYS'
+    for key, pattern in patterns.items():  # and KEYS holds nothing a status never carries
+        assert any(pattern.match(k) for k in keys), f'no status carries {key!r}'
+    with pytest.raises(ValueError, match='not in CONTEXT_KEYS'):
+        diagnostics.completion_status('/node', stats, 'active', {'undocumented': 1})

@@ -81,7 +81,7 @@ def _write_scene(root: Path, scene: str, with_poses: bool, seed: int) -> dict:
                         'skew': 0.0, 'fisheye': False},
                        {'fx': 0.0, 'fy': 0.0, 'cx': 0.0, 'cy': 0.0, 'skew': 0.0}],
         'extrinsics': [CAMERA_IN_VEHICLE, LIDAR_IN_VEHICLE]}))
-    samples, data, points = [], [], {}
+    samples, data, points, cameras = [], [], {}, {}
     for i in range(2):
         stamp = 15616458249936530 + i * 1000000
         turn = (np.cos(0.05 * i), 0.0, 0.0, np.sin(0.05 * i))
@@ -110,7 +110,7 @@ def _write_scene(root: Path, scene: str, with_poses: bool, seed: int) -> dict:
         Image.fromarray(rng.integers(0, 255, (HEIGHT, WIDTH, 3), np.uint8)).save(
             folder / image_name)
         np.savez_compressed(folder / cloud_name, data=cloud)
-        points[i] = cloud[:, :3]
+        points[i], cameras[i] = cloud[:, :3], pose_camera
         keys = (f'{seed}{i}a'.ljust(40, '0'), f'{seed}{i}b'.ljust(40, '0'))
         zero = _pose((0.0, 0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
@@ -136,7 +136,7 @@ def _write_scene(root: Path, scene: str, with_poses: bool, seed: int) -> dict:
     scene_file.write_text(json.dumps({'name': scene, 'log': 'log', 'description': '',
                                       'samples': samples, 'data': data, 'ontologies': {},
                                       'metadata': {}}))
-    return {'file': f'{scene}/{scene_file.name}', 'points': points, 'camera': pose_camera}
+    return {'file': f'{scene}/{scene_file.name}', 'points': points, 'cameras': cameras}
 
 
 def _dataset(root: Path, with_poses: bool = True) -> dict:
@@ -185,6 +185,18 @@ def test_projection_matches_opencv(tmp_path, with_poses):
         expected = _opencv_depth(truth['points'][index], expected_T)
         np.testing.assert_array_equal(depth > 0, expected > 0)
         np.testing.assert_allclose(depth, expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize('with_poses', [True, False])
+def test_frames_carry_the_camera_datums_pose(tmp_path, with_poses):
+    truth = _dataset(tmp_path, with_poses)
+    for index, frame in enumerate(DDAD(tmp_path)):
+        if not with_poses:  # the extrinsics place the camera on the vehicle, not in the world
+            assert frame.T_world_cam is None
+            continue
+        # dgp's T_world_sensor of the camera datum, as written (quaternion and translation
+        # round-tripped through JSON in float64: 1e-9 is a million times their rounding).
+        np.testing.assert_allclose(frame.T_world_cam, truth['cameras'][index], atol=1e-9)
 
 
 def test_frames_follow_the_protocol(tmp_path):
@@ -236,3 +248,6 @@ def test_lrda_eval_writes_figures_and_depth_of_frames_named_by_scene(tmp_path):
     assert (output / 'frames' / '000150' / '15616458249936530.png').is_file()
     depth = np.load(output / 'depth' / 'classical' / '000150' / '15616458250936530.npy')
     assert depth.shape == (HEIGHT, WIDTH)
+    # The scene's camera poses give the temporal alignment error, as other posed sequences.
+    summary = json.loads((output / 'summary.json').read_text())
+    assert np.isfinite(summary['methods']['classical']['tae']), summary['methods']

@@ -76,6 +76,14 @@ class LiveEvaluation:
         assert spin_until(self.executor, lambda: self.node.result.records and
                           self.node.result.records[-1].frame == name, 10)
 
+    def announce_model(self, model: str, device: str) -> None:
+        """Publish /diagnostics naming the model, as the completion node does; spin until read."""
+        diagnostics = self.harness.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        status = DiagnosticStatus(name='completion_node: depth completion', values=[
+            KeyValue(key='model', value=model), KeyValue(key='device', value=device)])
+        assert spin_until(self.executor, lambda: diagnostics.publish(
+            DiagnosticArray(status=[status])) or self.node._model.get('model') == model, 10)
+
     def close(self) -> None:
         self.executor.shutdown()
         self.node.destroy_node()  # writes the final report
@@ -161,6 +169,7 @@ def test_the_report_has_lrda_evals_files_and_metadata(ros_context, namespace, tm
                       '--figures', '2']) == 0
     live = LiveEvaluation(ros_context, namespace, tmp_path / 'live', figures=2,
                           source=str(bag))
+    live.announce_model('demo', 'cpu')  # the completion node on the demo prior
     # The frames lrda eval scored, published at their stamps, as the node would.
     for frame, scored in zip(frames, RosbagDataset(bag)):
         stamp_ns = START_NS + frame.stamp_ns
@@ -183,6 +192,10 @@ def test_the_report_has_lrda_evals_files_and_metadata(ros_context, namespace, tm
     assert metadata['sync_losses']['beyond_slop'] == 0
     assert eval_summary['metadata']['frames'] == 2
     assert eval_summary['metadata']['topics']['image'] == '/cam/image_raw'
+    # Both mark the demonstration prior, lrda eval from the model it loaded, the live
+    # evaluator from the model the completion node names.
+    for summary in (live_summary, eval_summary):
+        assert (summary['metadata']['model'], summary['metadata']['demo_prior']) == ('demo', True)
 
 
 def test_a_looping_input_reports_each_loop_in_its_own_folder(ros_context, namespace,

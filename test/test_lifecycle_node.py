@@ -131,13 +131,23 @@ def test_diagnostics_report_the_real_lifecycle_state(managed, namespace):
         return last if last is not None and {
             kv.key: kv.value for kv in last.values}.get('state') == state else None
 
+    # Only an active node processes frames: every other state is a warning, never OK.
     assert spin_until(executor, lambda: reports('unconfigured'), 10)
-    assert reports('unconfigured').message.startswith('unconfigured')
+    unconfigured = reports('unconfigured')
+    assert unconfigured.message.startswith('unconfigured')
+    assert unconfigured.level == unconfigured.WARN
     assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
     assert spin_until(executor, lambda: reports('inactive'), 10)
+    assert reports('inactive').level == unconfigured.WARN
     assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
     assert spin_until(executor, lambda: reports('active'), 10)
-    assert reports('active').message.startswith('waiting for synchronized')
+    active = reports('active')
+    assert active.message.startswith('waiting for synchronized')
+    assert active.level == active.OK  # the tiny test network, not the demo prior
+    assert node.trigger_deactivate() == TransitionCallbackReturn.SUCCESS
+    assert spin_until(executor, lambda: reports('inactive'), 10)
+    inactive = reports('inactive')
+    assert inactive.level == inactive.WARN and inactive.message.startswith('inactive')
     assert node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
     assert spin_until(executor, lambda: reports('finalized'), 10)
     finalized = reports('finalized')

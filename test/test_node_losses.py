@@ -15,8 +15,8 @@
 """
 Counted losses over real rclpy/DDS: sync losses per reason, per-kind warnings, time jumps.
 
-Each loss shows on /diagnostics and in a log line with its reason. Runs with whichever
-synchronizer is installed (message_filters in a ROS 2 install, the built-in one otherwise).
+Each loss shows on /diagnostics and in a log line with its reason, on both synchronizers:
+the built-in one, and message_filters (the ROS 2 install's; skipped where it is absent).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.ros.builders import (  # noqa: E402, I100
+from lrda_ros.ros import subscriptions  # noqa: E402, I100
+from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 from test_node import CAMERA_FRAME, frames, header, LIDAR_FRAME, system  # noqa: E402, F401
 
@@ -56,7 +57,18 @@ def diagnostic_values(node, harness) -> dict[str, str]:
     return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
 
 
-def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa: F811
+@pytest.fixture(params=['builtin', 'message_filters'], autouse=True)
+def synchronizer(request, monkeypatch) -> str:
+    """Run each test on both synchronizers: the built-in one, and message_filters if installed."""
+    if request.param == 'builtin':
+        monkeypatch.setattr(subscriptions, 'message_filters_available', lambda: False)
+    elif not subscriptions.message_filters_available():
+        pytest.skip('message_filters is not installed (it comes with a ROS 2 install)')
+    return request.param
+
+
+def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames,  # noqa: F811
+                                                        synchronizer):
     # A DDAD-like rig at the default sync.slop (0.05 s): every frame is lost, each message
     # counted, and the log names the slop that pairs them.
     node, harness, executor = system(**{'sync.queue_size': 2})
@@ -76,7 +88,38 @@ def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames):  # noqa
     lines = warnings.matching('beyond_slop', 'sync.slop 0.07')
     assert lines, warnings.lines
     assert '-0.055 s' in lines[0] or '+0.055 s' in lines[0], lines[0]
-    assert values['synchronization'] in lines[0]
+    assert values['synchronization'] == synchronizer and synchronizer in lines[0]
+
+
+def test_a_late_cloud_is_counted_beyond_slop_on_either_synchronizer(system, frames,  # noqa: F811
+                                                                    synchronizer):
+    # An image and its camera_info at t, the cloud at t + 0.5 s (sync.slop 0.05 s), then good
+    # frames: the three stale messages can never pair, though no queue ever overflows.
+    node, harness, executor = system()
+    warnings = LoggedWarnings(node)
+    frame, base = frames[0], 40_000_000_000
+    camera_header = header(CAMERA_FRAME, base)
+    harness.pub_image.publish(rgb_to_image_msg(frame.rgb, camera_header))
+    harness.pub_info.publish(camera_model_to_camera_info(frame.camera, camera_header))
+    harness.pub_points.publish(xyz_to_pointcloud2(
+        frame.points_lidar[:, :3], header(LIDAR_FRAME, base + 500 * MS)))
+    spin_until(executor, lambda: False, 0.2)
+    for k in range(1, 4):
+        harness.publish(frames[k % len(frames)], base + k * 1000 * MS)
+        assert spin_until(executor, lambda: node.stats.processed == k, 60), node.stats
+
+    def counted() -> bool:
+        values = diagnostic_values(node, harness)
+        return int(values.get('unsynchronized messages', 0)) == 3
+
+    assert spin_until(executor, counted, 10), diagnostic_values(node, harness)
+    values = diagnostic_values(node, harness)
+    assert values['synchronization'] == synchronizer
+    # The cloud had its image and camera_info 0.5 s away: beyond the slop, not partnerless.
+    assert int(values['unsynchronized (beyond_slop)']) >= 1
+    lines = warnings.matching('unsynchronized (beyond_slop', 'sync.slop 0.6')
+    assert lines and synchronizer in lines[0], warnings.lines
+    assert node.stats.processed == 3 and node.stats.received == 3
 
 
 def test_two_kinds_of_malformed_input_in_one_window_both_warn(system, frames):  # noqa: F811

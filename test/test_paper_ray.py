@@ -28,6 +28,7 @@ import shutil
 import socket
 import sys
 
+from conftest import one_thread
 import numpy as np
 import pytest
 from test_paper import _ibims_samples, _void_release
@@ -40,13 +41,9 @@ METHODS = ('scale-shift', 'lrda', 'lrda-warm')
 
 @pytest.fixture
 def one_torch_thread():
-    """Run torch on one CPU thread, as each Ray worker does."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+    """Run torch on one CPU thread, here and in the Ray workers (equal sums, equal results)."""
+    with one_thread():
+        yield
 
 
 def _options(tmp_path, model, output, methods, **extra) -> PaperOptions:

@@ -12,20 +12,28 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""``lrda speed``'s building blocks: realistic inputs, a measured frame, tables and plots."""
+"""``lrda speed``'s building blocks: inputs, a measured frame, tables, plots, the machine."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import math
+from pathlib import Path
+import sys
 
 from lrda_ros.cli import main
 from lrda_ros.engine import Scope, TTOConfig
 from lrda_ros.speed import run as speed_run
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, RESOLUTIONS
+from lrda_ros.speed.machine import machine_description, machine_line
 from lrda_ros.speed.report import speed_plot, speed_table
 from lrda_ros.speed.run import _summarize, measure_configuration, SpeedOptions
 import numpy as np
 import pytest
+import torch
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / 'benchmarks'
 
 
 def test_panning_frames_pan_and_carry_lidar_at_the_requested_density():
@@ -69,13 +77,18 @@ def test_one_configuration_is_measured(scope, warm):
     assert np.isfinite(sample['final_loss'])
 
 
-def test_tables_and_plot(tmp_path):
+def speed_rows() -> list[dict]:
+    """Return two rows of the speed table, as run_speed measures them."""
     row = {'backbone': 'vits', 'resolution': 'vga', 'seconds': 2.0, 'peak_mb': 100.0,
            'iterations': 40, 'encoder_s': 0.7, 'decoder_step_dense_s': 0.5,
            'decoder_step_sparse_s': 0.4}
-    rows = [{**row, 'method': 'lrda', 'time_vs_lrda': 1.0, 'memory_vs_lrda': 1.0},
+    return [{**row, 'method': 'lrda', 'time_vs_lrda': 1.0, 'memory_vs_lrda': 1.0},
             {**row, 'method': 'prompt', 'seconds': 10.0, 'time_vs_lrda': 5.0,
              'memory_vs_lrda': 2.0}]
+
+
+def test_tables_and_plot(tmp_path):
+    rows = speed_rows()
     table = speed_table(rows)
     assert '| vits | vga | prompt | 10.00 | 100 | 5.00x | 2.00x | 40 |' in table
     assert '| vits | vga | 700 | 500 | 400 |' in table
@@ -107,3 +120,55 @@ def test_a_failed_configuration_keeps_its_error_in_the_row():
     row = _summarize([failed, failed])
     assert row['error'] == 'OutOfMemoryError: CUDA out of memory'
     assert math.isnan(row['seconds'])
+
+
+@pytest.mark.parametrize('native', [True, False])
+def test_the_machine_names_precision_kernels_threads_and_cpu(monkeypatch, native):
+    from lrda_ros.engine import precision
+
+    monkeypatch.setattr(precision, 'native_bfloat16', lambda device: native)
+    described = machine_description('cpu', 'auto')
+    assert described['dtype'] == ('bfloat16' if native else 'float32')  # 'auto' resolved
+    assert machine_description('cpu', 'float32')['dtype'] == 'float32'
+    assert described['cpu_capability'] == torch.backends.cpu.get_cpu_capability()
+    assert described['threads'] == torch.get_num_threads()
+    assert described['device'] == 'cpu' and described['cpu']
+    cpuinfo = Path('/proc/cpuinfo')
+    if cpuinfo.is_file():  # Linux: the model name the kernel reports
+        assert f': {described["cpu"]}' in cpuinfo.read_text()
+
+
+def test_speed_reports_name_the_machine(monkeypatch, tmp_path):
+    monkeypatch.setattr(speed_run, 'measure_speed', lambda options: speed_rows())
+    options = SpeedOptions(output=str(tmp_path), ablations=False)
+    speed_run.run_speed(options)
+    machine = machine_description('cpu', 'auto')
+    saved = json.loads((tmp_path / 'speed.json').read_text())
+    assert {key: saved[key] for key in machine} == machine
+    assert (tmp_path / 'speed.md').read_text().startswith(machine_line(machine))
+
+
+class _Stop(Exception):
+    """Ends a benchmark script once it has printed its head."""
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(f'benchmark_{name}', BENCHMARKS / f'{name}.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize('name, first_work, dtype', [
+    ('compute_floor', 'panning_frames', 'auto'), ('backends', 'random_model', 'float32')])
+def test_benchmark_scripts_open_with_the_machine(monkeypatch, capsys, name, first_work, dtype):
+    module = _script(name)
+
+    def stop(*args, **kwargs):
+        raise _Stop
+
+    monkeypatch.setattr(module, first_work, stop)
+    monkeypatch.setattr(sys, 'argv', [f'{name}.py', '--dtype', dtype])
+    with pytest.raises(_Stop):
+        module.main()
+    assert capsys.readouterr().out.startswith(machine_line(machine_description('cpu', dtype)))

@@ -128,15 +128,47 @@ def test_missing_candidate_on_one_input_blocks_until_it_arrives():
 def test_queue_overflow_evicts_oldest_and_counts():
     sync, recorder = make_sync(num_inputs=2, queue_size=3, slop_s=0.010)
     feed(sync, [(0, k * 100 * MS) for k in range(5)])
-    assert sync.num_evicted == 2  # stamps 0 and 100 ms pushed out
-    feed(sync, [(1, 0)])
-    assert recorder.sets == []
+    assert sync.num_evicted == 2  # stamps 0 and 100 ms pushed out (input 1 still silent)
     feed(sync, [(1, 200 * MS)])
     assert recorder.sets == [(200 * MS, 200 * MS)]
-    # Input 1 now holds 0 (never matched); an older stamp than all of a full queue is
-    # evicted straight away.
-    feed(sync, [(1, 1), (1, 2), (1, -5 * MS)])
-    assert sync.num_evicted == 3
+    # Input 0 holds 300 and 400 ms, both still pairable (input 1 is at 200 ms); a stamp older
+    # than all of a full queue is evicted straight away.
+    feed(sync, [(0, 500 * MS), (0, 250 * MS)])
+    assert sync.num_evicted == 3 and dict(sync.losses.counts) == {'no_partner': 3}
+    feed(sync, [(1, 300 * MS)])
+    assert recorder.sets == [(200 * MS, 200 * MS), (300 * MS, 300 * MS)]
+
+
+def test_a_message_that_can_no_longer_pair_is_dropped_and_counted_at_once():
+    # An image and camera_info at 10 s, the cloud at 10.5 s (slop 0.05 s), then good frames:
+    # queues of 10 never overflow, so without this rule the three stayed queued, uncounted.
+    sync, recorder = make_sync(num_inputs=3, queue_size=10, slop_s=0.05)
+    feed(sync, [(0, 10_000 * MS), (1, 10_000 * MS), (2, 10_500 * MS), (0, 11_000 * MS)])
+    # Image and cloud are past the camera_info at 10 s, and no cloud is near it: dropped. The
+    # image at 10 s waits for the camera_info stream to move on too.
+    assert dict(sync.losses.counts) == {'beyond_slop': 1}
+    assert sync.losses.last['beyond_slop'].stamp_ns == 10_000 * MS
+    feed(sync, [(1, 11_000 * MS)])
+    # Every input is past the rest now: the image at 10 s and the cloud are dropped too.
+    assert dict(sync.losses.counts) == {'beyond_slop': 3}
+    assert sync.losses.last['beyond_slop'].offsets_ns == (-500 * MS, -500 * MS, 0)
+    feed(sync, [(2, 11_003 * MS)] + [(i, 12_000 * MS) for i in range(3)])
+    assert recorder.sets == [(11_000 * MS, 11_000 * MS, 11_003 * MS), (12_000 * MS,) * 3]
+    assert sync.num_evicted == 3 and all(not queue for queue in sync._queues)
+
+
+@pytest.mark.parametrize('time_jumps', [False, True])
+def test_one_stray_stamp_ahead_drops_no_good_message(time_jumps):
+    # A cloud stamped 0.5 s ahead of its frame, then the next frame on time: only the other
+    # inputs passing a message make it unpairable, so the frame at 0.4 s still pairs.
+    recorder = Recorder()
+    sync = ApproximateTimeSync(3, 10, 0.05, recorder,
+                               on_time_jump=(lambda *jump: None) if time_jumps else None)
+    feed(sync, [(0, 300 * MS), (1, 300 * MS), (2, 800 * MS),
+                (0, 400 * MS), (1, 400 * MS), (2, 403 * MS)])
+    assert recorder.sets == [(400 * MS, 400 * MS, 403 * MS)]
+    # The frame at 0.3 s lost its cloud: dropped once every input had moved past it.
+    assert sync.losses.counts['beyond_slop'] == 2
 
 
 def test_same_stamp_replaces_and_counts_as_evicted():
@@ -292,14 +324,15 @@ def test_never_synchronizing_inputs_are_counted_with_their_offset(ros_node,
             publisher.publish(msg)
             executor.spin_once(timeout_sec=0.2)
     deadline = time.monotonic() + 5
-    while handle.num_evicted < 12 - 4 and time.monotonic() < deadline:
+    while handle.num_evicted < 12 - 1 and time.monotonic() < deadline:
         executor.spin_once(timeout_sec=0.05)
     assert received == []
-    # 12 messages, 2 still queued per input (queue_size 2).
-    assert handle.num_evicted == 12 - 4 and handle.num_emitted == 0
+    # 12 messages: each can never pair once the other sensor's next one is in, so all but the
+    # last (LiDAR 3.2 s, waiting for the camera's next) are dropped at once.
+    assert handle.num_evicted == 12 - 1 and handle.num_emitted == 0
     assert handle.stamp_offsets() == {'lidar': pytest.approx(0.2)}
     # Each had a partner 0.2 s away (the other sensor's nearest message): beyond the slop.
-    assert handle.loss_counts() == {'beyond_slop': 8}
+    assert handle.loss_counts() == {'beyond_slop': 11}
     assert handle.largest_spread_s() == pytest.approx(0.2)
 
 
@@ -368,19 +401,19 @@ def test_message_filters_backend_wiring(monkeypatch):
                          ('Synchronizer', 2, 2, 0.05)]
     assert calls[3][0] == 'registerCallback'
 
-    # 'a' at 1.0, 1.1, 1.2 (queue of 2: 1.0 pushed out while 'b' has nothing), 'b' at 1.4,
-    # then 'a' at 1.4: 1.1 pushed out while 1.4 s on 'b' was unused (0.3 s: beyond the
-    # slop), and the 1.4 pair is emitted.
+    # 'a' at 1.0, 1.1, 1.2 (queue of 2: 1.0 pushed out while 'b' has nothing), 'b' at 1.4:
+    # 'a' 1.1 and 1.2 can no longer pair (0.3 and 0.2 s from 'b': beyond the slop), taken out
+    # of the synchronizer's queue and counted; then 'a' at 1.4 and the 1.4 pair is emitted.
     a, b = handle.subscriptions
     for stamp_s, subscriber in ((1.0, a), (1.1, a), (1.2, a), (1.4, b), (1.4, a)):
         subscriber.deliver(_stamped(int(stamp_s * 1e9)))
     assert handle.num_emitted == 1 and len(emitted) == 1
-    assert handle.loss_counts() == {'no_partner': 1, 'beyond_slop': 1}
-    assert handle.num_evicted == 2
+    assert handle.loss_counts() == {'no_partner': 1, 'beyond_slop': 2}
+    assert handle.num_evicted == 3 and handle.synchronizer.queues == [{}, {}]
     beyond = handle.last_losses()['beyond_slop']
-    assert (beyond.index, beyond.stamp_ns) == (0, 1_100_000_000)
-    assert beyond.offsets_ns == (0, 300 * MS)
-    assert handle.offsets_text(beyond) == 'a at 1.100 s: nearest b +0.300 s'
+    assert (beyond.index, beyond.stamp_ns) == (0, 1_200_000_000)
+    assert beyond.offsets_ns == (0, 200 * MS)
+    assert handle.offsets_text(beyond) == 'a at 1.200 s: nearest b +0.200 s'
     assert handle.largest_spread_s() == pytest.approx(0.3)
     assert handle.stamp_offsets() == {'b': pytest.approx(0.0)}
 

@@ -26,7 +26,7 @@ from lrda_ros.engine import (
 from lrda_ros.engine.lora import adaptable_layers
 from lrda_ros.engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 from lrda_ros.engine.unidepth.config import config_from_state_dict
-from lrda_ros.engine.unidepth.model import layout_of_input, processing_layout
+from lrda_ros.engine.unidepth.model import _paddings, layout_of_input, processing_layout
 from lrda_ros.errors import ConfigError
 import numpy as np
 import pytest
@@ -180,6 +180,40 @@ def test_input_layout_follows_the_official_rule(height, width, paddings, network
     layout = processing_layout(height, width, None, UniDepthV2Config.official('vits'))
     assert (layout.paddings, layout.network) == (paddings, network)
     assert layout.scale == pytest.approx(scale)
+
+
+def _expected_padded(height: int, width: int) -> tuple[int, int]:
+    """Return the padded size for the official ratio range 1/2 .. 5/2, in integers only."""
+    if 2 * width > 5 * height:  # wider than 5:2: rows up to floor(width / 2.5)
+        return 2 * width // 5, width
+    if 2 * width < height:  # taller than 1:2: columns up to floor(height / 2)
+        return height, height // 2
+    return height, width
+
+
+def test_every_size_from_200_to_2000_pixels_pads_exactly():
+    # The official rule sizes an image within the ratio range as int(H * (W / H)), one pixel
+    # short for 6 % of sizes (333x500, 303x640, 398x800): a negative padding. Every height,
+    # widths in steps of 13: a quarter of these sizes are ones that rule got wrong.
+    bounds = UniDepthV2Config.official('vits').ratio_bounds
+    for height in range(200, 2001):
+        for width in range(200, 2001, 13):
+            paddings, padded = _paddings(height, width, bounds)
+            assert padded == _expected_padded(height, width), (height, width)
+            left, right, top, bottom = paddings
+            assert min(paddings) >= 0 and abs((left - right) + (top - bottom)) <= 1
+            assert padded == (height + top + bottom, width + left + right), (height, width)
+
+
+@pytest.mark.parametrize('height, width', [(333, 500), (303, 640), (398, 800)])
+def test_sizes_the_official_rule_cut_short_predict_a_whole_map(model, height, width):
+    layout = processing_layout(height, width, None, model.config)
+    assert layout.paddings == (0, 0, 0, 0) and layout.padded == (height, width)
+    image = smooth_image(4, height, width)
+    depth = model.predict(image, intrinsics=camera_matrix(height, width))
+    assert depth.shape == (height, width) and np.isfinite(depth).all()
+    # A one-column network output stretched back makes every row constant.
+    assert np.all(np.ptp(depth, axis=1) > 0)
 
 
 def test_wide_images_are_padded_and_the_prediction_covers_the_image(model):

@@ -146,7 +146,9 @@ class DDAD(FrameDataset):
     map) change only what they name. Frames of a scene are consecutive, in sample order, with
     ``sequence`` = the scene folder; names are ``<scene>/<image stem>``.
     ``Frame.notes``: ``lidar_pixels`` (projected), ``outliers_removed`` (from the input),
-    ``gt_outliers_removed``, ``pose_source`` ('poses' or 'extrinsics').
+    ``gt_outliers_removed``, ``pose_source`` ('poses' or 'extrinsics'). ``Frame.T_world_cam``:
+    the camera datum's pose (``T_world_sensor``), for the temporal alignment error; None in a
+    scene without poses.
     """
 
     kind = 'ddad'
@@ -244,6 +246,12 @@ class DDAD(FrameDataset):
                              f'{self.camera}/{self.lidar}', field='extrinsics')
         return K, extrinsics[0].inverse() @ extrinsics[1], 'extrinsics'
 
+    def camera_pose(self, index: int) -> np.ndarray | None:
+        """Return frame ``index``'s 4x4 camera pose in the scene's world (None without one)."""
+        _, _, image, _ = self._items[index % len(self)]
+        pose = _pose(image['datum']['image'].get('pose'))
+        return None if pose is None else pose.as_matrix()
+
     def projected_lidar(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
         """Return (rgb, the LiDAR depth map in the camera before filtering, K, notes)."""
         scene_dir, _, image, cloud = self._items[index % len(self)]
@@ -270,4 +278,4 @@ class DDAD(FrameDataset):
         return Frame(name=f'{scene_dir.name}/{stem}', rgb=rgb, sparse_depth=sparse,
                      gt_depth=quantize_depth(gt), K=K, sequence=scene_dir.name,
                      stamp_ns=_stamp_ns(image.get('id', {}).get('timestamp', '')),
-                     notes=notes)
+                     notes=notes, T_world_cam=self.camera_pose(index))

@@ -149,6 +149,16 @@ def _load_unidepth(text: str, device: torch.device, local_files_only: bool):
     return UniDepthModel(network, device, source=text)
 
 
+def is_demo_prior_source(source: str | None) -> bool:
+    """
+    Return whether a model's ``source`` names the demonstration prior.
+
+    ``source`` as a loaded model records it and /diagnostics and reports name it: ``demo``
+    for the prior, asked for or fallen back to by ``auto``.
+    """
+    return source == DEMO
+
+
 def _demo_prior(device: torch.device, warning: str = '') -> DepthModel:
     network = _load_network(str(demo_prior_dir()), None, None, True)
     return DepthModel(network, device, source=DEMO, is_demo_prior=True, warning=warning)

@@ -34,6 +34,7 @@ import numpy as np
 
 from .figures import sparsification_plot, speed_accuracy_plot
 from .harness import EvalResult, METRIC_NAMES
+from ..engine.loading import is_demo_prior_source
 
 FRAMES_CSV = 'frames.csv'
 SUMMARY_JSON = 'summary.json'
@@ -140,20 +141,21 @@ def figure_path(folder: Path, frame_name: str) -> Path:
 
 
 def report_metadata(*, methods: Sequence[str], model: str | None, device: str | None,
-                    demo_prior: bool, options: dict[str, Any], source: str | None,
+                    options: dict[str, Any], source: str | None,
                     topics: dict[str, str] | None, frames: int,
                     sync_losses: dict | None, **extra: Any) -> dict:
     """
     Return a report's metadata: the same keys for ``lrda eval`` and the live evaluator.
 
-    ``source``: the dataset folder or bag (None when not known); ``topics``: the topics
-    read, by role (None for datasets); ``frames``: frames scored; ``sync_losses``: the
-    synchronizer's losses per reason (None when nothing was synchronized); ``extra``:
-    anything the writer adds.
+    ``model``: the model's source as loaded (``demo`` for the demonstration prior, which
+    ``demo_prior`` records); ``source``: the dataset folder or bag (None when not known);
+    ``topics``: the topics read, by role (None for datasets); ``frames``: frames scored;
+    ``sync_losses``: the synchronizer's losses per reason (None when nothing was
+    synchronized); ``extra``: anything the writer adds.
     """
     return {'methods': list(methods), 'model': model, 'device': device,
-            'demo_prior': demo_prior, 'options': options, 'source': source, 'topics': topics,
-            'frames': frames, 'sync_losses': sync_losses, **extra}
+            'demo_prior': is_demo_prior_source(model), 'options': options, 'source': source,
+            'topics': topics, 'frames': frames, 'sync_losses': sync_losses, **extra}
 
 
 def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,

@@ -137,7 +137,6 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     sync_losses = getattr(dataset, 'sync_losses', None)
     metadata = report_metadata(
         methods=options.methods, model=model.source if model else None, device=device,
-        demo_prior=bool(model and model.is_demo_prior),
         options={k: str(v) for k, v in asdict(options).items()}, source=str(options.root),
         topics=getattr(dataset, 'topic_roles', None), frames=result.num_frames,
         sync_losses=sync_losses, interrupted=result.interrupted)

@@ -76,11 +76,15 @@ class ApproximateTimeSync:
 
     Every dropped message is counted by reason (:mod:`~lrda_ros.messages.sync_losses`):
     ``losses`` holds the counts and offsets; :meth:`flush` drops (and counts) what is still
-    queued when a stream ends. A stamp older than its input's previous one is counted in
-    ``losses.time_jumps``; with ``on_time_jump`` it is a time jump (a bag loop, a clock
-    reset), unlike in message_filters: queued messages after the new stamp (plus the slop)
-    belong to the old timeline and are dropped, so they cannot crowd out the new one, and
-    ``on_time_jump(index, previous_ns, stamp_ns)`` is called outside the lock.
+    queued when a stream ends. Unlike message_filters, a queued message that can no longer
+    pair (every other input moved past it, one without a partner for it:
+    :meth:`~lrda_ros.messages.sync_losses.SyncLossTracker.unpairable`) is dropped and counted
+    at once instead of staying queued until pushed out; the sets emitted are the same. A
+    stamp older than its input's previous one is counted in ``losses.time_jumps``; with
+    ``on_time_jump`` it is a time jump (a bag loop, a clock reset), unlike in message_filters:
+    queued messages after the new stamp (plus the slop) belong to the old timeline and are
+    dropped, so they cannot crowd out the new one, and ``on_time_jump(index, previous_ns,
+    stamp_ns)`` is called outside the lock.
 
     ``add`` is thread-safe; the callback runs outside the internal lock, so it may call
     back into this object. Callbacks from concurrent ``add`` calls may interleave.
@@ -151,6 +155,7 @@ class ApproximateTimeSync:
             matched = self._insert_and_match(index, stamp, msg)
             if matched is not None:
                 self._num_emitted += 1
+            self._drop_unpairable()
         if jumped_from is not None:
             self._on_time_jump(index, jumped_from, stamp)
         if matched is not None:
@@ -163,6 +168,12 @@ class ApproximateTimeSync:
                 for stamp in sorted(queue):
                     self.losses.lost(index, stamp)
                 queue.clear()
+
+    def _drop_unpairable(self) -> None:
+        """Drop and count queued messages that can no longer pair (a late cloud, say)."""
+        for index, stamp in self.losses.unpairable(self._queues):
+            del self._queues[index][stamp]
+            self.losses.lost(index, stamp)
 
     def _drop_after(self, limit_ns: int) -> None:
         """Drop queued messages stamped after ``limit_ns``: the old timeline of a time jump."""

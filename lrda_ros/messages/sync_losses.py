@@ -16,8 +16,9 @@
 Why messages left a synchronizer without a set: counted per reason, with the stamp offsets.
 
 A message is lost when its synchronizer drops it (pushed out of a full queue, replaced by one
-with the same stamp, discarded at a time jump, or still queued when a recording ends). It is
-classified against the other inputs' recent messages that no set used:
+with the same stamp, discarded at a time jump, still queued when a recording ends, or queued
+where it can no longer pair: :meth:`SyncLossTracker.unpairable`). It is classified against the
+other inputs' recent messages that no set used:
 
 - ``beyond_slop``: every other input had an unused message within :data:`PARTNER_RANGE_S`,
   but their stamps were too far apart for the slop: the sensors' stamps are offset, and a
@@ -35,7 +36,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 import math
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from .stamps import NS_PER_S
 
@@ -100,6 +101,9 @@ class SyncLossTracker:
         #: Per input: stamp -> whether a set used it, oldest first.
         self._recent: list[dict[int, bool]] = [{} for _ in range(num_inputs)]
         self._newest: list[int | None] = [None] * num_inputs
+        #: Per input, the newest stamp since the last time jump on any input (None: none yet):
+        #: what :meth:`unpairable` compares with, never a stamp of an older timeline.
+        self._reach: list[int | None] = [None] * num_inputs
         self.counts: Counter[str] = Counter()
         #: Times a stamp went backwards, per input index.
         self.time_jumps: Counter[int] = Counter()
@@ -119,8 +123,13 @@ class SyncLossTracker:
         if newest is not None and stamp_ns < newest:
             self.time_jumps[index] += 1
             self._newest[index] = stamp_ns
+            # The other inputs are still on the old timeline: until they send on the new
+            # one, nothing on it may look unpairable for being behind them.
+            self._reach = [None] * len(self._reach)
+            self._reach[index] = stamp_ns
             return newest
         self._newest[index] = stamp_ns
+        self._reach[index] = stamp_ns
         return None
 
     def used(self, stamps_ns: Sequence[int]) -> None:
@@ -140,6 +149,40 @@ class SyncLossTracker:
         self.counts[loss.reason] += 1
         self.last[loss.reason] = loss
         return loss
+
+    def unpairable(self, queues: Sequence[Mapping[int, Any]]) -> list[tuple[int, int]]:
+        """
+        Return the queued (input, stamp) pairs that can no longer be part of a set.
+
+        ``queues``: each input's queued stamps (a synchronizer's queues, keyed by stamp). A
+        message pairs only with a message of every other input within the slop, and an
+        input's stamps only grow (a stamp going back is a time jump, after which only stamps
+        of the new timeline count). Once every other input's newest stamp is past it by more
+        than the slop, a message that lacks a queued partner on one of them never pairs. Left
+        queued, such a message (a cloud stamped late, say) is counted only if its queue
+        overflows, which it need not ever do. Waiting for every other input, not only the one
+        without a partner, keeps a stray stamp on one input (a cloud stamped ahead, then back)
+        from dropping good messages. In input order, oldest first, as the synchronizers drop
+        them.
+        """
+        found = []
+        for index, queue in enumerate(queues):
+            others = [other for other in range(len(queues)) if other != index]
+            for stamp in sorted(queue):
+                if (all(self._passed(other, stamp) for other in others)
+                        and not all(self._partner_queued(queues[other], stamp)
+                                    for other in others)):
+                    found.append((index, stamp))
+        return found
+
+    def _passed(self, index: int, stamp_ns: int) -> bool:
+        """Return whether input ``index``'s newest stamp is past ``stamp_ns`` beyond the slop."""
+        newest = self._reach[index]
+        return newest is not None and newest - stamp_ns > self.slop_ns
+
+    def _partner_queued(self, queue: Mapping[int, Any], stamp_ns: int) -> bool:
+        """Return whether ``queue`` holds a stamp within the slop of ``stamp_ns``."""
+        return any(abs(queued - stamp_ns) <= self.slop_ns for queued in queue)
 
     def forget_after(self, limit_ns: int) -> None:
         """Forget stamps after ``limit_ns`` (an old timeline, after a time jump)."""

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..datasets import Frame
 from ..engine import TTOConfig
-from ..engine.loading import load_depth_model
+from ..engine.loading import is_demo_prior_source, load_depth_model
 from ..errors import InputError
 from ..eval.methods import build_methods, Method, METHODS
 from ..eval.metrics import compute_metrics
@@ -63,7 +63,7 @@ class PaperWorker:
         """Return what was loaded where, for the report."""
         model = self.model
         return {'source': model.source if model else None, 'device': self.device,
-                'demo_prior': bool(model and model.is_demo_prior),
+                'demo_prior': is_demo_prior_source(model.source if model else None),
                 'warning': model.warning if model else ''}
 
     def start(self, methods: tuple[str, ...], config: TTOConfig) -> None:

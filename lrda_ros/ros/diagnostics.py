@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+import re
 import time
 from typing import Any
 
@@ -110,45 +111,72 @@ class NodeStatistics:
         self.record_completed()
 
 
+def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
+    """
+    Return the status's (key, value) pairs in order, before the node's context.
+
+    A dict value is a counter: its key holds a ``<...>`` placeholder, repeated per name.
+    """
+    recent = stats.recent_iterations
+    return [
+        ('state', state),
+        ('frames received', stats.received), ('frames processed', stats.processed),
+        ('frames dropped', stats.num_dropped),
+        ('dropped (superseded by a newer frame)', stats.replaced),
+        ('dropped (<reason>)', dict(sorted(stats.dropped.items()))),
+        ('unsynchronized messages', stats.unsynchronized),
+        ('unsynchronized (<reason>)',
+         {reason: stats.sync_losses[reason] for reason in SYNC_LOSS_REASONS}),
+        (f'{STAMP_BACKWARDS} (<input>)', dict(sorted(stats.stamp_backwards.items()))),
+        ('status <status>', dict(sorted(stats.statuses.items()))),
+        ('frame rate (Hz)', f'{stats.output_rate_hz:.2f}'),
+        (KEY_PROCESSING_S, f'{stats.last_processing_s:.3f}'),
+        ('latency (s)', f'{stats.last_latency_s:.3f}'),
+        ('last loss', f'{stats.last_loss:.4g}'),
+        (KEY_ITERATIONS, stats.last_iterations),
+        ('frame time, synchronized set to publish (s)', f'{stats.last_frame_s:.3f}'),
+        ('frames stopped at the time budget', stats.stopped_at_budget),
+        ('scene cuts (warm frames run cold)', stats.scene_cuts),
+        ('temporal fusion: last share of pixels fused', f'{stats.last_fused_fraction:.2f}'),
+        ('temporal fusion: frames without a pose', stats.unfused_no_pose),
+        ('iterations per frame (mean of last 20)',
+         f'{sum(recent) / len(recent):.1f}' if recent else 'nan'),
+        ('last LiDAR pixels', stats.last_points),
+        (KEY_FRAME_STAMP, stats.last_stamp),
+    ]
+
+
+#: The keys the node adds to each status (``context`` of :func:`completion_status`).
+CONTEXT_KEYS = ('camera', 'time budget (s)', 'model', 'device', 'synchronization',
+                'conversion')
+#: Every key a status can carry, in order; ``<...>`` stands for each reason, input topic or
+#: completion status counted. doc/ros.md's Diagnostics table documents each one
+#: (test/test_docs.py).
+KEYS = tuple(key for key, _ in _entries(NodeStatistics(), 'active')) + CONTEXT_KEYS
+_PLACEHOLDER = re.compile(r'<[^>]+>')
+
+
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
                       demo_prior: bool = False) -> DiagnosticStatus:
     """
     Build the DiagnosticStatus of the node ``name`` (its fully qualified name).
 
     ``state`` is its lifecycle state label ('active' for the plain node): any other state is
-    the message, a finalized node a warning. ``context`` adds descriptive values (model,
-    device, synchronization backend); ``demo_prior`` warns that the model is the demonstration
-    prior.
+    the message, at level WARN (an unconfigured, inactive or finalized node processes
+    nothing). ``context`` adds descriptive values (model, device, synchronization backend);
+    ``demo_prior`` warns that the model is the demonstration prior.
     """
-    values = {
-        'state': state,
-        'frames received': stats.received, 'frames processed': stats.processed,
-        'frames dropped': stats.num_dropped,
-        'dropped (superseded by a newer frame)': stats.replaced,
-        **{f'dropped ({reason})': n for reason, n in sorted(stats.dropped.items())},
-        'unsynchronized messages': stats.unsynchronized,
-        **{f'unsynchronized ({reason})': stats.sync_losses[reason]
-           for reason in SYNC_LOSS_REASONS},
-        **{f'{STAMP_BACKWARDS} ({topic})': n
-           for topic, n in sorted(stats.stamp_backwards.items())},
-        **{f'status {status}': n for status, n in sorted(stats.statuses.items())},
-        'frame rate (Hz)': f'{stats.output_rate_hz:.2f}',
-        KEY_PROCESSING_S: f'{stats.last_processing_s:.3f}',
-        'latency (s)': f'{stats.last_latency_s:.3f}',
-        'last loss': f'{stats.last_loss:.4g}',
-        KEY_ITERATIONS: stats.last_iterations,
-        'frame time, synchronized set to publish (s)': f'{stats.last_frame_s:.3f}',
-        'frames stopped at the time budget': stats.stopped_at_budget,
-        'scene cuts (warm frames run cold)': stats.scene_cuts,
-        'temporal fusion: last share of pixels fused': f'{stats.last_fused_fraction:.2f}',
-        'temporal fusion: frames without a pose': stats.unfused_no_pose,
-        'iterations per frame (mean of last 20)': (
-            f'{sum(stats.recent_iterations) / len(stats.recent_iterations):.1f}'
-            if stats.recent_iterations else 'nan'),
-        'last LiDAR pixels': stats.last_points,
-        KEY_FRAME_STAMP: stats.last_stamp,
-        **context,
-    }
+    unknown = set(context) - set(CONTEXT_KEYS)
+    if unknown:  # every key is documented (doc/ros.md): a new one must join KEYS first
+        raise ValueError(f'diagnostics context keys not in CONTEXT_KEYS: {sorted(unknown)}')
+    values = {}
+    for key, value in _entries(stats, state):
+        if isinstance(value, dict):  # a counter: the key once per reason, input or status
+            values.update({_PLACEHOLDER.sub(lambda _, name=name: name, key): n
+                           for name, n in value.items()})
+        else:
+            values[key] = value
+    values.update(context)
     errors = sum(n for reason, n in stats.dropped.items() if reason not in _BENIGN_DROPS)
     level, message = DiagnosticStatus.OK, 'completing depth'
     if demo_prior:
@@ -164,9 +192,8 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'
     elif stats.received == 0:
         message = 'waiting for synchronized image, camera_info and points'
-    if state != 'active':
-        level = DiagnosticStatus.WARN if state == 'finalized' else DiagnosticStatus.OK
-        message = _STATE_MESSAGES.get(state, state)
+    if state != 'active':  # nothing is processed: never OK, whatever the counters say
+        level, message = DiagnosticStatus.WARN, _STATE_MESSAGES.get(state, state)
     return DiagnosticStatus(
         level=level, name=f'{name}: depth completion', message=message,
         hardware_id=str(context.get('model', '')),

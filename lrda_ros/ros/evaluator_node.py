@@ -266,7 +266,7 @@ class EvaluatorNode(Node):
         counts = self._sync.loss_counts() or {}
         return report_metadata(
             methods=[self.method], model=self._model.get('model') or None,
-            device=self._model.get('device') or None, demo_prior=False,
+            device=self._model.get('device') or None,
             options={'max_depth': self.max_depth, 'sync.slop': self.slop,
                      'tae.fixed_frame': self.fixed_frame,
                      'figures': self.figures, 'report_every': self.report_every,

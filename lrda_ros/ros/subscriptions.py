@@ -74,7 +74,8 @@ class _MessageFiltersLosses:
 
     Every message is noted before the synchronizer sees it and the queues are compared after:
     a noted message neither emitted in a set nor still queued was dropped. A stamp going
-    backwards is a time jump, handled as :class:`ApproximateTimeSync` handles it. Locks are
+    backwards is a time jump, and a queued message that can no longer pair is taken out of
+    the synchronizer's queue and counted, both as :class:`ApproximateTimeSync` does. Locks are
     always taken synchronizer first, as its own callback (``emitted``) runs under its lock.
     """
 
@@ -114,10 +115,13 @@ class _MessageFiltersLosses:
                     del pending[stamp]
 
     def after(self, index: int, msg: Any) -> None:
-        """Count the noted messages that are neither in a set nor queued any more."""
+        """Drop what can no longer pair; count the noted messages neither in a set nor queued."""
         if self.synchronizer is None:
             return
         with self.synchronizer.lock, self.lock:
+            queues = self.synchronizer.queues
+            for queue_index, stamp in self.losses.unpairable(queues):
+                del queues[queue_index][stamp]
             self._count_dropped()
 
     def _count_dropped(self) -> None:

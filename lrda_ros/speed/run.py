@@ -38,14 +38,13 @@ from dataclasses import asdict, dataclass, replace
 import json
 import math
 from pathlib import Path
-import platform
 
 import numpy as np
-import torch
 
 from .inputs import (
     BACKBONES, LidarPattern, panning_frames, panning_intrinsics, random_model, RESOLUTIONS,
     UNIDEPTH_BACKBONES)
+from .machine import machine_description, machine_line
 from .report import speed_plot, speed_table
 from .structure import allocator_ablation, in_fresh_process, steps_in_this_process, STRUCTURE_KEYS
 from ..engine import DepthCompleter, TTOConfig
@@ -304,15 +303,11 @@ def run_speed(options: SpeedOptions, accuracy: bool = False) -> dict:
     output = Path(options.output)
     output.mkdir(parents=True, exist_ok=True)
     device = resolve_device(options.device)
-    report = {'options': {k: str(v) for k, v in asdict(options).items()},
-              'device': str(device), 'torch': torch.__version__,
-              'threads': torch.get_num_threads(),
-              'machine': platform.processor() or platform.machine()}
-    if device.type == 'cuda':
-        report['gpu'] = torch.cuda.get_device_name(device)
+    machine = machine_description(device, options.dtype)
+    report = {'options': {k: str(v) for k, v in asdict(options).items()}, **machine}
     rows = measure_speed(options)
     report['speed'] = rows
-    text = speed_table(rows)
+    text = machine_line(machine) + '\n\n' + speed_table(rows)
     if device.type == 'cpu' and options.ablations:
         variant, resolution = options.backbones[0], options.resolutions[-1]
         ablation = allocator_ablation(variant, resolution, options.lidar, options.seed)

@@ -22,16 +22,19 @@ axis), so the alignment fits scale and shift in depth space. The confidence head
 evaluated only for the frame's final dense prediction (:meth:`decode_with_confidence`).
 
 Input and output follow UniDepthV2's own inference (``UniDepthV2.infer``) step for step, so
-its predictions match the official code at every image size: images wider or taller than its
-aspect-ratio range are padded into it (zeros after normalization), the padded image is scaled
-into its training pixel-count range (unless a ``processing_size`` is given) and K with it, and
-every output is resized back to the padded size and the padding cut off, so predictions cover
-exactly the input image at its resolution.
+its predictions match the official code: images wider or taller than its aspect-ratio range
+are padded into it (zeros after normalization), the padded image is scaled into its training
+pixel-count range (unless a ``processing_size`` is given) and K with it, and every output is
+resized back to the padded size and the padding cut off, so predictions cover exactly the
+input image at its resolution. One departure: the padded size is computed exactly, where the
+official rule rounds one pixel short for some sizes (:func:`_paddings`; doc/design.md lists
+where and why the package departs from the official code).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 import math
 from typing import Sequence
 
@@ -77,17 +80,27 @@ class ProcessingLayout:
 
 def _paddings(height: int, width: int, ratio_bounds: tuple[float, float]
               ) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
-    """Return (left, right, top, bottom) padding and the padded size (UniDepthV2's rule)."""
-    low, high = ratio_bounds
-    ratio = width / height
-    target = min(high, max(low, ratio))
-    if ratio > target:  # too wide: rows of padding above and below
-        padded_h = int(width / target)
+    """
+    Return (left, right, top, bottom) padding and the padded size (UniDepthV2's rule, exact).
+
+    An image within the aspect-ratio range is not padded; a wider one gets rows, a taller one
+    columns, up to the range's bound: ``floor(width / high)`` rows or ``floor(height * low)``
+    columns in all, as the official code. The official code computes the size of an image
+    within the range too, as ``int(height * (width / height))``: two roundings, one pixel
+    short for about 6 % of sizes (333x500), which gave a negative padding and a one-column
+    prediction. Here the comparison and the sizes are exact (rational) arithmetic.
+    """
+    low, high = (Fraction(bound) for bound in ratio_bounds)
+    ratio = Fraction(width, height)
+    if ratio > high:  # too wide: rows of padding above and below
+        padded_h = math.floor(width / high)
         top = (padded_h - height) // 2
         return (0, 0, top, padded_h - height - top), (padded_h, width)
-    padded_w = int(height * target)  # too tall (or within range: no padding)
-    left = (padded_w - width) // 2
-    return (left, padded_w - width - left, 0, 0), (height, padded_w)
+    if ratio < low:  # too tall: columns of padding left and right
+        padded_w = math.floor(height * low)
+        left = (padded_w - width) // 2
+        return (left, padded_w - width - left, 0, 0), (height, padded_w)
+    return (0, 0, 0, 0), (height, width)
 
 
 def _multiple(value: float, patch: int, ceil: bool) -> int:
