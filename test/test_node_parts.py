@@ -78,7 +78,7 @@ def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
 def test_tto_rejections_name_the_parameter_not_a_generic_pair():
     # Bypass the table's own range check to reach TTOConfig's: its message names the field.
     from lrda_ros.errors import ConfigError
-    from lrda_ros.ros import parameters
+    from lrda_ros.settings import parameters
 
     error = parameters._parameter_error(ConfigError('TTOConfig: warm_iterations must be >= 0',
                                                     field='warm_iterations'))
