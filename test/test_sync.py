@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""Tests for lrda_ros.ros.sync: message_filters' approximate-time rule, built in."""
+"""Tests for lrda_ros.messages.sync: message_filters' approximate-time rule, built in."""
 
 import sys
 import threading
