@@ -18,15 +18,19 @@ The compute floor of a frame: its floating-point work against what this machine 
     python benchmarks/compute_floor.py --backbone vits --resolution vga
 
 Prints the machine first (precision, torch's CPU capability, threads, CPU model:
-lrda_ros.speed.machine). Counts the floating-point operations of an encoder pass, one
-optimization step (forward and backward), the final dense decode and a warm frame's scene-cut
-check with PyTorch's FlopCounterMode, on lrda speed's model and frames (random weights at the
-official size, the KITTI-like LiDAR pattern). Measures this machine's throughput in the frame's
-precision on a large matrix product and on the decoder's dominant convolution, and times a cold
-and a warm frame. Prints the operations, the throughputs, and each frame's floor beside its
-measured time: its operations at the convolution's rate, what the same arithmetic would take
-were all of it computed as efficiently as that one large convolution (an algorithm doing less
-arithmetic, such as Winograd convolution, could go below it).
+lrda_ros.speed.machine). Counts the floating-point operations of whole frames with PyTorch's
+FlopCounterMode around each completion, as each step schedule runs them (``--schedules``,
+default: the engine's default beside the paper's): a cold frame, then the warm frames of the
+same panning sequence.
+Also counts the parts of a frame (an encoder pass, one full-size optimization step forward and
+backward, the final dense decode, a warm frame's scene-cut check), on lrda speed's model and
+frames (random weights at the official size, the KITTI-like LiDAR pattern). Measures this
+machine's throughput in the frame's precision on a large matrix product and on the decoder's
+dominant convolution, and times a cold and a warm frame under each schedule. Prints the
+operations, the throughputs, and each frame's floor beside its measured time: its operations
+at the convolution's rate, what the same arithmetic would take were all of it computed as
+efficiently as that one large convolution (an algorithm doing less arithmetic, such as
+Winograd convolution, could go below it).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import statistics
 import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
+from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 import torch
@@ -93,7 +98,8 @@ class _CountingCompleter(DepthCompleter):
 def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[str, float]:
     """Return the operations of an encoder pass, a step, a dense decode and the warm check."""
     completer = _CountingCompleter(random_model(backbone, 0, device), TTOConfig(
-        device=device, dtype=dtype, warm_start=True, iterations=2, warm_iterations=2))
+        device=device, dtype=dtype, warm_start=True, iterations=2, warm_iterations=2,
+        schedule='paper'))
     for rgb, sparse in frames[:2]:  # a cold frame, then a warm one
         completer.complete(rgb, sparse)
     rgb = frames[0][0]
@@ -106,6 +112,27 @@ def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[
     encoder, _ = _counted_flops(encode)
     parts = {name: statistics.mean(values) for name, values in completer.flops.items()}
     return {'encoder': encoder, **parts}
+
+
+def schedule_config(schedule: str, dtype: str, warm: bool) -> TTOConfig:
+    """Return the engine settings of a frame under ``schedule`` (defaults otherwise)."""
+    return TTOConfig(device='cpu', dtype=dtype, schedule=schedule, warm_start=warm)
+
+
+def whole_frame_flops(backbone: str, frames, dtype: str, schedule: str) -> dict[str, list]:
+    """
+    Return the operations of each frame of a sequence as ``schedule`` completes it.
+
+    ``cold``: the first frame (a fresh completer); ``warm``: every later frame, warm-started
+    from the one before; ``steps``: their step counts (cold first).
+    """
+    completer = _completer(backbone, schedule_config(schedule, dtype, warm=True))
+    counts, steps = [], []
+    for rgb, sparse in frames:
+        flops, result = _counted_flops(lambda: completer.complete(rgb, sparse))
+        counts.append(flops)
+        steps.append(result.iterations)
+    return {'cold': counts[:1], 'warm': counts[1:], 'steps': steps}
 
 
 def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
@@ -125,12 +152,11 @@ def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
     return {'matmul': matmul, 'conv': conv}
 
 
-def frame_seconds(backbone: str, frames, dtype: str, warm_iterations: int,
+def frame_seconds(backbone: str, frames, dtype: str, schedule: str,
                   repeats: int) -> dict[str, float]:
-    """Return the median seconds of a cold (40 steps) and a warm frame of the sequence."""
-    cold = _completer(backbone, TTOConfig(device='cpu', dtype=dtype))
-    warm = _completer(backbone, TTOConfig(device='cpu', dtype=dtype, warm_start=True,
-                                          warm_iterations=warm_iterations))
+    """Return the median seconds of a cold and a warm frame of the sequence."""
+    cold = _completer(backbone, schedule_config(schedule, dtype, warm=False))
+    warm = _completer(backbone, schedule_config(schedule, dtype, warm=True))
     cold.complete(*frames[0])
     warm.complete(*frames[0])
     times = {'cold': [], 'warm': []}
@@ -140,8 +166,8 @@ def frame_seconds(backbone: str, frames, dtype: str, warm_iterations: int,
             start = time.perf_counter()
             result = completer.complete(*frame)
             times[name].append(time.perf_counter() - start)
-            print(f'  {name} frame {index + 1}: {times[name][-1]:.2f} s, {result.iterations} '
-                  f'steps, warm started: {result.warm_started}', flush=True)
+            print(f'  {schedule}, {name} frame {index + 1}: {times[name][-1]:.2f} s, '
+                  f'{result.iterations} steps, warm started: {result.warm_started}', flush=True)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
@@ -152,25 +178,48 @@ def main() -> None:
     parser.add_argument('--resolution', default='vga', choices=list(RESOLUTIONS))
     parser.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16'],
                         help="'auto': bfloat16 where the CPU computes it natively, as the node")
-    parser.add_argument('--warm-iterations', type=int, default=10)
+    parser.add_argument('--schedules', type=lambda text: text.split(','),
+                        default=[TTOConfig().schedule, 'paper'],
+                        help=f'comma-separated, from: {", ".join(SCHEDULES)} (default: the '
+                        "engine's default and the paper's)")
+    parser.add_argument('--warm-frames', type=int, default=3,
+                        help='warm frames counted after the cold one')
     parser.add_argument('--repeats', type=int, default=2, help='timed frames per configuration')
+    parser.add_argument('--no-timing', action='store_true',
+                        help='count operations only (no throughput or frame times)')
     args = parser.parse_args()
+    unknown = sorted(set(args.schedules) - set(SCHEDULES))
+    if unknown:
+        parser.error(f'unknown schedule {unknown[0]!r}: use {", ".join(SCHEDULES)}')
     machine = machine_description('cpu', args.dtype)
     args.dtype = machine['dtype']  # 'auto' resolved as the node resolves it
     print(machine_line(machine), flush=True)
     height, width = RESOLUTIONS[args.resolution]
-    frames = panning_frames(height, width, args.repeats + 1, LidarPattern(), seed=0)
+    frames = panning_frames(height, width, max(args.repeats, args.warm_frames) + 1,
+                            LidarPattern(), seed=0)
     print(f'{args.backbone} {args.resolution}', flush=True)
 
-    flops = frame_flops(args.backbone, frames, args.dtype)
-    for name, value in flops.items():
+    for name, value in frame_flops(args.backbone, frames, args.dtype).items():
         print(f'{name}: {value / GIGA:.1f} GFLOP', flush=True)
-    cold_flops = flops['encoder'] + 40 * flops['step'] + flops['decode']
-    warm_flops = (flops['encoder'] + flops['scene-cut check']
-                  + args.warm_iterations * flops['step'] + flops['decode'])
-    print(f'cold frame (40 steps): {cold_flops / GIGA:.0f} GFLOP; warm frame '
-          f'({args.warm_iterations} steps): {warm_flops / GIGA:.0f} GFLOP (one dense decode each; '
-          f'a frame that falls back to its best iterate decodes twice)', flush=True)
+    work = {}
+    for schedule in args.schedules:
+        counted = whole_frame_flops(args.backbone, frames[:args.warm_frames + 1], args.dtype,
+                                    schedule)
+        work[schedule] = {'cold': counted['cold'][0], 'warm': statistics.mean(counted['warm'])}
+        warm_steps = ', '.join(str(steps) for steps in counted['steps'][1:])
+        print(f'{schedule}: cold frame ({counted["steps"][0]} steps): '
+              f'{work[schedule]["cold"] / GIGA:.0f} GFLOP; warm frame (mean of '
+              f'{len(counted["warm"])}; {warm_steps} steps): '
+              f'{work[schedule]["warm"] / GIGA:.0f} GFLOP', flush=True)
+    if 'paper' in work:
+        for schedule in work:
+            if schedule != 'paper':
+                print(f'{schedule} against paper: cold '
+                      f'{work[schedule]["cold"] / work["paper"]["cold"]:.2f}x, warm '
+                      f'{work[schedule]["warm"] / work["paper"]["warm"]:.2f}x the operations',
+                      flush=True)
+    if args.no_timing:
+        return
 
     patch = 14
     grid = (round(height / patch), round(width / patch))
@@ -179,13 +228,14 @@ def main() -> None:
     for name, rate in rates.items():
         print(f'throughput, {name}: {rate / GIGA:.0f} GFLOP/s', flush=True)
 
-    seconds = frame_seconds(args.backbone, frames, args.dtype, args.warm_iterations,
-                            args.repeats)
-    for name, work in (('cold', cold_flops), ('warm', warm_flops)):
-        floor = work / rates['conv']
-        print(f'{name} frame: measured {seconds[name]:.2f} s, floor {floor:.2f} s at the '
-              f'convolution throughput ({seconds[name] / floor:.2f}x the floor; achieved '
-              f'{work / seconds[name] / GIGA:.0f} GFLOP/s)', flush=True)
+    for schedule in args.schedules:
+        seconds = frame_seconds(args.backbone, frames, args.dtype, schedule, args.repeats)
+        for name in ('cold', 'warm'):
+            operations = work[schedule][name]
+            floor = operations / rates['conv']
+            print(f'{schedule}, {name} frame: measured {seconds[name]:.2f} s, floor {floor:.2f} s '
+                  f'at the convolution throughput ({seconds[name] / floor:.2f}x the floor; '
+                  f'achieved {operations / seconds[name] / GIGA:.0f} GFLOP/s)', flush=True)
 
 
 if __name__ == '__main__':

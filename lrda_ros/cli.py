@@ -56,6 +56,8 @@ def _common() -> argparse.ArgumentParser:
 
 
 def _add_demo(commands) -> None:
+    from .engine.config import SCHEDULES, TTOConfig
+
     parser = _add_command(commands, 'demo', 'run the whole system on a synthetic sequence')
     parser.add_argument('--output', type=Path, default=Path('out/demo'))
     parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
@@ -69,6 +71,9 @@ def _add_demo(commands) -> None:
     parser.add_argument('--device', default='auto')
     parser.add_argument('--iterations', type=int, default=40)
     parser.add_argument('--warm-iterations', type=int, default=10)
+    parser.add_argument('--schedule', choices=SCHEDULES, default=TTOConfig.schedule,
+                        help="how the steps are spent (the node's schedule): 'adaptive', "
+                        "'fast' or 'paper' (the paper's fixed steps)")
 
 
 def _add_eval(commands) -> None:
@@ -140,6 +145,8 @@ def _add_eval(commands) -> None:
 def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
                         dtype: str) -> None:
     """Add the model and engine options; unset, they take the node's parameters."""
+    from .engine.config import SCHEDULES
+
     for option, kind, meaning in (
             ('model', str, 'hub id, directory, .pth, demo or auto'),
             ('device', str, 'auto, cpu, cuda or cuda:N'),
@@ -147,6 +154,10 @@ def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
             ('warm-iterations', int, 'Adam steps on a warm-started frame'),
             ('learning-rate', float, 'Adam learning rate')):
         parser.add_argument(f'--{option}', type=kind, help=f'{meaning}; {_node_default(option)}')
+    parser.add_argument('--schedule', choices=SCHEDULES,
+                        help="how the steps are spent: 'adaptive', 'fast' or 'paper' (the "
+                        "paper's fixed steps); "
+                        + _node_default('schedule'))
     parser.add_argument('--processing-size', type=int, help=processing_size)
     parser.add_argument('--dtype', help=f'engine precision: float32, bfloat16, float16 or auto; '
                         f'default: {dtype}')
@@ -204,6 +215,7 @@ def _add_train_prior(commands) -> None:
 
 
 def _add_speed(commands, name: str = 'speed') -> None:
+    from .engine.config import SCHEDULES, TTOConfig
     from .eval.methods import METHODS
     from .speed.inputs import RESOLUTIONS
     from .speed.run import SpeedOptions
@@ -221,6 +233,9 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help=f'comma-separated, from: {", ".join(METHODS)}')
     parser.add_argument('--iterations', type=int, default=defaults.iterations)
     parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
+    parser.add_argument('--schedule', choices=SCHEDULES, default=TTOConfig.schedule,
+                        help="how the steps are spent (the node's schedule): 'adaptive', "
+                        "'fast' or 'paper' (the paper's fixed steps)")
     parser.add_argument('--frames', type=int, default=defaults.frames,
                         help='timed frames per method (after one warm-up frame)')
     parser.add_argument('--device', default=defaults.device)
@@ -252,7 +267,8 @@ def _run_speed(args) -> int:
 
     run_speed(SpeedOptions(backbones=args.backbones, resolutions=args.resolutions,
                            methods=args.methods, iterations=args.iterations,
-                           warm_iterations=args.warm_iterations, device=args.device,
+                           warm_iterations=args.warm_iterations, schedule=args.schedule,
+                           device=args.device,
                            dtype=args.dtype, lidar_fraction=args.lidar_fraction,
                            lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
@@ -309,6 +325,7 @@ def _run_paper(args) -> int:
             roots=roots, output=args.output, methods=args.methods, model=args.model,
             device=args.device, iterations=args.iterations,
             warm_iterations=args.warm_iterations, learning_rate=args.learning_rate,
+            schedule=args.schedule,
             processing_size=args.processing_size, dtype=args.dtype, seed=args.seed,
             max_frames=args.max_frames, resume=args.resume, overwrite=args.overwrite,
             paper_backbone=args.paper_backbone, ray_address=args.ray, workers=args.workers))
@@ -462,7 +479,7 @@ def _run_demo(args) -> int:
     run_demo(DemoOptions(output=args.output, kind=args.kind, frames=args.frames,
                          width=args.width, height=args.height, beams=args.beams, seed=args.seed,
                          model=args.model, device=args.device, iterations=args.iterations,
-                         warm_iterations=args.warm_iterations))
+                         warm_iterations=args.warm_iterations, schedule=args.schedule))
     return 0
 
 
@@ -516,6 +533,7 @@ def eval_options(args):
         kind='rosbag' if args.bag else args.dataset, root=args.bag or args.root,
         output=args.output, methods=args.methods, model=args.model, device=args.device,
         iterations=args.iterations, warm_iterations=args.warm_iterations,
+        schedule=args.schedule,
         learning_rate=args.learning_rate, processing_size=args.processing_size,
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,

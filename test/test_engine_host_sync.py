@@ -97,11 +97,14 @@ def two_frames(case, monkeypatch, device: str = 'cpu'):
     completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), config)
     image = smooth_image(1, 42, 56)
     per_step = counted_steps(monkeypatch, device)
-    for seed in range(2):
-        result = completer.complete(image, sparse_of(image.shape, seed=seed))
+    results = [completer.complete(image, sparse_of(image.shape, seed=seed)) for seed in range(2)]
     # A diverged first frame (learning rate 0.3) is no warm start for the second.
-    assert result.warm_started <= config.warm_start
-    assert len(per_step) == 3 + (2 if result.warm_started else 3)
+    assert results[1].warm_started <= config.warm_start
+    # The loop ends once the host sees the stop flag (end rules, divergence): on the CPU
+    # right after the step that set it, on CUDA a step or two later (those steps are masked).
+    ran = sum(result.iterations for result in results)
+    assert ran <= len(per_step) <= (ran + 4 if device == 'cuda' else ran)
+    assert len(per_step) <= 3 + 3  # at most ``iterations`` each (warm frames may go on)
     return per_step
 
 
@@ -132,9 +135,9 @@ def test_unidepth_steps_read_nothing(flags, monkeypatch):
     completer = DepthCompleter(UniDepthModel(tiny_unidepth_network()), config)
     image = smooth_image(1, 42, 56)
     per_step = counted_steps(monkeypatch)
-    completer.complete(image, sparse_of(image.shape), intrinsics=camera_matrix(42, 56))
-    assert len(per_step) == 3
-    assert per_step == [[]] * 3
+    result = completer.complete(image, sparse_of(image.shape), intrinsics=camera_matrix(42, 56))
+    assert len(per_step) == result.iterations <= 3
+    assert per_step == [[]] * len(per_step)
 
 
 @pytest.mark.parametrize('scope', ['decoder_lora', 'prompt'])
@@ -152,7 +155,7 @@ def test_host_reads_do_not_grow_with_the_steps(scope):
 
 
 def test_stop_check_every_reads_the_stop_flag_that_often(monkeypatch):
-    """``stop_check_every`` = 3 over 9 steps: reads at steps 3 and 6, ending on convergence."""
+    """``stop_check_every`` = 3 over 9 steps: waits for the flag at steps 3 and 6."""
     image = smooth_image(2, 42, 56)
     sparse = sparse_of(image.shape)
     counts = {}
@@ -161,7 +164,8 @@ def test_stop_check_every_reads_the_stop_flag_that_often(monkeypatch):
             device='cpu', min_depth=0.5, iterations=9, stop_check_every=every))
         counts[every] = frame_reads(completer, image, sparse, None)
     assert counts[3] == counts[0] + 2
-    # A frame that converges at once ends at the first check, with the same result.
+    # A frame that converges at once ends right after that step either way (on the CPU the
+    # flag posted without waiting has landed by the next step), with the same result.
     results = {}
     for every in (0, 3):
         completer = DepthCompleter(DepthModel(copy.deepcopy(BASE_NETWORK)), TTOConfig(
@@ -171,6 +175,6 @@ def test_stop_check_every_reads_the_stop_flag_that_often(monkeypatch):
         results[every] = completer.complete(image, sparse), len(per_step)
     (masked, masked_steps), (ended, ended_steps) = results[0], results[3]
     assert masked.iterations == ended.iterations == 2  # stopped at the second step
-    assert (masked_steps, ended_steps) == (9, 3)
+    assert (masked_steps, ended_steps) == (2, 2)
     np.testing.assert_array_equal(masked.depth, ended.depth)
     assert masked.losses == ended.losses

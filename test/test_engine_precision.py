@@ -54,7 +54,8 @@ def sequence(count: int = 2):
 def run(device: str, iterations: int = 6, **options):
     completer = DepthCompleter(DepthModel(tiny_network(seed=2)),
                                TTOConfig(device=device, iterations=iterations,
-                                         warm_iterations=3, learning_rate=3e-2, **options))
+                                         warm_iterations=3, learning_rate=3e-2,
+                                         schedule='paper', **options))  # fixed counts
     return [completer.complete(*frame) for frame in sequence()]
 
 

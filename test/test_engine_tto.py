@@ -261,8 +261,10 @@ def test_a_collapsed_step_is_undone_at_half_the_step_size(problem):
     constant_loss = ((disparity - disparity.mean()) ** 2).sum()
 
     def run(fraction: float, **overrides):
+        # The paper's fixed steps: the plateau rule would end a stuck frame early.
         completer = DepthCompleter(DepthModel(copy.deepcopy(base)), config(
-            iterations=30, learning_rate=0.3, backtrack_fraction=fraction, **overrides))
+            iterations=30, learning_rate=0.3, backtrack_fraction=fraction, schedule='paper',
+            **overrides))
         return completer, completer.complete(image, sparse)
 
     _, stuck = run(1.0)

@@ -31,7 +31,8 @@ def test_budget_curve_rows_table_and_plot(tmp_path):
         truth = rng.uniform(2, 6, (60, 80)).astype(np.float32)
         sparse = np.where(rng.random(truth.shape) < 0.05, truth, 0).astype(np.float32)
         frames.append(Frame(f'f{k}', smooth_image(k), sparse, truth, sequence='s'))
-    config = TTOConfig(device='cpu', iterations=5, warm_iterations=3, min_points=8)
+    config = TTOConfig(device='cpu', iterations=5, warm_iterations=3, min_points=8,
+                       schedule='paper')  # fixed step counts
     # 1e-4 s is below a single encoder pass: no step fits; 0 is unlimited.
     rows = budget_curve(frames, DepthModel(tiny_network()), config, (1e-4, 0.0),
                         progress=False)

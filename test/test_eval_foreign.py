@@ -151,7 +151,7 @@ def test_independent_frames_keep_lrda_warm_from_carrying_adapters(tmp_path, tiny
     root = _lidar_folder(tmp_path / 'frames', gt=True)
     common = {'kind': 'folder', 'root': root, 'methods': ('lrda-warm',),
               'model': str(tiny_model_dir), 'device': 'cpu', 'iterations': 3,
-              'warm_iterations': 1, 'figures': 0, 'progress': False}
+              'warm_iterations': 1, 'schedule': 'paper', 'figures': 0, 'progress': False}
     run_evaluation(EvalOptions(output=tmp_path / 'sequence', **common))
     run_evaluation(EvalOptions(output=tmp_path / 'independent', independent=True, **common))
     assert _iterations(tmp_path / 'sequence') == [3, 1, 1]  # warm after the first frame

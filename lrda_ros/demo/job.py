@@ -36,6 +36,7 @@ from tqdm import tqdm
 from .. import world
 from ..colormap import colorize_depth, depth_display_range
 from ..datasets import Frame
+from ..engine import TTOConfig
 from ..engine.loading import load_depth_model
 from ..eval.figures import frame_figure
 from ..eval.harness import EvalResult, FrameRecord, score_confidence
@@ -80,6 +81,7 @@ class DemoOptions:
     device: str = 'auto'
     iterations: int = 40
     warm_iterations: int = 10
+    schedule: str = TTOConfig.schedule
     progress: bool = True
 
 
@@ -175,6 +177,7 @@ def run_demo(options: DemoOptions) -> dict:
 
     common = {'model': options.model, 'device': options.device, 'processing_size': 0,
               'iterations': options.iterations, 'warm_iterations': options.warm_iterations,
+              'schedule': options.schedule,
               'min_points': 16, 'publish.points_dense': False,
               'publish.depth_colored': False, 'publish.sparse_depth': False}
     result = EvalResult(list(CONFIGURATIONS))

@@ -31,14 +31,14 @@ of it) takes the camera, ``complete(rgb, sparse_depth, intrinsics=K)``, and also
 from .alignment import (
     aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
     ScaleShift)
+from .completion import CompletionResult, CompletionStatus, EncodedFrame
 from .config import FewPointsPolicy, Scope, TTOConfig
 from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
 from .lora import LoraAdapters
 from .model import DepthModel, EncodedImage, resolve_device
 from .precision import UnsupportedPrecisionError
 from .tto import (
-    CompletionCancelledError, CompletionResult, CompletionStatus, DepthCompleter, EncodedFrame,
-    InsufficientSparseDepthError, NonFiniteDepthError)
+    CompletionCancelledError, DepthCompleter, InsufficientSparseDepthError, NonFiniteDepthError)
 from .unidepth import UniDepthModel
 
 __all__ = [

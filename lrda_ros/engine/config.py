@@ -22,6 +22,10 @@ from enum import Enum
 from ..errors import check_fields
 
 
+#: ``TTOConfig.scene_cut_factor``'s default.
+SCENE_CUT_FACTOR = 4.0
+#: Step schedules (``TTOConfig.schedule``; engine/schedule.py).
+SCHEDULES = ('adaptive', 'fast', 'paper')
 #: Where the encoder can run (engine/encoder_backends.py).
 ENCODER_BACKENDS = ('torch', 'onnxruntime', 'tensorrt')
 #: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
@@ -91,18 +95,27 @@ class TTOConfig:
     #: Carry adapted weights to the next frame and run ``warm_iterations`` there instead.
     warm_start: bool = False
     warm_iterations: int = 10
-    #: Warm start: a frame whose starting loss (the carried weights, before any step) is more
-    #: than this many times the previous frame's final loss, both as a share of a constant
-    #: prediction's, follows a scene cut and runs cold (engine/scene_cut.py). 0 = off.
-    scene_cut_factor: float = 4.0
-    #: Stop early once the loss improved by less than this fraction over ``patience`` steps
-    #: (0 disables the test).
-    convergence_tol: float = 0.0
-    patience: int = 3
-    #: The steps never wait for the device (engine/steps.py): a stop (convergence,
-    #: divergence) masks the remaining steps, read at the frame's end. N > 0 reads the stop
-    #: flag every N steps (one host synchronization each) to end the loop early, which saves
-    #: the masked steps' time when ``convergence_tol`` stops frames early. 0 = never.
+    #: Warm start, schedule 'paper': a frame whose starting loss (the carried weights, before
+    #: any step) is more than this many times the previous frame's final loss, both as a share
+    #: of a constant prediction's, follows a scene cut and runs cold (engine/scene_cut.py).
+    #: 'adaptive' and 'fast' compare the carried start with the unadapted one instead. 0 =
+    #: off (either check).
+    scene_cut_factor: float = SCENE_CUT_FACTOR
+    #: How the steps are spent (engine/schedule.py): 'adaptive' (each frame ends when its loss
+    #: has stopped improving, at most ``iterations`` steps; a warm frame starts from the
+    #: carried or the unadapted weights, whichever fits it better, and ends after
+    #: ``warm_iterations`` steps once it fits as well as the previous frame), 'fast' (most
+    #: steps on a coarser network input: about a third of the arithmetic, for a less accurate
+    #: fit) or 'paper' (exactly ``iterations`` steps, ``warm_iterations`` on warm frames).
+    schedule: str = 'adaptive'
+    #: Plateau rule: a frame ends once its best loss improved by at most this share over the
+    #: last ``patience`` steps. None: the schedule's (off for 'paper'); 0: off.
+    convergence_tol: float | None = None
+    patience: int = 10
+    #: The steps never wait for the device (engine/steps.py): the stop flag (end rules,
+    #: divergence) reaches the host without blocking, on CUDA a step or two late (steps
+    #: queued meanwhile are masked). N > 0 also reads it every N steps, waiting for the
+    #: device (one synchronization each), so that no masked step runs past a stop. 0 = never.
     stop_check_every: int = 0
     #: Anytime mode: seconds per ``complete`` call (0 = off). The steps stop in time to
     #: return within it, with the best iterate so far (engine/deadline.py); an explicit
@@ -163,17 +176,30 @@ class TTOConfig:
             (0 < self.min_depth, 'min_depth', 'min_depth must be > 0'),
             (self.min_depth < self.max_depth, 'max_depth', 'max_depth must exceed min_depth'),
             (self.min_points >= 1, 'min_points', 'min_points must be >= 1'),
-            (self.convergence_tol >= 0, 'convergence_tol', 'convergence_tol must be >= 0'),
+            (self.schedule in SCHEDULES, 'schedule', f'schedule must be one of {list(SCHEDULES)}'),
+            (self.convergence_tol is None or self.convergence_tol >= 0, 'convergence_tol',
+             "convergence_tol must be >= 0 (0 = off) or None (the schedule's)"),
             (self.time_budget >= 0, 'time_budget', 'time_budget must be >= 0 (0 = off)'),
             (self.patience >= 1, 'patience', 'patience must be >= 1'),
             (self.stop_check_every >= 0, 'stop_check_every',
-             'stop_check_every must be >= 0 (0 = read the stop flag at the end only)'),
+             'stop_check_every must be >= 0 (0 = never wait for the stop flag)'),
             (self.tail_strips >= 1, 'tail_strips', 'tail_strips must be >= 1'),
             (self.encoder_backend in ENCODER_BACKENDS, 'encoder_backend',
              f'encoder_backend must be one of {list(ENCODER_BACKENDS)}'),
             (self.divergence_factor > 1, 'divergence_factor', 'divergence_factor must be > 1'),
             (0 < self.backtrack_fraction <= 1, 'backtrack_fraction',
              'backtrack_fraction must be in (0, 1]'),
+        ]
+        checks += [
+            (self.schedule != 'fast' or self.scope not in (Scope.ENCODER_LORA, Scope.FULL_LORA,
+                                                           Scope.PROMPT), 'schedule',
+             "schedule 'fast' runs its coarse steps on cached encoder features; scope "
+             f"{self.scope.value} re-encodes at every step: use 'adaptive' or 'paper'"),
+            (self.schedule == 'paper' or self.scene_cut_factor in (0, SCENE_CUT_FACTOR),
+             'scene_cut_factor',
+             "scene_cut_factor tunes the 'paper' schedule's scene-cut rule; schedule "
+             f"'{self.schedule}' compares the carried start with the unadapted one instead: "
+             'leave it at its default (0 turns the comparison off)'),
         ]
         check_fields(checks, 'TTOConfig: ')
 

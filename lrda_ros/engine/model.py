@@ -22,8 +22,8 @@ it from any model spec (hub id, local directory, official ``.pth``, ``demo``, ``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Sequence
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
 
 import numpy as np
 import torch
@@ -46,6 +46,38 @@ class EncodedImage:
     input_size: tuple[int, int]
     #: The input image's 3x3 camera matrix, for models that take one (re-encoding needs it).
     intrinsics: np.ndarray | None = None
+    #: Outputs of frozen layers whose inputs are these features, computed on first use and
+    #: reused by every later decoder pass (see :func:`frozen_base_output`).
+    frozen_outputs: dict = field(default_factory=dict, compare=False, repr=False, kw_only=True)
+
+
+def frozen_base_output(layer: torch.nn.Module, inputs: torch.Tensor, cache: dict,
+                       key: Hashable) -> torch.Tensor:
+    """
+    Return ``layer(inputs)`` for inputs that stay the same from step to step (a frame's features).
+
+    The frozen part is computed once and kept in ``cache``: the whole output of a frozen layer,
+    or, for a LoRA-adapted one (peft), its base layer's output, to which the low-rank path is
+    added anew at every call (its weights change between steps). A layer with trainable base
+    weights (the decoder fine-tuning ablation), or inputs that carry a gradient (scopes that
+    adapt the encoder re-encode at every step), is computed in full every time.
+    """
+    base = getattr(layer, 'base_layer', layer)
+    if inputs.requires_grad or any(p.requires_grad for p in base.parameters()):
+        return layer(inputs)
+    cache_key = (key, torch.is_autocast_enabled(inputs.device.type))
+    if cache_key not in cache:
+        with torch.no_grad():
+            cache[cache_key] = base(inputs)
+    output = cache[cache_key]
+    if base is layer or getattr(layer, 'disable_adapters', False):
+        return output
+    for adapter in layer.active_adapters:
+        if adapter in layer.lora_A:
+            low_rank = layer.lora_B[adapter](layer.lora_A[adapter](
+                layer.lora_dropout[adapter](inputs)))
+            output = output + low_rank * layer.scaling[adapter]
+    return output
 
 
 def resolve_device(name: str) -> torch.device:
@@ -309,6 +341,23 @@ class DepthModel(BaseDepthModel):
         return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size,
                             intrinsics)
 
+    def pooled(self, encoded: EncodedImage, scale: float) -> EncodedImage:
+        """
+        Return the features average-pooled to a patch grid ``scale`` times as large per side.
+
+        The class token stays; the patch tokens are pooled on their grid. The decoder then
+        runs at that grid, like on a smaller image but on this image's own features.
+        """
+        grid = tuple(max(1, round(side * scale)) for side in encoded.patch_grid)
+
+        def pool(hidden: torch.Tensor) -> torch.Tensor:
+            tokens = hidden[:, 1:].reshape(hidden.shape[0], *encoded.patch_grid, -1)
+            tokens = F.adaptive_avg_pool2d(tokens.permute(0, 3, 1, 2), grid)
+            return torch.cat([hidden[:, :1], tokens.flatten(2).transpose(1, 2)], 1)
+
+        return EncodedImage(tuple(pool(hidden) for hidden in encoded.hidden_states), grid,
+                            encoded.input_size, encoded.intrinsics)
+
     def reassembled(self, encoded: EncodedImage, level: int, resize: bool = True) -> torch.Tensor:
         """
         Reassemble one backbone level into a feature map, as transformers' DPT neck does.
@@ -321,7 +370,9 @@ class DepthModel(BaseDepthModel):
         tokens = encoded.hidden_states[level][:, 1:]
         grid = tokens.reshape(tokens.shape[0], patch_h, patch_w, -1).permute(0, 3, 1, 2)
         layer = self.network.neck.reassemble_stage.layers[level]
-        projected = layer.projection(grid)
+        # The projection's input is the frame's features: its frozen part is computed once.
+        projected = frozen_base_output(layer.projection, grid, encoded.frozen_outputs,
+                                       ('reassemble', level))
         return layer.resize(projected) if resize else projected
 
     def neck_inputs(self, encoded: EncodedImage, first_level: int = 0) -> list[torch.Tensor]:

@@ -25,14 +25,16 @@ masking:
   for LoRA);
 - a collapsed step writes the best weights back with ``torch.where`` and halves the learning
   rate, a 0-d tensor Adam reads on the device;
-- a step that must not run (collapse, divergence, convergence, or any step after a stop) is
+- a step that must not run (collapse, divergence, or any step after a stop) is
   skipped by fused Adam's ``found_inf`` input, the mechanism ``torch.amp.GradScaler`` uses to
   skip steps with non-finite gradients: weights, moments and step count stay as they were.
 
-After a stop the remaining steps still compute (and change nothing); the frame's result is the
-same as ending the loop there. ``TTOConfig.stop_check_every`` reads the stop flag every that
-many steps (one synchronization each) to end the loop early instead; by default it is read at
-the frame's end only, with the losses.
+A frame's end rule (:class:`EndRule`) stops the steps after the one that meets it: the
+plateau rule (the best loss improved by less than a share of itself over the last few steps;
+engine/schedule.py decides between stages, on the host). The loop ends once the
+host sees the stop flag (:meth:`StepRules.stop_flag_says_stopped`: at once on the CPU, a step
+or two late on CUDA, without waiting); steps queued after a stop compute and change nothing,
+so the frame's result is the same as ending the loop exactly there.
 """
 
 from __future__ import annotations
@@ -59,6 +61,45 @@ class StepTrace:
     best_state: list[torch.Tensor] | None
     #: Collapsed steps undone (back to the best weights at half the step size).
     backtracks: int = 0
+    #: Whether the losses (``best_loss``) are of the full-size network input.
+    full_size: bool = True
+
+
+@dataclass(frozen=True)
+class EndRule:
+    """When a run of steps ends before its step count (off by default)."""
+
+    #: Plateau: end once the best loss improved by at most this share of itself over the last
+    #: ``patience`` steps (0 = off).
+    plateau_tol: float = 0.0
+    patience: int = 3
+
+
+class _PostedFlag:
+    """
+    A boolean device tensor copied to host memory after each step, read once it has landed.
+
+    The copy is queued without blocking (pinned memory on CUDA, where an event tells whether
+    it has landed; on the CPU it lands at once) and read through a NumPy view made once, so
+    polling it never makes the host wait for the device.
+    """
+
+    def __init__(self, flag: torch.Tensor) -> None:
+        cuda = flag.device.type == 'cuda'
+        self._host = torch.ones((), dtype=torch.bool, pin_memory=cuda)
+        self._view = self._host.numpy()
+        self._event = torch.cuda.Event() if cuda else None
+
+    def post(self, flag: torch.Tensor) -> None:
+        """Queue the copy of ``flag``'s current value."""
+        self._host.copy_(flag, non_blocking=self._event is not None)
+        if self._event is not None:
+            self._event.record()
+
+    def landed_false(self) -> bool:
+        """Return whether the last copy has landed and says False."""
+        landed = self._event is None or self._event.query()
+        return landed and not bool(self._view[()])
 
 
 def new_adam(parameters: list[torch.Tensor], learning_rate: float) -> torch.optim.Adam:
@@ -88,11 +129,14 @@ class StepRules:
     """
 
     def __init__(self, parameters: list[torch.Tensor], target: torch.Tensor, iterations: int,
-                 config: TTOConfig) -> None:
+                 config: TTOConfig, end: EndRule = EndRule()) -> None:
         self.parameters = parameters
         self.config = config
+        self.end = end
         device = target.device
         self.losses = torch.zeros(iterations, device=device)
+        #: The best loss after each step's decision (the plateau rule looks back on it).
+        self.best_history = torch.zeros(iterations, device=device)
         # Any prediction, once aligned, does at least as well as this constant one.
         centred = target.float() - target.float().mean()
         self.constant_loss = (centred * centred).sum()
@@ -105,6 +149,7 @@ class StepRules:
         self._skip = torch.zeros((), device=device)
         self._collapsed = torch.tensor(False, device=device)
         self.steps_run = 0
+        self._posted = _PostedFlag(self.active)
 
     @torch.no_grad()
     def decide(self, index: int, loss: torch.Tensor) -> None:
@@ -128,20 +173,24 @@ class StepRules:
         for best, parameter in zip(self.best_state, self.parameters):
             best.copy_(torch.where(improved, parameter.detach(), best))
         self.best_loss = torch.where(improved, loss, self.best_loss)
-        converged = going & self._converged(index, loss)
+        self.best_history[index] = self.best_loss
+        # This step still runs: the frame ends after it.
+        ends = going & self._ends(index)
         self.backtracks += collapsed.long()
         self.diverged |= diverged
-        self.active = active & ~(diverged | converged)
+        self.active = active & ~(diverged | ends)
         self._collapsed = collapsed
-        self._skip = (~(going & ~converged)).float()
+        self._skip = (~going).float()
+        self._posted.post(self.active)
 
-    def _converged(self, index: int, loss: torch.Tensor) -> torch.Tensor:
-        """Whether the loss improved by less than ``convergence_tol`` over ``patience`` steps."""
-        tol, patience = self.config.convergence_tol, self.config.patience
-        if tol <= 0 or index < patience:
-            return torch.zeros((), dtype=torch.bool, device=loss.device)
-        before = self.losses[index - patience]
-        return before - loss < tol * before
+    def _ends(self, index: int) -> torch.Tensor:
+        """Whether the end rules stop the steps after step ``index``."""
+        end = self.end
+        ends = torch.zeros((), dtype=torch.bool, device=self.losses.device)
+        if end.plateau_tol > 0 and index >= end.patience:
+            before = self.best_history[index - end.patience]
+            ends = ends | (before - self.best_loss <= end.plateau_tol * before)
+        return ends
 
     @torch.no_grad()
     def apply(self, optimizer: torch.optim.Optimizer) -> None:
@@ -159,6 +208,20 @@ class StepRules:
     def stopped(self) -> bool:
         """Read the stop flag (one host synchronization)."""
         return not bool(self.active)
+
+    def stop_flag_says_stopped(self, index: int) -> bool:
+        """
+        Return whether the steps have stopped, as far as known without waiting for the device.
+
+        The flag is copied to the host after each decision without blocking and read once
+        that copy has landed: at once on the CPU, a step or two late on CUDA (the steps in
+        between are masked, not wrong). ``stop_check_every`` N > 0 also reads the flag
+        itself every N steps, waiting for the device.
+        """
+        every = self.config.stop_check_every
+        if every and index % every == 0:
+            return self.stopped()
+        return self._posted.landed_false()
 
     def trace(self) -> StepTrace:
         """Read the steps' record (the frame's end: one host synchronization)."""

@@ -22,8 +22,6 @@ the aligned prediction in metres. Warm start carries the adapted weights to the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from enum import Enum
 import math
 import time
 from typing import Callable, Hashable, Sequence
@@ -35,12 +33,14 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .compiled import check_compile, compiled, mark_points_dynamic
+from .completion import CompletionResult, CompletionStatus, EncodedFrame, SparseSamples
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
+from .schedule import COARSE_SCALE, combined_trace, plan_stages, Stage, Verdict, warm_verdict
 from .sparse_head import SparseHeadPlan
 from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, WarmState
@@ -58,84 +58,6 @@ class CompletionCancelledError(LrdaError, RuntimeError):
 
 class NonFiniteDepthError(InputError, FloatingPointError):
     """The network produced non-finite values for a frame (e.g. a corrupt image)."""
-
-
-class CompletionStatus(str, Enum):
-    """How a frame's optimization ended."""
-
-    #: Ran its iterations (or stopped early on convergence).
-    OPTIMIZED = 'optimized'
-    #: No optimizer step ran (fewer than min_points, or zero iterations configured): the prior
-    #: aligned by scale and shift only.
-    ALIGNMENT_ONLY = 'alignment_only'
-    #: The loss diverged; the best weights seen were kept.
-    DIVERGED = 'diverged'
-
-
-@dataclass
-class SparseSamples:
-    """The valid pixels of a sparse depth map."""
-
-    rows: torch.Tensor
-    cols: torch.Tensor
-    depth: torch.Tensor
-
-    @property
-    def count(self) -> int:
-        """Return the number of valid pixels."""
-        return int(self.rows.numel())
-
-    @classmethod
-    def from_map(cls, sparse_depth: np.ndarray, min_depth: float, max_depth: float,
-                 device: torch.device) -> 'SparseSamples':
-        """Select finite depths in [min_depth, max_depth]; 0, NaN and inf mean no measurement."""
-        with np.errstate(invalid='ignore'):
-            valid = np.isfinite(sparse_depth) & (sparse_depth >= min_depth) & (
-                sparse_depth <= max_depth)
-        rows, cols = np.nonzero(valid)
-        depth = sparse_depth[rows, cols].astype(np.float32)
-        return cls(torch.from_numpy(rows).to(device), torch.from_numpy(cols).to(device),
-                   torch.from_numpy(depth).to(device))
-
-
-@dataclass
-class CompletionResult:
-    """Dense metric depth for one frame and what the optimization did."""
-
-    depth: np.ndarray
-    status: CompletionStatus
-    scale: float
-    shift: float
-    num_points: int
-    iterations: int
-    warm_started: bool
-    #: Loss before each optimizer step.
-    losses: list[float] = field(default_factory=list)
-    #: Loss of the returned prediction.
-    final_loss: float = math.nan
-    #: Steps that collapsed the prediction and were undone (TTOConfig.backtrack_fraction).
-    backtracks: int = 0
-    #: The frame's deadline (time budget) stopped the steps before ``iterations`` ran out.
-    stopped_at_deadline: bool = False
-    encode_seconds: float = 0.0
-    optimize_seconds: float = 0.0
-    total_seconds: float = 0.0
-    #: (H, W) float32 confidence output of models that have one (UniDepthV2: a per-image
-    #: ranking of the network's own expected error, larger = less reliable, no unit), from
-    #: the pass that gave ``depth``; None for models without one.
-    confidence: np.ndarray | None = None
-    #: Warm start was due but the frame followed a scene cut, so it ran cold (scene_cut.py).
-    scene_cut: bool = False
-
-
-@dataclass
-class EncodedFrame:
-    """An image's network input and encoder features, computed ahead (see encode_frames)."""
-
-    pixel_values: torch.Tensor
-    encoded: EncodedImage
-    #: This image's share of the encoding time (a batch's time split evenly).
-    seconds: float
 
 
 class DepthCompleter:
@@ -195,6 +117,10 @@ class DepthCompleter:
         if self.model.dpt_decoder:
             return
         name = type(self.model).__name__
+        if self.config.schedule == 'fast':
+            raise ConfigError(
+                f"schedule 'fast': its coarse steps pool Depth Anything V2's encoder tokens, "
+                f"which {name} does not have; use 'adaptive' or 'paper'", field='schedule')
         if self.config.tail_strips > 1:
             raise ConfigError(
                 f'tail_strips={self.config.tail_strips}: decoder tail strips exist only for '
@@ -371,6 +297,42 @@ class DepthCompleter:
         self.adaptation.restore(kept)
         return False
 
+    def _coarse_input(self, pixel_values: torch.Tensor, features: EncodedImage
+                      ) -> tuple[torch.Tensor, EncodedImage]:
+        """Return the 'fast' schedule's coarse steps' network input and features."""
+        encoded = self.model.pooled(features, COARSE_SCALE)
+        patch = self.model.patch_size
+        grid = encoded.patch_grid
+        # Only its shape is read: the decoder's scope keeps the encoder frozen.
+        return pixel_values.new_empty((1, 3, grid[0] * patch, grid[1] * patch)), encoded
+
+    @torch.no_grad()
+    def _carried_start_is_worse(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                                samples: SparseSamples, target: torch.Tensor) -> bool:
+        """
+        Score the carried and the unadapted weights on this frame; keep the better start.
+
+        Returns True (the adaptation left reset) when the unadapted network fits the frame's
+        LiDAR pixels at least as well as the carried weights (or they give a non-finite loss).
+        """
+        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
+                                    tuple(pixel_values.shape[-2:])
+                                    ) if self._uses_sparse_head else None
+
+        def starting_loss() -> float:
+            with self._autocast():
+                features = self.adaptation.features(self.model, pixel_values, encoded)
+                points = self._points_prediction(features, samples, plan)
+            return float(alignment_loss(points, target)[0])
+
+        carried = starting_loss()
+        kept = self.adaptation.capture()
+        self.adaptation.reset(pixel_values)
+        if carried < starting_loss():
+            self.adaptation.restore(kept)
+            return False
+        return True
+
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
 
@@ -394,44 +356,70 @@ class DepthCompleter:
         prediction = self.model.decode(features)
         return sample_prediction(prediction, samples.rows, samples.cols, features.input_size)
 
-    def _optimize(self, pixel_values: torch.Tensor, encoded: EncodedImage,
-                  samples: SparseSamples, target: torch.Tensor, iterations: int,
+    def _optimize(self, stages: list[Stage], samples: SparseSamples, target: torch.Tensor,
                   warm: bool, deadline: FrameDeadline,
-                  should_stop: Callable[[], bool] | None = None) -> StepTrace:
+                  should_stop: Callable[[], bool] | None = None,
+                  shares: tuple[float, float] | None = None) -> tuple[StepTrace, Verdict]:
         """
-        Run the steps; the host reads nothing from the device until they end (engine/steps.py).
+        Run the stages' steps (engine/schedule.py) with one Adam, in order, until one stops.
 
-        Only the deadline (host clock) and ``should_stop`` are checked between steps, and the
-        stop flag every ``stop_check_every`` steps when set.
+        Between steps only the deadline (host clock), ``should_stop`` and the stop flag as
+        far as it is known without waiting for the device are checked (engine/steps.py).
+        ``shares``: the constant prediction's loss and the previous frame's share, which a
+        ``catch_up`` stage's verdict reads; the verdict is returned (DONE when none was due).
         """
         config = self.config
         parameters = self.adaptation.parameters
-        if iterations == 0 or not parameters:
-            return StepTrace([], False, math.inf, None)
+        if not parameters or all(stage.max_steps == 0 for stage in stages):
+            return StepTrace([], False, math.inf, None), Verdict.DONE
         if not warm or self._optimizer is None:
             self._optimizer = new_adam(parameters, config.learning_rate)
         reset_learning_rate(self._optimizer, config.learning_rate)
+        traces = []
+        verdict = Verdict.DONE
+        for stage in stages:
+            if stage.max_steps == 0:
+                continue
+            trace = self._run_stage(stage, samples, target, deadline, should_stop)
+            traces.append(trace)
+            if deadline.reached or trace.diverged:
+                break
+            if stage.catch_up and shares is not None:
+                constant_loss, previous_share = shares
+                verdict = warm_verdict(unexplained_share(trace.best_loss, constant_loss),
+                                       previous_share, len(trace.losses) < stage.max_steps)
+                if verdict is not Verdict.CONTINUE:
+                    break
+        return combined_trace(traces), verdict
+
+    def _run_stage(self, stage: Stage, samples: SparseSamples, target: torch.Tensor,
+                   deadline: FrameDeadline, should_stop: Callable[[], bool] | None) -> StepTrace:
+        """Run one stage's steps, until its count, its end rules or the deadline."""
+        config = self.config
+        pixel_values, encoded = stage.pixel_values, stage.encoded
         plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
                                     tuple(pixel_values.shape[-2:])
                                     ) if self._uses_sparse_head else None
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, config.tail_strips)
-        rules = StepRules(parameters, target, iterations, config)
+        rules = StepRules(self.adaptation.parameters, target, stage.max_steps, config,
+                          stage.end)
         if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
-        for index in range(iterations):
+        for index in range(stage.max_steps):
             if not deadline.another_step_fits():
                 break
             # Checked between steps: a step is the longest uninterruptible unit of work.
             if should_stop is not None and should_stop():
                 raise CompletionCancelledError('stopped between optimization steps')
-            if (config.stop_check_every and index and index % config.stop_check_every == 0
-                    and rules.stopped()):
+            if index and rules.stop_flag_says_stopped(index):
                 break
             self._step(pixel_values, encoded, samples, target, plan, rules, index)
             if deadline.deadline is not None:
                 self._synchronize()  # a step's duration, not its launch, for the deadline
-        return rules.trace()
+        trace = rules.trace()
+        trace.full_size = stage.full_size
+        return trace
 
     def _loss(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
               target: torch.Tensor, plan: SparseHeadPlan | None) -> torch.Tensor:
@@ -480,7 +468,8 @@ class DepthCompleter:
         deadline.begin_finish()
         dense, confidence = self._dense_prediction(pixel_values, encoded)
         loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
-        final_is_worse = not math.isfinite(float(loss)) or float(loss) > trace.best_loss
+        final_is_worse = not math.isfinite(float(loss)) or (
+            trace.full_size and float(loss) > trace.best_loss)
         deadline.end_finish()
         if trace.best_state is not None and (
                 trace.diverged or (final_is_worse and deadline.second_decode_fits())):
@@ -552,16 +541,33 @@ class DepthCompleter:
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         constant_loss = float(((target - target.mean()) ** 2).sum())
-        scene_cut = warm and not too_few and self._follows_scene_cut(
-            pixel_values, features, samples, target, constant_loss)
+        coarse = (self._coarse_input(pixel_values, features)
+                  if config.schedule == 'fast' and not too_few else None)
+        scene_cut = False
+        if warm and not too_few and config.scene_cut_factor > 0:
+            if config.schedule == 'paper':
+                scene_cut = self._follows_scene_cut(pixel_values, features, samples, target,
+                                                    constant_loss)
+            else:
+                scene_cut = self._carried_start_is_worse(
+                    *(coarse or (pixel_values, features)), samples, target)
         if scene_cut:  # the carried weights fit another scene: start this frame cold
             self.adaptation.reset(pixel_values)
             warm = False
-        iterations = 0 if too_few else (config.warm_iterations if warm else config.iterations)
+        full = (pixel_values, features)
+        stages = [] if too_few else plan_stages(config, warm, full, coarse,
+                                                self._previous_share)
         try:
             with self.adaptation.optimizing():  # LoRA dropout acts here, not in the output
-                trace = self._optimize(pixel_values, features, samples, target, iterations,
-                                       warm, frame_deadline, should_stop)
+                trace, verdict = self._optimize(stages, samples, target, warm, frame_deadline,
+                                                should_stop, (constant_loss, self._previous_share))
+                if verdict is Verdict.RESTART_COLD:  # the warm steps showed another scene
+                    self.adaptation.reset(pixel_values)
+                    warm, scene_cut = False, True
+                    cold, _ = self._optimize(plan_stages(config, False, full, coarse, None),
+                                             samples, target, False, frame_deadline,
+                                             should_stop)
+                    trace = combined_trace([trace, cold])
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
             raise

@@ -65,6 +65,8 @@ class MethodSpec:
     #: Fuse each depth map with the previous one, moved by the camera pose
     #: (geometry/temporal_fusion.py, :data:`FUSED_METHOD_FUSION`).
     temporal_fusion: bool = False
+    #: The step schedule the method is defined with (None: the caller's configuration).
+    schedule: str | None = None
 
     @property
     def needs_network(self) -> bool:
@@ -80,6 +82,8 @@ class MethodSpec:
             overrides['iterations'] = self.iterations
         if self.tail_strips is not None:
             overrides['tail_strips'] = self.tail_strips
+        if self.schedule is not None:
+            overrides['schedule'] = self.schedule
         return replace(config, **overrides)
 
 
@@ -95,11 +99,15 @@ METHODS: dict[str, MethodSpec] = {spec.name: spec for spec in (
     MethodSpec('lrda-strips', "lrda with the decoder's high-resolution tail in strips under "
                'activation checkpointing (less memory, more time)',
                tail_strips=STRIPS_METHOD_TAIL_STRIPS),
-    MethodSpec('encoder-lora', 'ablation: LoRA on the encoder only', Scope.ENCODER_LORA),
-    MethodSpec('full-lora', 'ablation: LoRA on encoder and decoder', Scope.FULL_LORA),
-    MethodSpec('decoder-ft', 'ablation: full fine-tuning of the decoder', Scope.DECODER_FULL),
+    # The paper's ablations and baseline, with its fixed step count (engine/schedule.py).
+    MethodSpec('encoder-lora', 'ablation: LoRA on the encoder only', Scope.ENCODER_LORA,
+               schedule='paper'),
+    MethodSpec('full-lora', 'ablation: LoRA on encoder and decoder', Scope.FULL_LORA,
+               schedule='paper'),
+    MethodSpec('decoder-ft', 'ablation: full fine-tuning of the decoder', Scope.DECODER_FULL,
+               schedule='paper'),
     MethodSpec('prompt', 'visual-prompt tuning through the frozen network (TestPromptDC-style)',
-               Scope.PROMPT),
+               Scope.PROMPT, schedule='paper'),
     MethodSpec('classical', 'IP-Basic morphological filling (no network)', scope=None),
     MethodSpec('lrda-lidar', 'lrda, then its LiDAR residuals propagated into the image '
                '(guided by the prediction; exact at LiDAR pixels)', lidar_agreement=True),

@@ -44,8 +44,8 @@ PROTOCOL_PARAMETERS = MappingProxyType({'dtype': 'float32', 'max_depth': 250.0, 
 #: Sources evaluated exactly with the node's parameters.
 NODE_SOURCES = ('rosbag',)
 #: The engine configuration's fields an option may set (None: the parameters decide).
-ENGINE_FIELDS = ('device', 'iterations', 'warm_iterations', 'learning_rate', 'processing_size',
-                 'dtype', 'compile', 'encoder_backend')
+ENGINE_FIELDS = ('device', 'iterations', 'warm_iterations', 'schedule', 'learning_rate',
+                 'processing_size', 'dtype', 'compile', 'encoder_backend')
 
 
 @dataclass(kw_only=True)
@@ -62,6 +62,8 @@ class EngineOptions:
     device: str | None = None
     iterations: int | None = None
     warm_iterations: int | None = None
+    #: The step schedule (engine/schedule.py), as the node's ``schedule``.
+    schedule: str | None = None
     learning_rate: float | None = None
     processing_size: int | None = None
     #: The engine's precision ('float32', 'bfloat16', 'float16' or 'auto', as the node's dtype).

@@ -123,8 +123,8 @@ class PaperOptions(EngineOptions):
 
 
 #: Settings a resumed run must share with the run it continues (methods may be added).
-RESUME_KEYS = ('model', 'iterations', 'warm_iterations', 'learning_rate', 'processing_size',
-               'dtype', 'seed')
+RESUME_KEYS = ('model', 'iterations', 'warm_iterations', 'schedule', 'learning_rate',
+               'processing_size', 'dtype', 'seed')
 
 
 def check_options(options: PaperOptions) -> None:
@@ -227,6 +227,7 @@ def _settings(options: PaperOptions) -> dict:
     config = _base_config(options)
     return {'model': options.model_spec(options.node_settings(PROTOCOL_PARAMETERS)),
             'iterations': config.iterations, 'warm_iterations': config.warm_iterations,
+            'schedule': config.schedule,
             'learning_rate': config.learning_rate, 'processing_size': options.processing_size,
             'dtype': config.dtype, 'seed': options.seed, 'methods': list(options.methods),
             'roots': {k: str(v) for k, v in options.roots.items()}}

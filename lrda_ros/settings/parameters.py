@@ -31,7 +31,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ..engine import FewPointsPolicy, resolve_device, TTOConfig
-from ..engine.config import DTYPES
+from ..engine.config import DTYPES, SCHEDULES
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
@@ -116,26 +116,39 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'computes it natively (CUDA compute capability 8+, CPUs with AVX512-BF16 or '
                   'AMX), else float32. A device that cannot run the choice stops start-up.',
                   choices=DTYPES, read_only=True),
-    ParameterSpec('iterations', 40, 'Adam steps per frame on a cold start (paper: 40).', 0, 1000),
+    ParameterSpec('schedule', 'adaptive', "How the optimization steps are spent: 'adaptive' "
+                  '(a frame ends when its loss stops improving, at most iterations steps; a '
+                  'warm frame starts from the carried or the unadapted weights, whichever fits '
+                  'better; after warm_iterations it ends if it fits as well as the last frame, '
+                  'restarts cold if far behind, else goes on), '
+                  "'fast' (most steps on coarser features: about a third of the arithmetic, a "
+                  "looser fit) or 'paper' (exactly iterations, warm_iterations when warm).",
+                  choices=SCHEDULES),
+    ParameterSpec('iterations', 40, 'Adam steps per frame on a cold start: the most under the '
+                  "'adaptive' and 'fast' schedules, exactly under 'paper' (40).", 0, 1000),
     ParameterSpec('learning_rate', 0.01, 'Adam learning rate (paper: 0.01).', 1e-6, 1.0),
     ParameterSpec('lora_rank', 8, 'Rank of the decoder LoRA adapters (paper: 8).', 1, 256,
                   read_only=True),
     ParameterSpec('lora_alpha', 8.0, 'LoRA scaling numerator (scale = alpha / rank).', 1e-3,
                   1e4, read_only=True),
     ParameterSpec('warm_start', True, 'Carry adapted weights from one frame to the next.'),
-    ParameterSpec('warm_iterations', 10, 'Adam steps on a warm-started frame.', 0, 1000),
-    ParameterSpec('scene_cut_factor', 4.0, 'Warm start: a frame whose starting loss exceeds '
-                  "this multiple of the previous frame's final loss (both relative to a constant "
-                  'prediction) follows a scene cut and runs cold; 0 = off, else > 1.', 0.0,
-                  1e6),
+    ParameterSpec('warm_iterations', 10, "Adam steps on a warm-started frame ('paper'); under "
+                  "'adaptive' and 'fast', the steps after which a warm frame that fits as well "
+                  'as the previous one ends.', 0, 1000),
+    ParameterSpec('scene_cut_factor', 4.0, "Warm start, 'paper' schedule: a frame whose "
+                  "starting loss exceeds this multiple of the previous frame's final loss (both "
+                  'relative to a constant prediction) follows a scene cut and runs cold; 0 = '
+                  "off, else > 1. 'adaptive' and 'fast' compare the carried start with the "
+                  'unadapted one instead (0 turns that off too).', 0.0, 1e6),
     ParameterSpec('temporal_fusion.weight', 0.0, "Share of the previous frame's depth, moved "
                   'by the camera pose from tf, in each published map where the two agree '
                   '(less flicker; 0.5 halves it); 0 = off.', 0.0, 0.95, read_only=True),
     ParameterSpec('temporal_fusion.fixed_frame', 'odom', 'Temporal fusion: the tf frame the '
                   "camera's pose is looked up in (REP 105 odom; map or world also do).",
                   read_only=True),
-    ParameterSpec('convergence_tol', 0.0, 'Stop early when the loss improved by less than this '
-                  'fraction over 3 steps (0 disables).', 0.0, 1.0),
+    ParameterSpec('convergence_tol', 0.0, 'Plateau rule: a frame ends once its best loss '
+                  'improved by at most this share over the last 10 steps; 0 = the '
+                  "schedule's (0.01 for 'adaptive' and 'fast', off for 'paper').", 0.0, 1.0),
     ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
                   'set to the publish. The optimization stops in time and publishes the best '
                   'iterate so far, so the node keeps a rate on any hardware (the encoder and '
@@ -399,7 +412,8 @@ class NodeSettings:
                             else FewPointsPolicy.ALIGN),
                 warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
                 scene_cut_factor=v['scene_cut_factor'],
-                convergence_tol=v['convergence_tol'], tail_strips=v['tail_strips'],
+                convergence_tol=v['convergence_tol'] or None, schedule=v['schedule'],
+                tail_strips=v['tail_strips'],
                 compile=v['compile'], encoder_backend=v['encoder_backend'])
         except ConfigError as error:
             raise _parameter_error(error) from error

@@ -67,6 +67,7 @@ class SpeedOptions:
     methods: tuple[str, ...] = DEFAULT_SPEED_METHODS
     iterations: int = 40
     warm_iterations: int = 10
+    schedule: str = TTOConfig.schedule
     device: str = 'auto'
     #: 'auto' (as the node): bfloat16 where the hardware computes it natively.
     dtype: str = 'auto'
@@ -122,6 +123,7 @@ class SpeedOptions:
         the work timed.
         """
         return TTOConfig(iterations=self.iterations, warm_iterations=self.warm_iterations,
+                         schedule=self.schedule,
                          device=str(resolve_device(self.device)), dtype=self.dtype,
                          processing_size=None, sparse_head=self.sparse_head, seed=self.seed,
                          divergence_factor=math.inf, backtrack_fraction=1.0,
@@ -279,6 +281,7 @@ def run_accuracy(options: SpeedOptions, model_spec: str = 'demo', frames: int = 
 
     model = load_depth_model(model_spec, options.device)
     config = TTOConfig(iterations=options.iterations, warm_iterations=options.warm_iterations,
+                       schedule=options.schedule,
                        device=options.device, dtype=options.dtype,
                        sparse_head=options.sparse_head, min_points=8)
     methods = [build_method(name, model, config)
