@@ -16,16 +16,18 @@
 Temporal figures on the demo prior: TAE and MAE per configuration, and a scene cut.
 
 ``demo-bag``: write the demo's synthetic indoor sequence (its camera trajectory on /tf) as a
-rosbag2, for ``lrda eval --bag``. ``scene-cut``: the same indoor scene, then a street of the same
-image size in one sequence; prints each frame's MAE for TTO cold, warm without scene-cut
-detection and warm with it (the default), and whether each warm frame was detected as a cut.
+rosbag2, for ``lrda eval --bag``. ``scene-cut``: sequences that cut to another world at the
+same image size: the demo room, then a street; with ``--data``, also real frames (KITTI DC to
+NYUv2 and iBims, NYUv2 to KITTI and iBims, each cropped to the aspect ratio and resized). For
+the first frame after each cut and each schedule: the cold MAE, the warm-started MAE, the warm
+frame's steps and whether it ran cold.
 
 ``tae-split``: where a sequence's TAE comes from. For the ground truth of a demo bag and for
 each method's depth saved by ``lrda eval --save-depth``, the forward warp's AbsRel (TAE's first
 direction) by the pixel's distance to the nearest LiDAR pixel of the input.
 
     python benchmarks/temporal.py demo-bag out/temporal/demo_bag --frames 6 --size 128x96
-    python benchmarks/temporal.py scene-cut --before 3 --after 2 --size 128x96
+    python benchmarks/temporal.py scene-cut --size 128x96 --data ../shared/data
     python benchmarks/temporal.py tae-split out/temporal/demo_bag out/temporal/demo
 
 ``fusion-cost``: the time temporal fusion adds to a frame (warp and blend, numpy) at an image
@@ -42,6 +44,7 @@ import math
 from pathlib import Path
 
 from lrda_ros import world
+from lrda_ros.datasets import center_crop, Frame, open_dataset, resize_frame
 from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.demo.job import write_demo_bag
 from lrda_ros.engine import TTOConfig
@@ -74,38 +77,71 @@ class _Named(TTOMethod):
         self.name = name
 
 
-def scene_cut(args) -> None:
-    """Indoor frames, then street frames, as one sequence: per-frame MAE after the cut."""
-    width, height = args.size
-    model = load_depth_model('demo', 'cpu')
-    before = synthetic_frames(world.SequenceConfig('indoor', args.before, width=width,
-                                                   height=height, seed=7))
-    after = synthetic_frames(world.SequenceConfig('outdoor', args.after, width=width,
-                                                  height=height, seed=3))
-    frames = [replace(frame, sequence='cut') for frame in list(before) + list(after)]
-    config = TTOConfig(iterations=args.iterations, warm_iterations=args.warm_iterations,
-                       device='cpu', min_points=8)
-    methods = [_Named('cold', 'lrda', model, config),
-               _Named('warm, no detection', 'lrda-warm', model,
-                      replace(config, scene_cut_factor=0.0)),
-               _Named('warm, detection', 'lrda-warm', model, config)]
-    detected = {}
-    original = methods[2].completer.complete
+def _spy_scene_cuts(method: TTOMethod) -> list[bool]:
+    """Record, per frame the method completes, whether its engine ran it cold after a cut."""
+    cuts = []
+    original = method.completer.complete
 
-    def spy(*a, **k):
-        result = original(*a, **k)
-        detected[len(detected)] = result.scene_cut
+    def spy(*args, **kwargs):
+        result = original(*args, **kwargs)
+        cuts.append(result.scene_cut)
         return result
 
-    methods[2].completer.complete = spy
-    result = evaluate(frames, methods, progress=False)
-    print('| frame | ' + ' | '.join(f'{m.name} MAE (m)' for m in methods) + ' | cut detected |')
-    print('|---|' + '---|' * (len(methods) + 1))
-    for index, frame in enumerate(frames):
-        maes = [r.metrics.mae for r in result.records if r.frame == frame.name]
-        mark = ' (first after the cut)' if index == args.before else ''
-        print(f'| {frame.name}{mark} | ' + ' | '.join(f'{m:.3f}' for m in maes)
-              + f' | {"yes" if detected.get(index) else "no"} |')
+    method.completer.complete = spy
+    return cuts
+
+
+def _fit(frame: Frame, size: tuple[int, int]) -> Frame:
+    """Crop ``frame`` to the aspect ratio of ``size = (W, H)`` (centred), then resize to it."""
+    width, height = size
+    if frame.width * height > width * frame.height:
+        cropped = (round(frame.height * width / height), frame.height)
+    else:
+        cropped = (frame.width, round(frame.width * height / width))
+    return resize_frame(center_crop(frame, cropped), size)
+
+
+def _cuts(args) -> dict[str, tuple[list[Frame], Frame]]:
+    """Return each cut: the frames before it and the first frame after, at one image size."""
+    width, height = args.size
+    before = synthetic_frames(world.SequenceConfig('indoor', args.before, width=width,
+                                                   height=height, seed=7))
+    after = synthetic_frames(world.SequenceConfig('outdoor', 1, width=width, height=height,
+                                                  seed=3))
+    cuts = {f'demo room → street ({width}×{height})': (list(before), list(after)[0])}
+    if args.data is not None:
+        kitti = list(open_dataset('kitti_dc', args.data / 'kitti_dc'))
+        nyu = list(open_dataset('nyuv2', args.data / 'nyu'))
+        ibims = list(open_dataset('ibims', args.data / 'ibims'))
+        for name, frames, other in (('KITTI → NYUv2', kitti, nyu[0]),
+                                    ('NYUv2 → KITTI', nyu[:2], kitti[0]),
+                                    ('NYUv2 → iBims', nyu[:2], ibims[0]),
+                                    ('KITTI → iBims', kitti, ibims[0])):
+            size = (frames[0].width, frames[0].height)
+            cuts[f'{name} ({size[0]}×{size[1]})'] = (frames, _fit(other, size))
+    return cuts
+
+
+def scene_cut(args) -> None:
+    """The first frame after each cut: cold against warm-started, under each schedule."""
+    model = load_depth_model('demo', 'cpu')
+    print('| cut | schedule | cold MAE (m) | warm MAE (m) | warm / cold | warm frame\'s steps '
+          '| ran cold |')
+    print('|---|---|---|---|---|---|---|')
+    for name, (before, after) in _cuts(args).items():
+        frames = [replace(frame, sequence='cut') for frame in before + [after]]
+        for schedule in args.schedules:
+            config = TTOConfig(iterations=args.iterations, warm_iterations=args.warm_iterations,
+                               schedule=schedule, device='cpu', dtype='float32', min_points=8)
+            cold = evaluate([replace(after, sequence=None)],
+                            [_Named('cold', 'lrda', model, config)], progress=False).records[-1]
+            warm_method = _Named('warm', 'lrda-warm', model, config)
+            cuts = _spy_scene_cuts(warm_method)
+            warm = evaluate(frames, [warm_method], progress=False).records[-1]
+            ratio = warm.metrics.mae / cold.metrics.mae
+            print(f'| {name} | {schedule} | {cold.metrics.mae:.3f} | {warm.metrics.mae:.3f} | '
+                  f'{ratio:.2f} | {warm.iterations} | {"yes" if cuts[-1] else "no"} |',
+                  flush=True)
 
 
 #: Upper edges of the distance bins of ``tae-split`` (pixels to the nearest LiDAR pixel).
@@ -189,9 +225,12 @@ def main() -> None:
     bag.add_argument('--size', type=_size, default=(320, 240))
     bag.set_defaults(run=demo_bag)
     cut = commands.add_parser('scene-cut')
-    cut.add_argument('--before', type=int, default=3)
-    cut.add_argument('--after', type=int, default=2)
-    cut.add_argument('--size', type=_size, default=(320, 240))
+    cut.add_argument('--before', type=int, default=3, help='synthetic room frames before')
+    cut.add_argument('--size', type=_size, default=(320, 240), help='synthetic cut: WxH')
+    cut.add_argument('--data', type=Path,
+                     help='the shared data folder (kitti_dc, nyu, ibims): also the real cuts')
+    cut.add_argument('--schedules', type=lambda text: text.split(','),
+                     default=['adaptive', 'paper'])
     cut.add_argument('--iterations', type=int, default=40)
     cut.add_argument('--warm-iterations', type=int, default=10)
     cut.set_defaults(run=scene_cut)

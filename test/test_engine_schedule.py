@@ -73,6 +73,8 @@ def test_warm_verdict_ends_goes_on_or_restarts_by_the_share_of_the_previous_fram
     assert warm_verdict(0.2, previous, True) is Verdict.DONE  # its plateau rule ended it
     assert warm_verdict(0.31, previous, True) is Verdict.RESTART_COLD  # beyond RESTART_FACTOR
     assert warm_verdict(float('nan'), previous, False) is Verdict.RESTART_COLD
+    # Scene-cut detection off (scene_cut_factor: 0): far behind, it goes on instead.
+    assert warm_verdict(0.31, previous, False, may_restart=False) is Verdict.CONTINUE
 
 
 def test_paper_schedule_runs_exact_counts_and_adaptive_the_same_steps_until_a_rule(

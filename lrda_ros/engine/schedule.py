@@ -120,16 +120,19 @@ def plan_stages(config: TTOConfig, warm: bool, full: tuple[torch.Tensor, Encoded
             Stage(*full, fine, EndRule(), True)]
 
 
-def warm_verdict(best_share: float, previous_share: float, ended_early: bool) -> Verdict:
+def warm_verdict(best_share: float, previous_share: float, ended_early: bool,
+                 may_restart: bool = True) -> Verdict:
     """
     Decide what follows a warm frame's first stage from its LiDAR pixels' losses alone.
 
     ``best_share``: the stage's best loss as a share of a constant prediction's;
-    ``ended_early``: its plateau rule ended it before its step count.
+    ``ended_early``: its plateau rule ended it before its step count; ``may_restart``: False
+    when scene-cut detection is off (``scene_cut_factor: 0``): a frame far behind goes on.
     """
-    if not math.isfinite(best_share) or best_share > RESTART_FACTOR * previous_share:
+    far_behind = not math.isfinite(best_share) or best_share > RESTART_FACTOR * previous_share
+    if far_behind and may_restart:
         return Verdict.RESTART_COLD
-    if ended_early or best_share <= CATCH_UP_MARGIN * previous_share:
+    if ended_early or (not far_behind and best_share <= CATCH_UP_MARGIN * previous_share):
         return Verdict.DONE
     return Verdict.CONTINUE
 

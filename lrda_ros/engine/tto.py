@@ -387,7 +387,8 @@ class DepthCompleter:
             if stage.catch_up and shares is not None:
                 constant_loss, previous_share = shares
                 verdict = warm_verdict(unexplained_share(trace.best_loss, constant_loss),
-                                       previous_share, len(trace.losses) < stage.max_steps)
+                                       previous_share, len(trace.losses) < stage.max_steps,
+                                       may_restart=config.scene_cut_factor > 0)
                 if verdict is not Verdict.CONTINUE:
                     break
         return combined_trace(traces), verdict

@@ -133,13 +133,14 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   1e4, read_only=True),
     ParameterSpec('warm_start', True, 'Carry adapted weights from one frame to the next.'),
     ParameterSpec('warm_iterations', 10, "Adam steps on a warm-started frame ('paper'); under "
-                  "'adaptive' and 'fast', the steps after which a warm frame that fits as well "
-                  'as the previous one ends.', 0, 1000),
+                  "'adaptive' and 'fast', the steps after which a warm frame is held against "
+                  'the previous one (it ends, goes on or restarts cold).', 0, 1000),
     ParameterSpec('scene_cut_factor', 4.0, "Warm start, 'paper' schedule: a frame whose "
                   "starting loss exceeds this multiple of the previous frame's final loss (both "
                   'relative to a constant prediction) follows a scene cut and runs cold; 0 = '
                   "off, else > 1. 'adaptive' and 'fast' compare the carried start with the "
-                  'unadapted one instead (0 turns that off too).', 0.0, 1e6),
+                  'unadapted one and may restart a frame cold after its warm steps instead (0 '
+                  'turns both off).', 0.0, 1e6),
     ParameterSpec('temporal_fusion.weight', 0.0, "Share of the previous frame's depth, moved "
                   'by the camera pose from tf, in each published map where the two agree '
                   '(less flicker; 0.5 halves it); 0 = off.', 0.0, 0.95, read_only=True),
@@ -148,7 +149,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   read_only=True),
     ParameterSpec('convergence_tol', 0.0, 'Plateau rule: a frame ends once its best loss '
                   'improved by at most this share over the last 10 steps; 0 = the '
-                  "schedule's (0.01 for 'adaptive' and 'fast', off for 'paper').", 0.0, 1.0),
+                  "schedule's (0.001 for 'adaptive' and 'fast', off for 'paper').", 0.0, 1.0),
     ParameterSpec('time_budget', 0.0, 'Anytime mode: seconds per frame from the synchronized '
                   'set to the publish. The optimization stops in time and publishes the best '
                   'iterate so far, so the node keeps a rate on any hardware (the encoder and '
