@@ -56,8 +56,6 @@ def _common() -> argparse.ArgumentParser:
 
 
 def _add_demo(commands) -> None:
-    from .engine.config import SCHEDULES, TTOConfig
-
     parser = _add_command(commands, 'demo', 'run the whole system on a synthetic sequence')
     parser.add_argument('--output', type=Path, default=Path('out/demo'))
     parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
@@ -71,9 +69,7 @@ def _add_demo(commands) -> None:
     parser.add_argument('--device', default='auto')
     parser.add_argument('--iterations', type=int, default=40)
     parser.add_argument('--warm-iterations', type=int, default=10)
-    parser.add_argument('--schedule', choices=SCHEDULES, default=TTOConfig.schedule,
-                        help="how the steps are spent (the node's schedule): 'adaptive', "
-                        "'fast' or 'paper' (the paper's fixed steps)")
+    _add_schedule(parser, unset_is_node=False)
 
 
 def _add_eval(commands) -> None:
@@ -143,10 +139,8 @@ def _add_eval(commands) -> None:
 
 
 def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
-                        dtype: str) -> None:
+                        dtype: str, schedule: str = '') -> None:
     """Add the model and engine options; unset, they take the node's parameters."""
-    from .engine.config import SCHEDULES
-
     for option, kind, meaning in (
             ('model', str, 'hub id, directory, .pth, demo or auto'),
             ('device', str, 'auto, cpu, cuda or cuda:N'),
@@ -154,14 +148,22 @@ def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
             ('warm-iterations', int, 'Adam steps on a warm-started frame'),
             ('learning-rate', float, 'Adam learning rate')):
         parser.add_argument(f'--{option}', type=kind, help=f'{meaning}; {_node_default(option)}')
-    parser.add_argument('--schedule', choices=SCHEDULES,
-                        help="how the steps are spent: 'adaptive', 'fast' or 'paper' (the "
-                        "paper's fixed steps); "
-                        + _node_default('schedule'))
+    _add_schedule(parser, unset_is_node=True, note=schedule)
     parser.add_argument('--processing-size', type=int, help=processing_size)
     parser.add_argument('--dtype', help=f'engine precision: float32, bfloat16, float16 or auto; '
                         f'default: {dtype}')
     parser.add_argument('--seed', type=int, default=0)
+
+
+def _add_schedule(parser: argparse.ArgumentParser, unset_is_node: bool, note: str = '') -> None:
+    """Add --schedule (engine/schedule.py); ``unset_is_node``: None stands for the node's."""
+    from .engine.config import SCHEDULES
+    from .settings import SPECS
+
+    parser.add_argument('--schedule', choices=SCHEDULES,
+                        default=None if unset_is_node else SPECS['schedule'].default,
+                        help="how the steps are spent: 'adaptive', 'fast' or 'paper' (the "
+                        f"paper's fixed steps); {note or _node_default('schedule')}")
 
 
 def _node_default(option: str) -> str:
@@ -215,7 +217,6 @@ def _add_train_prior(commands) -> None:
 
 
 def _add_speed(commands, name: str = 'speed') -> None:
-    from .engine.config import SCHEDULES, TTOConfig
     from .eval.methods import METHODS
     from .speed.inputs import RESOLUTIONS
     from .speed.run import SpeedOptions
@@ -233,9 +234,7 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help=f'comma-separated, from: {", ".join(METHODS)}')
     parser.add_argument('--iterations', type=int, default=defaults.iterations)
     parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
-    parser.add_argument('--schedule', choices=SCHEDULES, default=TTOConfig.schedule,
-                        help="how the steps are spent (the node's schedule): 'adaptive', "
-                        "'fast' or 'paper' (the paper's fixed steps)")
+    _add_schedule(parser, unset_is_node=False)
     parser.add_argument('--frames', type=int, default=defaults.frames,
                         help='timed frames per method (after one warm-up frame)')
     parser.add_argument('--device', default=defaults.device)
@@ -268,9 +267,8 @@ def _run_speed(args) -> int:
     run_speed(SpeedOptions(backbones=args.backbones, resolutions=args.resolutions,
                            methods=args.methods, iterations=args.iterations,
                            warm_iterations=args.warm_iterations, schedule=args.schedule,
-                           device=args.device,
-                           dtype=args.dtype, lidar_fraction=args.lidar_fraction,
-                           lidar_top=args.lidar_top,
+                           device=args.device, dtype=args.dtype,
+                           lidar_fraction=args.lidar_fraction, lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
                            compile=args.compile, structure=not args.no_structure,
                            ablations=not args.no_ablations, output=args.output),
@@ -294,7 +292,7 @@ def _add_paper(commands, name: str = 'paper') -> None:
                         help=f'comma-separated, from: {", ".join(METHODS)}')
     _add_engine_options(parser, 'longer side of the network input for every dataset '
                         '(default: the image size; DDAD 1274, as the paper)',
-                        'float32, as the paper')
+                        'float32, as the paper', "default: 'paper', as published")
     parser.add_argument('--max-frames', type=int, help='at most this many frames per dataset')
     parser.add_argument('--paper-backbone', choices=PAPER_BACKBONES,
                         help="the paper's rows to compare with (default: from the model name)")
@@ -325,8 +323,8 @@ def _run_paper(args) -> int:
             roots=roots, output=args.output, methods=args.methods, model=args.model,
             device=args.device, iterations=args.iterations,
             warm_iterations=args.warm_iterations, learning_rate=args.learning_rate,
-            schedule=args.schedule,
-            processing_size=args.processing_size, dtype=args.dtype, seed=args.seed,
+            schedule=args.schedule, processing_size=args.processing_size, dtype=args.dtype,
+            seed=args.seed,
             max_frames=args.max_frames, resume=args.resume, overwrite=args.overwrite,
             paper_backbone=args.paper_backbone, ray_address=args.ray, workers=args.workers))
     except KeyboardInterrupt:
@@ -422,10 +420,8 @@ def _add_hold_rate(commands) -> None:
 def _run_hold_rate(args) -> int:
     import json
 
-    import numpy as np
-
     from .messages.rosbag import BagTopics, RosbagSource
-    from .ros.replay import hold_rate
+    from .ros.replay import held_rate, hold_rate
 
     with RosbagSource(args.bag, BagTopics()) as source:
         image, _, cloud = next(iter(source.synchronized()))[:3]
@@ -435,13 +431,8 @@ def _run_hold_rate(args) -> int:
                   'processing_size': args.processing_size, 'warm_start': True,
                   'lidar_to_camera.matrix': [float(v) for v in T_cam_lidar.as_matrix().ravel()]}
     result = hold_rate(args.bag, BagTopics(), parameters, args.seconds, args.rate)
-    times = [p['t'] for p in result['published'] if p['t'] > 5.0]  # after start-up
-    rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float('nan')
-    frame_s = [p['frame_s'] for p in result['published'] if p['t'] > 5.0]
-    iterations = [p['iterations'] for p in result['published'] if p['t'] > 5.0]
-    print(f'budget {args.budget:g} s: {rate:.2f} Hz out ({result["received"]} sets in, '
-          f'{result["superseded"]} superseded), frame time median {np.median(frame_s):.3f} s '
-          f'max {np.max(frame_s):.3f} s, iterations mean {np.mean(iterations):.1f}')
+    rate, summary = held_rate(result)
+    print(f'budget {args.budget:g} s: {summary}')
     if args.output:
         args.output.write_text(json.dumps({'budget_s': args.budget, 'rate_hz': rate,
                                            **result}, indent=2) + '\n')
@@ -533,8 +524,8 @@ def eval_options(args):
         kind='rosbag' if args.bag else args.dataset, root=args.bag or args.root,
         output=args.output, methods=args.methods, model=args.model, device=args.device,
         iterations=args.iterations, warm_iterations=args.warm_iterations,
-        schedule=args.schedule,
-        learning_rate=args.learning_rate, processing_size=args.processing_size,
+        schedule=args.schedule, learning_rate=args.learning_rate,
+        processing_size=args.processing_size,
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
         budgets=args.budgets,

@@ -99,3 +99,12 @@ def test_datasets_depart_from_the_node_only_where_their_protocols_say(node_setti
     options = _eval('--dataset', 'folder', '--root', 'frames')
     config = options.engine_config(source_settings(options))
     assert config == replace(node_settings.tto, **PROTOCOL_PARAMETERS)
+
+
+def test_the_papers_table_runs_the_papers_schedule_unless_told_otherwise(node_settings):
+    from lrda_ros.paper.run import _base_config, PaperOptions
+
+    paper = _base_config(PaperOptions(roots={}))
+    assert paper == replace(node_settings.tto, schedule='paper', **PROTOCOL_PARAMETERS)
+    assert node_settings.tto.schedule == 'adaptive'  # what the node and lrda eval run
+    assert _base_config(PaperOptions(roots={}, schedule='adaptive')).schedule == 'adaptive'

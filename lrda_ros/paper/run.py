@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import json
 import math
 from pathlib import Path
+from types import MappingProxyType
 import sys
 import time
 from typing import Callable, Iterator
@@ -103,8 +104,9 @@ class PaperOptions(EngineOptions):
     Everything ``lrda paper`` needs; ``roots`` maps dataset keys to their folders.
 
     The engine settings (:class:`~lrda_ros.eval.options.EngineOptions`) are the node's with
-    the benchmarks' departures (:data:`~lrda_ros.eval.options.PROTOCOL_PARAMETERS`);
-    ``processing_size`` None (or 0) is each protocol's: the image size, DDAD 1274.
+    the benchmarks' departures (:data:`~lrda_ros.eval.options.PROTOCOL_PARAMETERS`) and the
+    paper's fixed steps (:data:`PAPER_PARAMETERS`); ``processing_size`` None (or 0) is each
+    protocol's: the image size, DDAD 1274.
     """
 
     roots: dict[str, Path]
@@ -217,15 +219,19 @@ def _config(options: PaperOptions, protocol: PaperProtocol) -> TTOConfig:
     return replace(_base_config(options), processing_size=size)
 
 
+#: The paper's table is of its fixed schedule (40 steps; --schedule compares another).
+PAPER_PARAMETERS = MappingProxyType({**PROTOCOL_PARAMETERS, 'schedule': 'paper'})
+
+
 def _base_config(options: PaperOptions) -> TTOConfig:
     """Return the engine configuration of every protocol, but for the processing size."""
-    return options.engine_config(options.node_settings(PROTOCOL_PARAMETERS))
+    return options.engine_config(options.node_settings(PAPER_PARAMETERS))
 
 
 def _settings(options: PaperOptions) -> dict:
     """Return what a resumed run must share with the run it continues, and what it ran."""
     config = _base_config(options)
-    return {'model': options.model_spec(options.node_settings(PROTOCOL_PARAMETERS)),
+    return {'model': options.model_spec(options.node_settings(PAPER_PARAMETERS)),
             'iterations': config.iterations, 'warm_iterations': config.warm_iterations,
             'schedule': config.schedule,
             'learning_rate': config.learning_rate, 'processing_size': options.processing_size,

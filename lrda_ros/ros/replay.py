@@ -34,7 +34,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+import math
 from pathlib import Path
+import statistics
 import threading
 import time
 from typing import Any, Callable, Iterator
@@ -385,6 +387,18 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
         for member in (node, listener, player):
             member.destroy_node()
         return result
+
+
+def held_rate(result: dict[str, Any], settle_s: float = 5.0) -> tuple[float, str]:
+    """Return the output rate (Hz) :func:`hold_rate` measured after ``settle_s``, and a line."""
+    steady = [p for p in result['published'] if p['t'] > settle_s]  # after start-up
+    times = [p['t'] for p in steady]
+    rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float('nan')
+    frame_s = [p['frame_s'] for p in steady] or [math.nan]
+    iterations = [p['iterations'] for p in steady] or [math.nan]
+    return rate, (f'{rate:.2f} Hz out ({result["received"]} sets in, {result["superseded"]} '
+                  f'superseded), frame time median {statistics.median(frame_s):.3f} s max '
+                  f'{max(frame_s):.3f} s, iterations mean {statistics.fmean(iterations):.1f}')
 
 
 def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,
