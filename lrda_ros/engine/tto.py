@@ -266,36 +266,49 @@ class DepthCompleter:
         self._previous_share = state.get('previous_share')
 
     @torch.no_grad()
+    def _starting_loss(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                       samples: SparseSamples, target: torch.Tensor) -> float:
+        """Return the loss the adapted network as it stands leaves on this frame's LiDAR."""
+        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
+                                    tuple(pixel_values.shape[-2:])
+                                    ) if self._uses_sparse_head else None
+        with self._autocast():
+            features = self.adaptation.features(self.model, pixel_values, encoded)
+            points = self._points_prediction(features, samples, plan)
+        return float(alignment_loss(points, target)[0])
+
+    @torch.no_grad()
+    def _unadapted_starts_better(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                                 samples: SparseSamples, target: torch.Tensor,
+                                 carried: float) -> bool:
+        """
+        Score the unadapted network against the carried weights' loss; keep the better start.
+
+        Returns True (the adaptation left reset) when the unadapted network fits the frame's
+        LiDAR pixels at least as well, or the carried loss is not finite (a diverged carry).
+        """
+        kept = self.adaptation.capture()
+        self.adaptation.reset(pixel_values)
+        if carried < self._starting_loss(pixel_values, encoded, samples, target):
+            self.adaptation.restore(kept)
+            return False
+        return True
+
     def _follows_scene_cut(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                            samples: SparseSamples, target: torch.Tensor,
                            constant_loss: float) -> bool:
         """
-        Score the carried weights on this frame's LiDAR pixels; return whether it is a cut.
+        The 'paper' schedule's check: whether the carried weights' share says a scene cut.
 
         A share far above the last frame's is confirmed against the unadapted network on the
         same pixels: on a sequence fitted almost perfectly, ordinary motion can multiply the
         share too, and the carried weights, if still better than a cold start, are kept.
         """
-        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:])
-                                    ) if self._uses_sparse_head else None
-
-        def starting_share() -> float:
-            with self._autocast():
-                features = self.adaptation.features(self.model, pixel_values, encoded)
-                points = self._points_prediction(features, samples, plan)
-            loss, _ = alignment_loss(points, target)
-            return unexplained_share(float(loss), constant_loss)
-
-        carried = starting_share()
-        if not self._scene_cut_rule.is_cut(carried, self._previous_share):
+        carried = self._starting_loss(pixel_values, encoded, samples, target)
+        if not self._scene_cut_rule.is_cut(unexplained_share(carried, constant_loss),
+                                           self._previous_share):
             return False
-        kept = self.adaptation.capture()
-        self.adaptation.reset(pixel_values)
-        if not carried < starting_share():  # NaN (a diverged carry) counts as a cut
-            return True
-        self.adaptation.restore(kept)
-        return False
+        return self._unadapted_starts_better(pixel_values, encoded, samples, target, carried)
 
     def _coarse_input(self, pixel_values: torch.Tensor, features: EncodedImage
                       ) -> tuple[torch.Tensor, EncodedImage]:
@@ -305,33 +318,6 @@ class DepthCompleter:
         grid = encoded.patch_grid
         # Only its shape is read: the decoder's scope keeps the encoder frozen.
         return pixel_values.new_empty((1, 3, grid[0] * patch, grid[1] * patch)), encoded
-
-    @torch.no_grad()
-    def _carried_start_is_worse(self, pixel_values: torch.Tensor, encoded: EncodedImage,
-                                samples: SparseSamples, target: torch.Tensor) -> bool:
-        """
-        Score the carried and the unadapted weights on this frame; keep the better start.
-
-        Returns True (the adaptation left reset) when the unadapted network fits the frame's
-        LiDAR pixels at least as well as the carried weights (or they give a non-finite loss).
-        """
-        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:])
-                                    ) if self._uses_sparse_head else None
-
-        def starting_loss() -> float:
-            with self._autocast():
-                features = self.adaptation.features(self.model, pixel_values, encoded)
-                points = self._points_prediction(features, samples, plan)
-            return float(alignment_loss(points, target)[0])
-
-        carried = starting_loss()
-        kept = self.adaptation.capture()
-        self.adaptation.reset(pixel_values)
-        if carried < starting_loss():
-            self.adaptation.restore(kept)
-            return False
-        return True
 
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
@@ -550,8 +536,9 @@ class DepthCompleter:
                 scene_cut = self._follows_scene_cut(pixel_values, features, samples, target,
                                                     constant_loss)
             else:
-                scene_cut = self._carried_start_is_worse(
-                    *(coarse or (pixel_values, features)), samples, target)
+                inputs = coarse or (pixel_values, features)
+                scene_cut = self._unadapted_starts_better(
+                    *inputs, samples, target, self._starting_loss(*inputs, samples, target))
         if scene_cut:  # the carried weights fit another scene: start this frame cold
             self.adaptation.reset(pixel_values)
             warm = False
