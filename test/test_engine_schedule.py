@@ -15,12 +15,14 @@
 """The step schedules: end rules, cached frozen outputs, coarse steps, warm frames' effort."""
 
 import copy
+from dataclasses import replace
 
 from conftest import smooth_image
 from lrda_ros import world
 from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.engine import DepthCompleter, DepthModel, Scope, TTOConfig
 from lrda_ros.engine import model as model_module
+from lrda_ros.engine import schedule as schedule_module
 from lrda_ros.engine.loading import load_depth_model
 from lrda_ros.engine.schedule import (COARSE_SCALE, FINE_STEPS, plan_stages, PLATEAU_TOL,
                                       Verdict, warm_verdict)
@@ -68,11 +70,14 @@ def test_plateau_rule_is_not_fooled_by_a_rise():
 
 def test_warm_verdict_ends_goes_on_or_restarts_by_the_share_of_the_previous_frame():
     previous = 0.1  # the previous frame ended at a tenth of a constant prediction's loss
-    assert warm_verdict(0.105, previous, False) is Verdict.DONE  # within CATCH_UP_MARGIN
+    assert warm_verdict(0.14, previous, False) is Verdict.DONE  # within CATCH_UP_MARGIN (1.5)
     assert warm_verdict(0.2, previous, False) is Verdict.CONTINUE
     assert warm_verdict(0.2, previous, True) is Verdict.DONE  # its plateau rule ended it
-    assert warm_verdict(0.31, previous, True) is Verdict.RESTART_COLD  # beyond RESTART_FACTOR
+    assert warm_verdict(0.31, previous, True) is Verdict.RESTART_COLD  # beyond 3x
     assert warm_verdict(float('nan'), previous, False) is Verdict.RESTART_COLD
+    # A previous frame fitted almost perfectly counts as 0.02: 10x its share is no cut.
+    assert warm_verdict(0.01, 0.001, False) is Verdict.CONTINUE
+    assert warm_verdict(0.061, 0.001, False) is Verdict.RESTART_COLD
     # Scene-cut detection off (scene_cut_factor: 0): far behind, it goes on instead.
     assert warm_verdict(0.31, previous, False, may_restart=False) is Verdict.CONTINUE
 
@@ -248,8 +253,12 @@ def test_carried_weights_that_start_worse_than_none_are_dropped(tiny_model):
     assert result.iterations == 20  # the cold budget
 
 
-def test_a_warm_frame_ends_goes_on_or_restarts_cold_after_its_warm_steps(room_then_street):
-    # Two frames of a room; the second frame's verdict is steered by the previous share.
+def test_a_warm_frame_ends_goes_on_or_restarts_cold_after_its_warm_steps(room_then_street,
+                                                                         monkeypatch):
+    # Two frames of a room; the second frame's verdict is steered by the previous share, with
+    # the restart rule's floor off (this room's shares are below it).
+    monkeypatch.setattr(schedule_module, 'RESTART_RULE',
+                        replace(schedule_module.RESTART_RULE, floor=0.0))
     config = TTOConfig(iterations=12, warm_iterations=4, warm_start=True, min_points=8,
                        device='cpu', convergence_tol=0)
     first, second = room_then_street[:2]

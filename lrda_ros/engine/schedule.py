@@ -40,6 +40,7 @@ import torch
 
 from .config import TTOConfig
 from .model import EncodedImage
+from .scene_cut import SceneCutRule
 from .steps import EndRule, StepTrace
 
 #: Plateau tolerance of 'adaptive' and 'fast' when ``convergence_tol`` is None: the best loss
@@ -47,12 +48,14 @@ from .steps import EndRule, StepTrace
 #: the demo room and of iBims that were still gaining (doc/design.md, step schedules).
 PLATEAU_TOL = 0.001
 #: A warm frame has caught up when its best loss share is at most this multiple of the share
-#: the previous frame ended with.
-CATCH_UP_MARGIN = 1.1
+#: the previous frame ended with: continuing frames of the KITTI bag ended their warm steps at
+#: 0.84 to 1.27 times it, from new points and motion alone.
+CATCH_UP_MARGIN = 1.5
 #: A warm frame restarts cold when its best loss share after its warm steps is above this
-#: multiple of the previous frame's: continuing frames of the demo room ended their warm steps
-#: at most 2.1x above, real cuts (NYUv2 to iBims, KITTI to iBims) 3.9x and 41x.
-RESTART_FACTOR = 3.0
+#: multiple of the previous frame's, counted as at least the paper rule's floor (0.02):
+#: continuing frames of the demo ended their warm steps at most at 0.018, real cuts (NYUv2 to
+#: iBims, KITTI to iBims) at 0.71 and 0.60.
+RESTART_RULE = SceneCutRule(factor=3.0)
 #: 'fast': the coarse steps' patch grid as a share of the full one's sides.
 COARSE_SCALE = 0.5
 #: 'fast': the full-size steps that end a cold frame.
@@ -129,7 +132,7 @@ def warm_verdict(best_share: float, previous_share: float, ended_early: bool,
     ``ended_early``: its plateau rule ended it before its step count; ``may_restart``: False
     when scene-cut detection is off (``scene_cut_factor: 0``): a frame far behind goes on.
     """
-    far_behind = not math.isfinite(best_share) or best_share > RESTART_FACTOR * previous_share
+    far_behind = RESTART_RULE.is_cut(best_share, previous_share)
     if far_behind and may_restart:
         return Verdict.RESTART_COLD
     if ended_early or (not far_behind and best_share <= CATCH_UP_MARGIN * previous_share):
