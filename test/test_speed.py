@@ -102,11 +102,12 @@ def test_command_line_options_reach_the_engine_configuration(monkeypatch):
     given = []
     monkeypatch.setattr(speed_run, 'run_speed', lambda options, accuracy: given.append(options))
     assert main(['speed', '--compile', '--no-structure', '--iterations', '5', '--device',
-                 'cpu', '--dtype', 'float32']) == 0
+                 'cpu', '--dtype', 'float32', '--schedule', 'paper']) == 0
     options, = given
     assert options.compile and not options.structure
     config = options.tto_config()
     assert config.compile and config.iterations == 5 and config.device == 'cpu'
+    assert config.schedule == 'paper' and SpeedOptions().tto_config().schedule == 'adaptive'
     # Random weights: nothing may stop a frame's steps early or undo one.
     assert config.divergence_factor == math.inf and config.backtrack_fraction == 1.0
     assert not SpeedOptions().tto_config().compile and SpeedOptions().structure
