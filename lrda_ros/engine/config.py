@@ -103,13 +103,14 @@ class TTOConfig:
     scene_cut_factor: float = SCENE_CUT_FACTOR
     #: How the steps are spent (engine/schedule.py): 'adaptive' (each frame ends when its loss
     #: has stopped improving, at most ``iterations`` steps; a warm frame starts from the
-    #: carried or the unadapted weights, whichever fits it better, and ends after
-    #: ``warm_iterations`` steps once it fits as well as the previous frame), 'fast' (most
-    #: steps on a coarser network input: about a third of the arithmetic, for a less accurate
-    #: fit) or 'paper' (exactly ``iterations`` steps, ``warm_iterations`` on warm frames).
+    #: carried or the unadapted weights, whichever fits it better, and after
+    #: ``warm_iterations`` steps ends if it has caught up with the previous frame, restarts
+    #: cold if far behind, else goes on), 'fast' (most steps on a coarser network input: about
+    #: a third of the arithmetic, for a less accurate fit) or 'paper' (exactly ``iterations``
+    #: steps, ``warm_iterations`` on warm frames).
     schedule: str = 'adaptive'
     #: Plateau rule: a frame ends once its best loss improved by at most this share over the
-    #: last ``patience`` steps. None: the schedule's (off for 'paper'); 0: off.
+    #: last ``patience`` steps. None: the schedule's (0.001; off for 'paper'); 0: off.
     convergence_tol: float | None = None
     patience: int = 10
     #: The steps never wait for the device (engine/steps.py): the stop flag (end rules,
