@@ -123,9 +123,9 @@ def _cuts(args) -> dict[str, tuple[list[Frame], Frame]]:
 
 
 def scene_cut(args) -> None:
-    """The first frame after each cut: cold against warm-started, under each schedule."""
+    """Print the first frame after each cut: cold against warm-started, per schedule."""
     model = load_depth_model('demo', 'cpu')
-    print('| cut | schedule | cold MAE (m) | warm MAE (m) | warm / cold | warm frame\'s steps '
+    print("| cut | schedule | cold MAE (m) | warm MAE (m) | warm / cold | warm frame's steps "
           '| ran cold |')
     print('|---|---|---|---|---|---|---|')
     for name, (before, after) in _cuts(args).items():

@@ -298,7 +298,7 @@ class DepthCompleter:
                            samples: SparseSamples, target: torch.Tensor,
                            constant_loss: float) -> bool:
         """
-        The 'paper' schedule's check: whether the carried weights' share says a scene cut.
+        Return whether the carried weights' share says a scene cut ('paper' schedule).
 
         A share far above the last frame's is confirmed against the unadapted network on the
         same pixels: on a sequence fitted almost perfectly, ordinary motion can multiply the

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 import json
 import math
 from pathlib import Path
-from types import MappingProxyType
 import sys
 import time
+from types import MappingProxyType
 from typing import Callable, Iterator
 import zlib
 
