@@ -68,6 +68,8 @@ NOT_MEASURED, TIMED_OUT, FAILED, OUT_OF_MEMORY = (
 #: Modules the speed path imports (beside the standard library and this package).
 REQUIRED_MODULES = ('torch', 'numpy', 'transformers', 'peft', 'safetensors', 'huggingface_hub',
                     'PIL', 'yaml', 'tqdm', 'matplotlib', 'pytest')
+#: The paper's fixed steps, so that every frame runs the counts its figures are of.
+SCHEDULE = 'paper'
 #: The paper's H200 figures, 40 iterations.
 PAPER = {'gpu': 'H200', 'iterations': 40, 'vits_vga_lrda_s': 0.18, 'vits_vga_prompt_s': 0.88,
          'vitl_fhd_lrda_s': 2.34, 'vitl_fhd_lrda_gb': 10.5, 'vitl_fhd_prompt': OUT_OF_MEMORY}
@@ -228,8 +230,8 @@ class BenchRun:
             backbones=tuple(dict.fromkeys(map(sizes.backbone, self.backbones))),
             resolutions=tuple(dict.fromkeys(map(sizes.resolution, self.resolutions))),
             methods=self.methods, iterations=sizes.iterations,
-            warm_iterations=sizes.warm_iterations, device=context.device, dtype=self.dtype,
-            frames=1, compile=self.compile, structure=False, ablations=False,
+            warm_iterations=sizes.warm_iterations, schedule=SCHEDULE, device=context.device,
+            dtype=self.dtype, frames=1, compile=self.compile, structure=False, ablations=False,
             output=context.work)
 
     def command(self, name: str, context: Context) -> list[str]:
@@ -238,7 +240,8 @@ class BenchRun:
         return [sys.executable, '-m', 'lrda_ros.cli', 'speed', '--backbones',
                 ','.join(options.backbones), '--resolutions', ','.join(options.resolutions),
                 '--methods', ','.join(options.methods), '--iterations', str(options.iterations),
-                '--warm-iterations', str(options.warm_iterations), '--frames', '1',
+                '--warm-iterations', str(options.warm_iterations), '--schedule', SCHEDULE,
+                '--frames', '1',
                 '--device', context.device, '--dtype', self.dtype, '--no-ablations',
                 '--no-structure', *(['--compile'] if self.compile else []),
                 '--output', str(context.part_file(name).parent)]
@@ -426,7 +429,8 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
 
     options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
-                           iterations=sizes.iterations, device=device, dtype=dtype)
+                           iterations=sizes.iterations, schedule=SCHEDULE, device=device,
+                           dtype=dtype)
     config = options.tto_config()
     height, width = RESOLUTIONS[resolution]
     frames = panning_frames(height, width, 2, options.lidar, options.seed)
@@ -471,7 +475,7 @@ def camera_figures(backbone: str, resolution: str, dtype: str, device: str, came
 
     options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
                            iterations=sizes.iterations, warm_iterations=sizes.warm_iterations,
-                           device=device, dtype=dtype)
+                           schedule=SCHEDULE, device=device, dtype=dtype)
     config = replace(options.tto_config(), warm_start=True)
     completer = DepthCompleter(random_model(backbone, options.seed, config.device), config)
     height, width = RESOLUTIONS[resolution]
