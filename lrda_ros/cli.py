@@ -262,17 +262,24 @@ def _add_speed(commands, name: str = 'speed') -> None:
 
 
 def _run_speed(args) -> int:
+    from .interrupts import exit_within
     from .speed.run import run_speed, SpeedOptions
 
-    run_speed(SpeedOptions(backbones=args.backbones, resolutions=args.resolutions,
+    options = SpeedOptions(backbones=args.backbones, resolutions=args.resolutions,
                            methods=args.methods, iterations=args.iterations,
                            warm_iterations=args.warm_iterations, schedule=args.schedule,
                            device=args.device, dtype=args.dtype,
                            lidar_fraction=args.lidar_fraction, lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
                            compile=args.compile, structure=not args.no_structure,
-                           ablations=not args.no_ablations, output=args.output),
-              accuracy=args.accuracy)
+                           ablations=not args.no_ablations, output=args.output)
+    # SIGINT and SIGTERM stop it, measuring process included; the report needs every row.
+    with exit_within(_EXIT_GRACE_S, farewell='lrda speed: interrupted; nothing written'):
+        try:
+            run_speed(options, accuracy=args.accuracy)
+        except KeyboardInterrupt:
+            print('lrda speed: interrupted; nothing written (the report is written once every '
+                  'configuration is measured)', file=sys.stderr)
     return 0
 
 

@@ -13,10 +13,11 @@
 # limitations under the License.
 
 """
-SIGINT and SIGTERM end ``lrda play``, ``lrda eval`` and ``evaluator_node`` cleanly, at once.
+SIGINT and SIGTERM end ``lrda play``, ``lrda eval``, ``lrda speed`` and ``evaluator_node`` cleanly.
 
 Each runs in a process (and session) of its own and gets the signal while it works; it must
-exit with code 0 within 2 s, print no traceback or error line, and leave no process behind.
+exit with code 0 within 2 s, print no traceback or error line, and leave no process behind
+(``lrda speed`` measures in spawned interpreters: those end with it, even after a SIGKILL).
 The node executables' own checks (mid-frame, a second signal) are in test_node_startup.py, the
 launch file's in test_launch.py and test_launch_sim_time.py.
 """
@@ -48,16 +49,28 @@ SIGNALS = [signal.SIGINT, signal.SIGTERM]
 
 
 def session_members(session: int) -> list[int]:
-    """Return the processes of ``session`` (a program started in a session of its own)."""
+    """
+    Return the live processes of ``session`` (a program started in a session of its own).
+
+    Zombies (ended, not yet reaped by init) do not count: they hold no CPU and no memory.
+    """
     members = []
     for entry in Path('/proc').glob('[0-9]*'):
         try:
             fields = (entry / 'stat').read_text().rsplit(')', 1)[1].split()
         except OSError:
             continue
-        if int(fields[3]) == session:
+        if int(fields[3]) == session and fields[0] != 'Z':
             members.append(int(entry.name))
     return members
+
+
+def wait_until(condition, timeout: float) -> bool:
+    """Poll ``condition`` every 0.05 s for ``timeout`` seconds; return its last value."""
+    end = time.monotonic() + timeout
+    while not condition() and time.monotonic() < end:
+        time.sleep(0.05)
+    return bool(condition())
 
 
 def assert_clean_stop(program: Program, signum: int) -> None:
@@ -71,7 +84,9 @@ def assert_clean_stop(program: Program, signum: int) -> None:
     assert seconds < DEADLINE_S, f'{seconds:.2f} s to exit:\n{output}'
     for bad in ('Traceback', 'Failed to publish', 'Error:', 'context is invalid', '[ERROR]'):
         assert bad not in output, output
-    assert session_members(program.process.pid) == [], output
+    # Helpers that end when the program's end closes their pipe (multiprocessing's resource
+    # tracker) get a moment to see it.
+    assert wait_until(lambda: session_members(program.process.pid) == [], 1.0), output
 
 
 @pytest.mark.slow
@@ -124,6 +139,50 @@ def test_lrda_eval_stops_in_a_long_frame_and_keeps_what_it_finished(tmp_path, si
     # A report, if the frames done allowed one in time, is whole and marked interrupted.
     if (output / 'summary.json').exists():
         assert json.loads((output / 'summary.json').read_text())['metadata']['interrupted']
+
+
+def speed_program(tmp_path: Path) -> Program:
+    """``lrda speed`` of one frame of minutes: 100000 fixed steps of ViT-S at 224."""
+    return python('-m', 'lrda_ros.cli', 'speed', '--backbones', 'vits', '--resolutions', '224',
+                  '--methods', 'lrda', '--iterations', '100000', '--schedule', 'paper',
+                  '--frames', '1', '--no-structure', '--no-ablations', '--device', 'cpu',
+                  '--output', str(tmp_path / 'speed'))
+
+
+def wait_for_measuring_process(program: Program) -> None:
+    """Wait until the measurement runs in its own interpreter (it loads torch, then works)."""
+    assert wait_until(lambda: len(session_members(program.process.pid)) >= 2, 60), \
+        program.output
+    time.sleep(3.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_lrda_speed_stops_with_its_measuring_process(tmp_path, signum):
+    # The measurement runs in a spawned interpreter: the signal to lrda speed alone (not its
+    # process group) must end that one too, not leave it computing for minutes.
+    program = speed_program(tmp_path)
+    try:
+        wait_for_measuring_process(program)
+        assert_clean_stop(program, signum)
+    finally:
+        program.end()
+    assert 'lrda speed: interrupted; nothing written' in program.output, program.output
+    assert not (tmp_path / 'speed' / 'speed.json').exists()
+
+
+@pytest.mark.slow
+def test_a_killed_lrda_speed_leaves_no_measuring_process(tmp_path):
+    # SIGKILL cannot be caught: the measuring process notices its parent is gone and ends.
+    program = speed_program(tmp_path)
+    try:
+        wait_for_measuring_process(program)
+        program.process.kill()
+        program.finish(timeout=60)
+        assert wait_until(lambda: session_members(program.process.pid) == [], 10), \
+            session_members(program.process.pid)
+    finally:
+        program.end()
 
 
 @pytest.mark.slow

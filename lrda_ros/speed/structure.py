@@ -22,6 +22,8 @@ tuned one (engine/allocator.py), each in a fresh process since the setting is pr
 from __future__ import annotations
 
 import math
+import os
+import threading
 import time
 
 import numpy as np
@@ -36,13 +38,47 @@ from ..engine.sparse_head import SparseHeadPlan
 STRUCTURE_KEYS = ('encoder_s', 'decoder_step_dense_s', 'decoder_step_sparse_s')
 
 
+#: Seconds between a measuring process's checks that its parent is still there.
+PARENT_POLL_S = 0.5
+
+
+def end_with_parent(parent: int) -> None:
+    """
+    Make this process end itself once ``parent`` is gone, even after a SIGKILL of it.
+
+    A pool worker's initializer: its parent's death never reaches it otherwise, and a
+    measurement would run on for minutes, holding cores (or a GPU) that nobody reads.
+    """
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name='end_with_parent', daemon=True).start()
+
+
 def in_fresh_process(function, *args):
-    """Run ``function(*args)`` in a newly spawned interpreter and return its result."""
+    """
+    Run ``function(*args)`` in a newly spawned interpreter and return its result.
+
+    The interpreter ends with the call: interrupted (SIGINT, SIGTERM), the caller terminates
+    it before passing the interruption on, and it ends itself if its caller dies.
+    """
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing
 
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn')) as pool:
+    before = {process.pid for process in multiprocessing.active_children()}
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context('spawn'),
+                               initializer=end_with_parent, initargs=(os.getpid(),))
+    try:
         return pool.submit(function, *args).result()
+    except BaseException:
+        for process in multiprocessing.active_children():
+            if process.pid not in before:
+                process.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _sync(device: torch.device) -> None:
