@@ -38,6 +38,8 @@ def _csv(text: str) -> tuple[str, ...]:
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
 RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
+#: Seconds a command has from SIGINT/SIGTERM to its end (ros2 launch waits longer).
+_EXIT_GRACE_S = 1.5
 
 
 def _add_command(commands, name: str, help_text: str, **kwargs) -> argparse.ArgumentParser:
@@ -193,7 +195,7 @@ def _floats(text: str) -> tuple[float, ...]:
 
 def _extrinsic(args):
     """Return the T_camera_lidar of the --lidar-to-camera-* options, or None."""
-    from .settings.parameters import extrinsic_override, InvalidParameterError
+    from .settings import extrinsic_override, InvalidParameterError
 
     try:
         return extrinsic_override(args.lidar_to_camera_translation or (),
@@ -273,13 +275,12 @@ def _run_speed(args) -> int:
                            frames=args.frames, sparse_head=not args.dense_head,
                            compile=args.compile, structure=not args.no_structure,
                            ablations=not args.no_ablations, output=args.output)
-    # SIGINT and SIGTERM stop it, measuring process included; the report needs every row.
-    with exit_within(_EXIT_GRACE_S, farewell='lrda speed: interrupted; nothing written'):
+    stopped = 'lrda speed: interrupted; nothing written (the report needs every configuration)'
+    with exit_within(_EXIT_GRACE_S, farewell=stopped):
         try:
             run_speed(options, accuracy=args.accuracy)
-        except KeyboardInterrupt:
-            print('lrda speed: interrupted; nothing written (the report is written once every '
-                  'configuration is measured)', file=sys.stderr)
+        except KeyboardInterrupt:  # SIGINT or SIGTERM: the measuring process ends with it
+            print(stopped, file=sys.stderr)
     return 0
 
 
@@ -479,10 +480,6 @@ def _run_demo(args) -> int:
                          model=args.model, device=args.device, iterations=args.iterations,
                          warm_iterations=args.warm_iterations, schedule=args.schedule))
     return 0
-
-
-#: Seconds a command has from SIGINT/SIGTERM to its end (ros2 launch waits longer).
-_EXIT_GRACE_S = 1.5
 
 
 def _run_eval(args) -> int:

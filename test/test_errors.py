@@ -92,7 +92,7 @@ def test_projection_configuration_errors_name_their_field(field_name, value):
     ('lora_rank', 0), ('processing_size', 7), ('projection.occlusion_window', 4)])
 def test_node_parameter_errors_name_the_parameter(parameter, value):
     pytest.importorskip('rclpy', reason='the parameter layer is part of the ROS shell')
-    from lrda_ros.settings.parameters import InvalidParameterError, NodeSettings
+    from lrda_ros.settings import InvalidParameterError, NodeSettings
 
     with pytest.raises(InvalidParameterError) as caught:
         NodeSettings.from_values({parameter: value})

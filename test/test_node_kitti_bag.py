@@ -28,7 +28,7 @@ from lrda_ros.messages.conversions import (  # noqa: E402
 from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.replay import LockstepReplay  # noqa: E402
-from lrda_ros.settings.parameters import NodeSettings  # noqa: E402
+from lrda_ros.settings import NodeSettings  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 

@@ -20,9 +20,9 @@ import threading
 
 from lrda_ros.colormap import colorize_depth, turbo
 from lrda_ros.ros.latest_slot import LatestSlot
-from lrda_ros.settings.parameters import (
-    closest_parameter, coerce_value, extrinsic_override, InvalidParameterError, NodeSettings,
-    PARAMETERS)
+from lrda_ros.settings import InvalidParameterError, NodeSettings, PARAMETERS
+from lrda_ros.settings.node_settings import extrinsic_override
+from lrda_ros.settings.parameters import closest_parameter, coerce_value
 import numpy as np
 import pytest
 
@@ -78,10 +78,10 @@ def test_invalid_values_are_rejected_naming_the_parameter(values, culprit):
 def test_tto_rejections_name_the_parameter_not_a_generic_pair():
     # Bypass the table's own range check to reach TTOConfig's: its message names the field.
     from lrda_ros.errors import ConfigError
-    from lrda_ros.settings import parameters
+    from lrda_ros.settings import node_settings
 
-    error = parameters._parameter_error(ConfigError('TTOConfig: warm_iterations must be >= 0',
-                                                    field='warm_iterations'))
+    error = node_settings._parameter_error(ConfigError('TTOConfig: warm_iterations must be >= 0',
+                                                      field='warm_iterations'))
     assert error.name == 'warm_iterations' and 'TTOConfig' not in str(error)
     assert NodeSettings.from_values({'processing_size': 14}).tto.processing_size == 14
     assert NodeSettings.from_values({'processing_size': 0}).tto.processing_size is None

@@ -49,7 +49,7 @@ from ..ros.bag_writer import stamped_header, write_bag
 from ..ros.builders import (
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
 from ..ros.replay import complete_bag_in_process
-from ..settings.parameters import NodeSettings
+from ..settings import NodeSettings
 
 IMAGE_TOPIC = '/camera/image_raw'
 INFO_TOPIC = '/camera/camera_info'

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from ..cluster import check_ray_options
 from ..errors import ConfigError
 from ..messages.rosbag import BagTopics
-from ..settings.parameters import InvalidParameterError, NodeSettings
+from ..settings import InvalidParameterError, NodeSettings
 
 STORAGES = ('mcap', 'sqlite3')
 NAMESPACE = re.compile(r'/|(/[A-Za-z_][A-Za-z0-9_]*)+')

@@ -44,7 +44,7 @@ from ..messages.compressed import any_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
 from ..messages.stamps import stamp_error, stamp_to_ns
 from ..pipeline import CompletionPipeline, FrameInputs, HoldoutRule
-from ..settings.parameters import InvalidParameterError, NodeSettings
+from ..settings import InvalidParameterError, NodeSettings
 
 
 @dataclass

@@ -38,7 +38,7 @@ from ..engine import EncodedFrame
 from ..errors import InputError
 from ..geometry import backproject_depth
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
-from ..settings.parameters import NodeSettings
+from ..settings import NodeSettings
 
 
 @dataclass

@@ -76,7 +76,7 @@ from ..messages.conversions import camera_info_to_camera_model
 from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
-from ..settings.parameters import InvalidParameterError, NodeSettings, PARAMETERS
+from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
 
 NODE_NAME = 'completion_node'
 _THROTTLE_S = 5.0

@@ -16,13 +16,15 @@
 The completion node's parameters, free of ROS: one table for every entry point.
 
 :data:`~.parameters.PARAMETERS` declares each parameter once (default, description, range);
-:class:`~.parameters.NodeSettings` validates values into the node's settings. The node declares
+:class:`~.node_settings.NodeSettings` validates values into the node's settings. The node declares
 its ROS parameters from the table; ``lrda eval --bag`` and ``lrda densify`` start from the same
 defaults and read the same parameters files (:mod:`.params_file`), so a recording is completed
 and scored with the settings the node would use.
 """
 
-from .parameters import InvalidParameterError, NodeSettings, PARAMETERS, SPECS
+from .node_settings import extrinsic_override, NodeSettings
+from .parameters import InvalidParameterError, PARAMETERS, SPECS
 from .params_file import load_parameters
 
-__all__ = ['InvalidParameterError', 'load_parameters', 'NodeSettings', 'PARAMETERS', 'SPECS']
+__all__ = ['extrinsic_override', 'InvalidParameterError', 'load_parameters', 'NodeSettings',
+           'PARAMETERS', 'SPECS']

@@ -13,11 +13,11 @@
 # limitations under the License.
 
 """
-The completion node's parameters: one table of specs, validated into one settings object.
+The completion node's parameters: one table of specs, each value checked against its spec.
 
 Kept free of ROS so validation is testable anywhere; the node turns each spec into a declared
-parameter with a descriptor (description, range, read-only) and validates changes through
-:meth:`NodeSettings.from_values`.
+parameter with a descriptor (description, range, read-only), and
+:meth:`.node_settings.NodeSettings.from_values` validates a whole set of values.
 """
 
 from __future__ import annotations
@@ -25,16 +25,10 @@ from __future__ import annotations
 import array
 from dataclasses import dataclass
 import difflib
-import re
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-import numpy as np
-
-from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..engine.config import DTYPES, SCHEDULES
 from ..errors import ConfigError
-from ..geometry import ProjectionConfig, RigidTransform
-from ..geometry.temporal_fusion import TemporalFusionConfig
 
 
 class InvalidParameterError(ConfigError):
@@ -92,10 +86,6 @@ class ParameterSpec:
             return f'must be <= {self.maximum}, got {value}'
         return None
 
-
-#: A camera name: ROS 2 name tokens (letters, digits, underscores; not starting with a digit),
-#: joined by '/', relative (its topics live in the node's namespace).
-CAMERA_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*')
 
 PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('cameras', [], 'Camera names, e.g. [front, left]: each reads <camera>/image, '
@@ -285,170 +275,3 @@ def closest_parameter(name: str) -> str | None:
     """Return the declared parameter name closest to ``name`` (a likely misspelling), if any."""
     matches = difflib.get_close_matches(name, SPECS, n=1, cutoff=0.6)
     return matches[0] if matches else None
-
-
-def _frame_id(name: str, value: str) -> str:
-    """Return a tf2 frame id, or raise naming the parameter (empty, or a leading '/')."""
-    if not value or value.startswith('/') or any(c.isspace() for c in value):
-        raise InvalidParameterError(name, f"must be a tf2 frame id such as 'odom' (no leading "
-                                    f"'/', no spaces), got {value!r}")
-    return value
-
-
-def _parameter_error(error: ConfigError, prefix: str = '') -> InvalidParameterError:
-    """Name the parameter a configuration rejection is about (``prefix`` + its field)."""
-    return InvalidParameterError(f'{prefix}{error.field}', str(error).removeprefix('TTOConfig: '))
-
-
-def _is_unset(values: Sequence[float]) -> bool:
-    # ROS 2 parameter overrides cannot declare an empty double array type from YAML, so [0.0]
-    # (the default) also means "not set".
-    return len(values) == 0 or (len(values) == 1 and values[0] == 0.0)
-
-
-def camera_names(values: Sequence[str]) -> tuple[str, ...]:
-    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
-    names = tuple(values)
-    for name in names:
-        if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
-            raise InvalidParameterError(
-                'cameras', f'{name!r} is not a camera name: use letters, digits and '
-                "underscores (not starting with a digit), tokens joined by '/', e.g. front or "
-                'rig/left')
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise InvalidParameterError('cameras', f'{", ".join(duplicates)} given more than once: '
-                                    'each camera needs its own topics')
-    return names
-
-
-def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
-                       matrix: Sequence[float]) -> RigidTransform | None:
-    """Return the T_camera_lidar the override parameters give, or None when unset."""
-    if not _is_unset(matrix):
-        if len(matrix) != 16:
-            raise InvalidParameterError('lidar_to_camera.matrix',
-                                        f'needs 16 values (row-major 4x4), got {len(matrix)}')
-        try:
-            return RigidTransform.from_matrix(np.asarray(matrix, float).reshape(4, 4))
-        except ValueError as error:
-            raise InvalidParameterError('lidar_to_camera.matrix', str(error)) from error
-    if _is_unset(translation) and _is_unset(rotation):
-        return None
-    if len(translation) != 3:
-        raise InvalidParameterError('lidar_to_camera.translation',
-                                    f'needs 3 values [x, y, z], got {len(translation)}')
-    if len(rotation) != 4:
-        raise InvalidParameterError('lidar_to_camera.rotation',
-                                    f'needs 4 values [x, y, z, w], got {len(rotation)}')
-    try:
-        return RigidTransform.from_translation_quaternion(np.asarray(translation, float),
-                                                          np.asarray(rotation, float))
-    except ValueError as error:
-        raise InvalidParameterError('lidar_to_camera.rotation', str(error)) from error
-
-
-@dataclass(frozen=True)
-class NodeSettings:
-    """Validated settings of the completion node."""
-
-    model: str
-    tto: TTOConfig
-    #: Camera names; empty: one camera on the unprefixed topics.
-    cameras: tuple[str, ...]
-    batch_encoding: bool
-    projection: ProjectionConfig
-    image_is_rectified: bool
-    image_transport: str
-    sync_queue_size: int
-    sync_slop: float
-    use_tf: bool
-    extrinsic: RigidTransform | None
-    tf_timeout: float
-    publish_sparse_depth: bool
-    publish_depth_colored: bool
-    publish_points_dense: bool
-    points_stride: int
-    colormap_range: tuple[float | None, float | None]
-    holdout_fraction: float
-    diagnostics_period: float
-    time_budget: float
-    fusion: TemporalFusionConfig = TemporalFusionConfig()
-    #: The frame temporal fusion looks the camera's pose up in.
-    fusion_fixed_frame: str = 'odom'
-
-    @property
-    def uses_tf_extrinsic(self) -> bool:
-        """Return whether the LiDAR -> camera transform is looked up in tf2 (no override)."""
-        return self.use_tf and self.extrinsic is None
-
-    @classmethod
-    def from_values(cls, values: Mapping[str, Any]) -> 'NodeSettings':
-        """Validate a name -> value mapping; raise InvalidParameterError naming the culprit."""
-        merged = {spec.name: spec.default for spec in PARAMETERS}
-        merged.update(values)
-        for name, value in merged.items():
-            spec = SPECS.get(name)
-            reason = spec.check(value) if spec is not None else None
-            if reason:
-                raise InvalidParameterError(name, reason)
-        v = merged
-        if v['min_depth'] >= v['max_depth']:
-            raise InvalidParameterError(
-                'max_depth', f"must exceed min_depth ({v['min_depth']}), got {v['max_depth']}")
-        try:
-            resolve_device(v['device'])
-        except ValueError as error:
-            raise InvalidParameterError('device', str(error)) from error
-        try:
-            tto = TTOConfig(
-                iterations=v['iterations'], learning_rate=v['learning_rate'],
-                lora_rank=v['lora_rank'], lora_alpha=v['lora_alpha'], device=v['device'],
-                dtype=v['dtype'], processing_size=v['processing_size'] or None,
-                min_depth=v['min_depth'], max_depth=v['max_depth'],
-                min_points=v['min_points'],
-                # 'skip': the engine refuses the frame (its count of usable points), the node
-                # drops it as too_few_points.
-                few_points=(FewPointsPolicy.ERROR if v['few_points'] == 'skip'
-                            else FewPointsPolicy.ALIGN),
-                warm_start=v['warm_start'], warm_iterations=v['warm_iterations'],
-                scene_cut_factor=v['scene_cut_factor'],
-                convergence_tol=v['convergence_tol'] or None, schedule=v['schedule'],
-                tail_strips=v['tail_strips'],
-                compile=v['compile'], encoder_backend=v['encoder_backend'])
-        except ConfigError as error:
-            raise _parameter_error(error) from error
-        try:
-            projection = ProjectionConfig(
-                min_range=v['projection.min_range'], max_range=v['projection.max_range'],
-                remove_occluded=v['projection.remove_occluded'],
-                occlusion_window=v['projection.occlusion_window'],
-                occlusion_margin=v['projection.occlusion_margin'])
-        except ConfigError as error:
-            raise _parameter_error(error, 'projection.') from error
-        colormap = (v['colormap.min_depth'] or None, v['colormap.max_depth'] or None)
-        if colormap[0] and colormap[1] and colormap[0] >= colormap[1]:
-            raise InvalidParameterError('colormap.max_depth', 'must exceed colormap.min_depth')
-        if colormap[0] and colormap[0] >= v['max_depth']:
-            # Output beyond max_depth is NaN: such a near end leaves nothing to colour.
-            raise InvalidParameterError(
-                'colormap.min_depth', f"must be below max_depth ({v['max_depth']}), got "
-                f'{colormap[0]}')
-        return cls(
-            model=v['model'], tto=tto, cameras=camera_names(v['cameras']),
-            batch_encoding=v['batch_encoding'], projection=projection,
-            image_is_rectified=v['image_is_rectified'], image_transport=v['image_transport'],
-            sync_queue_size=v['sync.queue_size'],
-            sync_slop=v['sync.slop'], use_tf=v['lidar_to_camera.use_tf'],
-            extrinsic=extrinsic_override(v['lidar_to_camera.translation'],
-                                         v['lidar_to_camera.rotation'],
-                                         v['lidar_to_camera.matrix']),
-            tf_timeout=v['tf_timeout'], publish_sparse_depth=v['publish.sparse_depth'],
-            publish_depth_colored=v['publish.depth_colored'],
-            publish_points_dense=v['publish.points_dense'],
-            points_stride=v['publish.points_stride'], colormap_range=colormap,
-            holdout_fraction=v['evaluation.holdout_fraction'],
-            diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'],
-            fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
-            fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
-                                         v['temporal_fusion.fixed_frame']))
