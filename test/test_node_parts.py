@@ -81,7 +81,7 @@ def test_tto_rejections_name_the_parameter_not_a_generic_pair():
     from lrda_ros.settings import node_settings
 
     error = node_settings._parameter_error(ConfigError('TTOConfig: warm_iterations must be >= 0',
-                                                      field='warm_iterations'))
+                                                       field='warm_iterations'))
     assert error.name == 'warm_iterations' and 'TTOConfig' not in str(error)
     assert NodeSettings.from_values({'processing_size': 14}).tto.processing_size == 14
     assert NodeSettings.from_values({'processing_size': 0}).tto.processing_size is None
