@@ -265,13 +265,19 @@ class DepthCompleter:
         self._warm_input_shape = tuple(state['input_shape'])
         self._previous_share = state.get('previous_share')
 
+    def _sparse_plan(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                     samples: SparseSamples) -> SparseHeadPlan | None:
+        """Return the sparse head's plan of the LiDAR pixels at this input (None: dense head)."""
+        if not self._uses_sparse_head:
+            return None
+        return SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
+                                    tuple(pixel_values.shape[-2:]))
+
     @torch.no_grad()
     def _starting_loss(self, pixel_values: torch.Tensor, encoded: EncodedImage,
-                       samples: SparseSamples, target: torch.Tensor) -> float:
+                       samples: SparseSamples, target: torch.Tensor,
+                       plan: SparseHeadPlan | None) -> float:
         """Return the loss the adapted network as it stands leaves on this frame's LiDAR."""
-        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:])
-                                    ) if self._uses_sparse_head else None
         with self._autocast():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             points = self._points_prediction(features, samples, plan)
@@ -280,7 +286,7 @@ class DepthCompleter:
     @torch.no_grad()
     def _unadapted_starts_better(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                                  samples: SparseSamples, target: torch.Tensor,
-                                 carried: float) -> bool:
+                                 plan: SparseHeadPlan | None, carried: float) -> bool:
         """
         Score the unadapted network against the carried weights' loss; keep the better start.
 
@@ -289,10 +295,18 @@ class DepthCompleter:
         """
         kept = self.adaptation.capture()
         self.adaptation.reset(pixel_values)
-        if carried < self._starting_loss(pixel_values, encoded, samples, target):
+        if carried < self._starting_loss(pixel_values, encoded, samples, target, plan):
             self.adaptation.restore(kept)
             return False
         return True
+
+    def _carried_start_is_worse(self, pixel_values: torch.Tensor, encoded: EncodedImage,
+                                samples: SparseSamples, target: torch.Tensor) -> bool:
+        """Score the carried and the unadapted weights on this frame; keep the better start."""
+        plan = self._sparse_plan(pixel_values, encoded, samples)
+        carried = self._starting_loss(pixel_values, encoded, samples, target, plan)
+        return self._unadapted_starts_better(pixel_values, encoded, samples, target, plan,
+                                             carried)
 
     def _follows_scene_cut(self, pixel_values: torch.Tensor, encoded: EncodedImage,
                            samples: SparseSamples, target: torch.Tensor,
@@ -304,11 +318,13 @@ class DepthCompleter:
         same pixels: on a sequence fitted almost perfectly, ordinary motion can multiply the
         share too, and the carried weights, if still better than a cold start, are kept.
         """
-        carried = self._starting_loss(pixel_values, encoded, samples, target)
+        plan = self._sparse_plan(pixel_values, encoded, samples)
+        carried = self._starting_loss(pixel_values, encoded, samples, target, plan)
         if not self._scene_cut_rule.is_cut(unexplained_share(carried, constant_loss),
                                            self._previous_share):
             return False
-        return self._unadapted_starts_better(pixel_values, encoded, samples, target, carried)
+        return self._unadapted_starts_better(pixel_values, encoded, samples, target, plan,
+                                             carried)
 
     def _coarse_input(self, pixel_values: torch.Tensor, features: EncodedImage
                       ) -> tuple[torch.Tensor, EncodedImage]:
@@ -384,9 +400,7 @@ class DepthCompleter:
         """Run one stage's steps, until its count, its end rules or the deadline."""
         config = self.config
         pixel_values, encoded = stage.pixel_values, stage.encoded
-        plan = SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:])
-                                    ) if self._uses_sparse_head else None
+        plan = self._sparse_plan(pixel_values, encoded, samples)
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, config.tail_strips)
         rules = StepRules(self.adaptation.parameters, target, stage.max_steps, config,
@@ -536,9 +550,8 @@ class DepthCompleter:
                 scene_cut = self._follows_scene_cut(pixel_values, features, samples, target,
                                                     constant_loss)
             else:
-                inputs = coarse or (pixel_values, features)
-                scene_cut = self._unadapted_starts_better(
-                    *inputs, samples, target, self._starting_loss(*inputs, samples, target))
+                scene_cut = self._carried_start_is_worse(*(coarse or (pixel_values, features)),
+                                                         samples, target)
         if scene_cut:  # the carried weights fit another scene: start this frame cold
             self.adaptation.reset(pixel_values)
             warm = False
