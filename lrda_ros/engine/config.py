@@ -30,6 +30,8 @@ SCHEDULES = ('adaptive', 'fast', 'paper')
 ENCODER_BACKENDS = ('torch', 'onnxruntime', 'tensorrt')
 #: Compute precisions of ``TTOConfig.dtype`` (engine/precision.py autocasts to them).
 PRECISIONS = ('float32', 'bfloat16', 'float16')
+#: How adapted layers compute (``TTOConfig.lora_path``; engine/lora_paths.py).
+LORA_PATHS = ('auto', 'separate', 'merged')
 #: ``dtype`` values: a precision, or 'auto' (bfloat16 where the hardware computes it
 #: natively, else float32; engine/precision.py).
 DTYPES = ('auto',) + PRECISIONS
@@ -141,6 +143,12 @@ class TTOConfig:
     #: steps under activation checkpointing (needs ``sparse_head``), and in the final decode.
     #: Peak memory falls roughly with the count, each step computes the tail twice. 1 = off.
     tail_strips: int = 1
+    #: How each adapted layer computes during the steps (engine/lora_paths.py): 'separate'
+    #: (the base layer plus the low-rank path, as peft trains), 'merged' (one layer with
+    #: W + BA, its weight gradient sent on to the adapters), or 'auto': per layer, the one
+    #: measured cheaper on this device at the frame's shapes (timed once per network input
+    #: shape, during its first step). Same result up to floating-point rounding.
+    lora_path: str = 'auto'
     #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
     channels_last: bool = True
     #: On the CPU, keep large freed blocks in the heap (process-wide glibc setting; see
@@ -185,6 +193,8 @@ class TTOConfig:
             (self.stop_check_every >= 0, 'stop_check_every',
              'stop_check_every must be >= 0 (0 = never wait for the stop flag)'),
             (self.tail_strips >= 1, 'tail_strips', 'tail_strips must be >= 1'),
+            (self.lora_path in LORA_PATHS, 'lora_path',
+             f'lora_path must be one of {list(LORA_PATHS)}'),
             (self.encoder_backend in ENCODER_BACKENDS, 'encoder_backend',
              f'encoder_backend must be one of {list(ENCODER_BACKENDS)}'),
             (self.divergence_factor > 1, 'divergence_factor', 'divergence_factor must be > 1'),

@@ -24,6 +24,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
+from .lora_paths import install
 from ..errors import ConfigError
 
 ADAPTER_NAME = 'tto'
@@ -112,6 +113,9 @@ class LoraAdapters:
         network.train(network.training)
         self.dropouts = [layer.lora_dropout[ADAPTER_NAME] for layer in network.modules()
                          if isinstance(layer, LoraLayer)]
+        #: Each adapted layer's forward (engine/lora_paths.py): separate or merged.
+        self.forwards = {name: install(network.get_submodule(name)) for name in layer_names}
+        self._dropout = dropout
         network.requires_grad_(False)
         _match_conv_padding(network, layer_names)
         self.network = network
@@ -126,11 +130,24 @@ class LoraAdapters:
         """Apply LoRA dropout inside the block (the optimization steps), then stop again."""
         for dropout in self.dropouts:
             dropout.train()
+        for forward in self.forwards.values():  # dropout acts on the separate path only
+            forward.dropout_active = self._dropout > 0
         try:
             yield
         finally:
             for dropout in self.dropouts:
                 dropout.eval()
+            for forward in self.forwards.values():
+                forward.dropout_active = False
+
+    def paths(self) -> dict[str, str]:
+        """Return each adapted layer's form: 'separate' or 'merged' (engine/lora_paths.py)."""
+        return {name: forward.path for name, forward in self.forwards.items()}
+
+    def set_paths(self, paths: dict[str, str] | str) -> None:
+        """Set the layers' forms: one for all, or by layer name."""
+        for name, forward in self.forwards.items():
+            forward.path = paths if isinstance(paths, str) else paths.get(name, forward.path)
 
     @property
     def num_parameters(self) -> int:

@@ -31,7 +31,8 @@ import torch.nn.functional as F
 
 from .alignment import PredictionSpace
 from .lora import DECODER_PREFIXES, ENCODER_PREFIXES
-from .precision import full_precision
+from .lora_paths import low_rank_term
+from .precision import autocast, full_precision, hold_frozen_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -72,12 +73,8 @@ def frozen_base_output(layer: torch.nn.Module, inputs: torch.Tensor, cache: dict
     output = cache[cache_key]
     if base is layer or getattr(layer, 'disable_adapters', False):
         return output
-    for adapter in layer.active_adapters:
-        if adapter in layer.lora_A:
-            low_rank = layer.lora_B[adapter](layer.lora_A[adapter](
-                layer.lora_dropout[adapter](inputs)))
-            output = output + low_rank * layer.scaling[adapter]
-    return output
+    low_rank = low_rank_term(layer, inputs)
+    return output if low_rank is None else output + low_rank
 
 
 def resolve_device(name: str) -> torch.device:
@@ -243,9 +240,12 @@ class BaseDepthModel:
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
         self.source, self.is_demo_prior, self.warning = source, is_demo_prior, warning
         # Weights may be stored in half precision; the engine keeps float32 master weights and
-        # uses autocast for lower-precision compute.
+        # uses autocast for lower-precision compute (hold_weights: frozen ones held in it).
         self.network = network.eval().requires_grad_(False).to(device=device, dtype=torch.float32)
         self.device = torch.device(device)
+        #: The precision the frozen weights are held in (hold_weights) and the encoder's
+        #: features are kept in: the decoder's activation stream.
+        self.held_dtype = torch.float32
         self._mean = torch.tensor(IMAGENET_MEAN, device=self.device).view(1, 3, 1, 1)
         self._std = torch.tensor(IMAGENET_STD, device=self.device).view(1, 3, 1, 1)
 
@@ -255,6 +255,25 @@ class BaseDepthModel:
         self.network.to(self.device)
         self._mean, self._std = self._mean.to(self.device), self._std.to(self.device)
         return self
+
+    #: Layers that compute in float32 under any autocast (their weights stay float32).
+    float32_layers: tuple[str, ...] = ()
+
+    def hold_weights(self, dtype: torch.dtype, prefixes: Sequence[str]) -> list[str]:
+        """
+        Hold the frozen weights under ``prefixes`` in ``dtype`` (once; see precision.py).
+
+        Returns the layers cast. The encoder's features are then kept in ``dtype`` too, so the
+        decoder's activations stay in one precision from its first layer on.
+        """
+        held = hold_frozen_weights(self.network, prefixes, dtype, self.float32_layers)
+        if held:
+            self.held_dtype = dtype
+        return held
+
+    def _features(self, features: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """Return copies of encoder features in the held precision (plain tensors)."""
+        return tuple(f.to(self.held_dtype, copy=True) for f in features)
 
     def _image(self, rgb: np.ndarray) -> torch.Tensor:
         """Return an (H, W, 3) uint8 RGB image as (1, 3, H, W) floats in [0, 1] on the device."""
@@ -270,8 +289,10 @@ class BaseDepthModel:
                 intrinsics: np.ndarray | None = None) -> np.ndarray:
         """Return the raw (H, W) prediction for one image (its K, for models that take one)."""
         pixel_values = self.preprocess(rgb, processing_size)
-        encoded = self.encode(pixel_values, rgb.shape[:2], intrinsics)
-        return resize_prediction(self.decode(encoded), rgb.shape[:2])[0].cpu().numpy()
+        with autocast(self.device, self.held_dtype):  # weights held in it compute in it
+            encoded = self.encode(pixel_values, rgb.shape[:2], intrinsics)
+            prediction = self.decode(encoded).float()
+        return resize_prediction(prediction, rgb.shape[:2])[0].cpu().numpy()
 
 
 class DepthModel(BaseDepthModel):
@@ -283,6 +304,7 @@ class DepthModel(BaseDepthModel):
     has_confidence = False
     encoder_prefixes = ENCODER_PREFIXES
     decoder_prefixes = DECODER_PREFIXES
+    float32_layers = ('head.conv2', 'head.conv3')  # head_output
     #: Runs the backbone for ``encode`` instead of PyTorch (engine/encoder_backends.py).
     encoder_runner = None
 
@@ -316,7 +338,7 @@ class DepthModel(BaseDepthModel):
             features = (self.network.backbone(pixel_values).feature_maps
                         if self.encoder_runner is None else self.encoder_runner(pixel_values))
         # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
-        return EncodedImage(tuple(f.clone() for f in features), self._patch_grid(pixel_values),
+        return EncodedImage(self._features(features), self._patch_grid(pixel_values),
                             input_size, intrinsics)
 
     def encode_batch(self, pixel_values: Sequence[torch.Tensor],
@@ -331,15 +353,15 @@ class DepthModel(BaseDepthModel):
         with torch.inference_mode():
             features = self.network.backbone(torch.cat(list(pixel_values))).feature_maps
         grid = self._patch_grid(pixel_values[0])
-        return [EncodedImage(tuple(f[i:i + 1].clone() for f in features), grid, size, camera)
+        return [EncodedImage(self._features([f[i:i + 1] for f in features]), grid, size, camera)
                 for i, (size, camera) in enumerate(zip(input_sizes, intrinsics))]
 
     def encode_differentiable(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
                               intrinsics: np.ndarray | None = None) -> EncodedImage:
         """Run the backbone with autograd (encoder adaptation and prompt tuning)."""
         features = self.network.backbone(pixel_values).feature_maps
-        return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size,
-                            intrinsics)
+        return EncodedImage(tuple(f.to(self.held_dtype) for f in features),
+                            self._patch_grid(pixel_values), input_size, intrinsics)
 
     def pooled(self, encoded: EncodedImage, scale: float) -> EncodedImage:
         """

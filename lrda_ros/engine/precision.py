@@ -13,18 +13,23 @@
 # limitations under the License.
 
 """
-Reduced-precision compute (``dtype``): autocast contexts and the start-up support check.
+Reduced-precision compute (``dtype``): held weights, autocast contexts, the support check.
 
-Weights stay float32 (master weights for Adam); ``bfloat16``/``float16`` autocast the forward
-passes. A precision the device cannot run is rejected when the completer is built, with the
-reason, never at the first frame.
+``bfloat16``/``float16`` autocast the forward passes. What the optimizer updates stays float32
+(master weights for Adam); the frozen weights of the layers that compute in the reduced
+precision are held in it, cast once per model (:func:`hold_frozen_weights`): autocast keeps a
+cast copy only of leaf tensors that require gradients, so a float32 frozen weight would be
+cast again by every operation of every step. A precision the device cannot run is rejected
+when the completer is built, with the reason, never at the first frame.
 """
 
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
+from typing import Sequence
 
 import torch
+from torch import nn
 
 from .config import DTYPES, PRECISIONS
 from ..errors import ConfigError
@@ -98,3 +103,32 @@ def check_precision(device: torch.device, name: str) -> torch.dtype:
             f"dtype 'bfloat16': {torch.cuda.get_device_name(device)} has no bfloat16 support "
             '(needs compute capability 8.0 or newer); use float16 or float32')
     return dtype
+
+
+#: The layer types autocast computes in the reduced precision (their weights are held in it).
+_HELD_TYPES = (nn.Conv2d, nn.ConvTranspose2d, nn.Linear)
+
+
+def hold_frozen_weights(network: nn.Module, prefixes: Sequence[str], dtype: torch.dtype,
+                        keep_float32: Sequence[str] = ()) -> list[str]:
+    """
+    Cast the frozen weights of the Conv/ConvTranspose/Linear layers under ``prefixes`` to dtype.
+
+    In place, once. Parameters that require gradients (what the optimizer updates: LoRA
+    adapters, or whole layers in the decoder fine-tuning ablation) stay float32, and so do the
+    layers named in ``keep_float32`` (and their peft base layers): those that compute in float32
+    under any autocast. Returns the names of the layers cast.
+    """
+    held = []
+    for name, module in network.named_modules():
+        if type(module) not in _HELD_TYPES or not name.startswith(tuple(prefixes)):
+            continue
+        if '.lora_' in name or name.removesuffix('.base_layer') in keep_float32:
+            continue
+        parameters = [p for p in module.parameters(recurse=False) if not p.requires_grad]
+        if not parameters or any(p.requires_grad for p in module.parameters(recurse=False)):
+            continue
+        for parameter in parameters:
+            parameter.data = parameter.data.to(dtype)
+        held.append(name)
+    return held

@@ -231,14 +231,17 @@ class SparseHeadPlan:
         ``features`` may hold only rows ``grid_rows`` of conv1's ``grid``-sized output.
         """
         grid = grid or tuple(features.shape[-2:])
-        key = (grid, grid_rows, features.device)
-        if key not in self._sampling:  # (9M, h*w) and its transpose, float32 (sparse_product)
+        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
+        key = (grid, grid_rows, features.device, dtype)
+        if key not in self._sampling:  # (9M, h*w) and its transpose, in the gather's dtype
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
                                      grid, self.window_inside.reshape(-1), grid_rows)
             matrix = matrix.to(features.device, torch.float32)
             with warnings.catch_warnings():
                 warnings.simplefilter('ignore', UserWarning)
-                self._sampling[key] = matrix, matrix.t().to_sparse_csr()
+                transposed = matrix.t().to_sparse_csr()
+                self._sampling[key] = (_with_values_in(matrix, dtype),
+                                       _with_values_in(transposed, dtype))
         samples = _SparseProduct.apply(*self._sampling[key], _pixel_rows(features))
         return samples.reshape(-1, 9 * features.shape[1])
 
@@ -347,6 +350,17 @@ class SparseHeadPlan:
         # products over the windows.
         patches = self._sample_windows(head.conv1(fused))
         return self._at_lidar_pixels(self._head_values(head, patches))
+
+
+def _with_values_in(matrix: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Return a CSR matrix with its values in ``dtype`` (cast once, not at every gather)."""
+    if matrix.values().dtype == dtype:
+        return matrix
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        return torch.sparse_csr_tensor(matrix.crow_indices(), matrix.col_indices(),
+                                       matrix.values().to(dtype), size=matrix.shape,
+                                       check_invariants=False)
 
 
 def _pixel_rows(features: torch.Tensor) -> torch.Tensor:

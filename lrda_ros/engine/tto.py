@@ -37,6 +37,7 @@ from .completion import CompletionResult, CompletionStatus, EncodedFrame, Sparse
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
+from .lora_paths import choose_paths, PathTiming
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
@@ -103,8 +104,43 @@ class DepthCompleter:
         self._stream: Hashable = None
         self._parked = ParkedStreams()
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
+        self._hold_frozen_weights()
+        adapters = getattr(self.adaptation, 'adapters', None)
+        if adapters is not None and self.config.lora_path != 'auto':
+            adapters.set_paths(self.config.lora_path)
+        #: Each network input shape's measured LoRA forms ('auto'; engine/lora_paths.py).
+        self.lora_path_timings: dict[tuple[int, ...], list[PathTiming]] = {}
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
+
+    def _hold_frozen_weights(self) -> None:
+        """
+        Hold the frozen weights that compute in the reduced precision in it (once per model).
+
+        Depth Anything V2's decoder, and its encoder where torch runs it; the layers that
+        compute in float32 under any autocast (the head's output layers) stay float32.
+        """
+        held = self.model.held_dtype
+        if held not in (torch.float32, self._autocast_dtype):
+            raise ConfigError(
+                f'dtype {self.config.dtype!r}: this model\'s frozen weights are held in {held} '
+                'by another completer; load the model again for this one', field='dtype')
+        if self._autocast_dtype == torch.float32 or not self.model.dpt_decoder:
+            if held != torch.float32:
+                raise ConfigError(
+                    f'dtype {self.config.dtype!r}: this model\'s frozen weights are held in '
+                    f'{held} by another completer; load the model again for this one',
+                    field='dtype')
+            return
+        prefixes = self.model.decoder_prefixes
+        if self.config.encoder_backend == 'torch':
+            prefixes += self.model.encoder_prefixes
+        self.model.hold_weights(self._autocast_dtype, prefixes)
+
+    def lora_paths(self) -> dict[str, str]:
+        """Return each adapted layer's LoRA form now: 'separate' or 'merged' (none: {})."""
+        adapters = getattr(self.adaptation, 'adapters', None)
+        return {} if adapters is None else adapters.paths()
 
     def _check_model_options(self) -> None:
         """
@@ -407,6 +443,7 @@ class DepthCompleter:
                           stage.end)
         if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
+        choose = self._use_lora_paths(tuple(pixel_values.shape))
         for index in range(stage.max_steps):
             if not deadline.another_step_fits():
                 break
@@ -416,11 +453,43 @@ class DepthCompleter:
             if index and rules.stop_flag_says_stopped(index):
                 break
             self._step(pixel_values, encoded, samples, target, plan, rules, index)
+            if choose and index == 0:  # each layer's input shape at this network input
+                self._choose_lora_paths(tuple(pixel_values.shape))
             if deadline.deadline is not None:
                 self._synchronize()  # a step's duration, not its launch, for the deadline
         trace = rules.trace()
         trace.full_size = stage.full_size
         return trace
+
+    def _use_lora_paths(self, shape: tuple[int, ...]) -> bool:
+        """
+        Set the LoRA forms measured at this network input; return whether to measure them.
+
+        With ``lora_path`` 'auto', a network input shape's first step runs every layer in
+        the separate form, then each layer's two forms are timed at its input's shape and the
+        cheaper one kept for that shape (engine/lora_paths.py).
+        """
+        adapters = getattr(self.adaptation, 'adapters', None)
+        if adapters is None or self.config.lora_path != 'auto':
+            return False
+        if self._autocast_dtype == torch.float32:
+            # Float32 convolutions run at the device's peak already: peft's form, whose
+            # losses stay those of the float32 runs before the forms existed.
+            adapters.set_paths('separate')
+            return False
+        if shape in self.lora_path_timings:
+            adapters.set_paths({t.name: t.choice for t in self.lora_path_timings[shape]})
+            return False
+        adapters.set_paths('separate')
+        for forward in adapters.forwards.values():
+            forward.last_input = None
+        return True
+
+    def _choose_lora_paths(self, shape: tuple[int, ...]) -> None:
+        adapters = self.adaptation.adapters
+        with self._autocast():
+            self.lora_path_timings[shape] = choose_paths(adapters.forwards)
+        self._synchronize()
 
     def _loss(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
               target: torch.Tensor, plan: SparseHeadPlan | None) -> torch.Tensor:

@@ -1,0 +1,75 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+Where a frame's time goes, by kind of work: a cold and a warm frame under the profiler.
+
+    python benchmarks/frame_profile.py --backbone vits --resolution vga
+
+Prints the machine line, then one table: for a cold frame (a fresh start) and a warm one
+(warm-started from the frame before), each kind's self time (convolutions, matrix products
+and attention, dtype casts, other copies, elementwise work, resampling, the sparse head's
+gathers and set-up, the optimizer, other), its share, and its operator calls per optimization
+step (lrda_ros/speed/op_kinds.py). Random weights at the official size, lrda speed's panning
+frames; the schedule is the paper's unless ``--schedule`` says otherwise, so that the step
+counts are fixed. Also prints the casts (``aten::_to_copy`` calls) per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from lrda_ros.engine import DepthCompleter, TTOConfig
+from lrda_ros.engine.config import SCHEDULES
+from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.machine import machine_description, machine_line
+from lrda_ros.speed.op_kinds import kind_table, profile_by_kind
+
+
+def main() -> None:
+    """Parse the options, profile a cold and a warm frame, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--backbone', default='vits', help='network size (default: vits)')
+    parser.add_argument('--resolution', default='vga', choices=list(RESOLUTIONS),
+                        help='frame size (default: vga)')
+    parser.add_argument('--dtype', default='auto', choices=['auto', 'float32', 'bfloat16'],
+                        help="'auto' (default): bfloat16 where the CPU computes it natively")
+    parser.add_argument('--schedule', default='paper', choices=SCHEDULES,
+                        help='step schedule (default: paper, fixed step counts)')
+    args = parser.parse_args()
+    machine = machine_description('cpu', args.dtype)
+    print(machine_line(machine), flush=True)
+    height, width = RESOLUTIONS[args.resolution]
+    frames = panning_frames(height, width, 3, LidarPattern(), seed=0)
+    config = TTOConfig(device='cpu', dtype=machine['dtype'], schedule=args.schedule,
+                       warm_start=True)
+    completer = DepthCompleter(random_model(args.backbone, seed=0), config)
+    completer.complete(*frames[0])  # untimed: kernel selection, allocations
+    completer.reset()
+    cold, cold_result = profile_by_kind(lambda: completer.complete(*frames[1]))
+    warm, warm_result = profile_by_kind(lambda: completer.complete(*frames[2]))
+    print(f'{args.backbone} {args.resolution}, {machine["dtype"]}, schedule {args.schedule}: '
+          f'cold frame {cold_result.total_seconds:.2f} s ({cold_result.iterations} steps), '
+          f'warm frame {warm_result.total_seconds:.2f} s ({warm_result.iterations} steps; '
+          'wall times under the profiler)', flush=True)
+    columns = {'cold': cold, 'warm': warm}
+    steps = {'cold': cold_result.iterations, 'warm': warm_result.iterations}
+    print(kind_table(columns, steps))
+    for name, profiled in columns.items():
+        print(f'{name}: casts {profiled.casts / max(steps[name], 1):.0f} per step; casts and '
+              f'elementwise {profiled.share("dtype cast", "elementwise"):.0%} of the time')
+
+
+if __name__ == '__main__':
+    main()

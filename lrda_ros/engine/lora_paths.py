@@ -1,0 +1,206 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+How an adapted layer computes during the steps: the separate low-rank path or a merged weight.
+
+peft injects the adapters, owns their weights and their state dicts; a step then runs each
+adapted layer through :class:`AdaptedForward`, one of two exact forms of ``W x + s B A x``:
+
+- ``separate`` (peft's training form): the base layer, plus the rank-r path ``B (A x)``
+  beside it. The rank-r convolutions are small kernels: on a CPU their backward can cost
+  more than the base layer's;
+- ``merged`` (peft's ``get_delta_weight``, as peft merges for inference): one convolution
+  with ``W + s B A``, whose weight gradient autograd sends on to A and B. One large kernel
+  instead of three, plus the base layer's weight gradient (as much arithmetic as its forward).
+
+Both run in the activation's precision: the frozen weight as it is held (engine/precision.py
+holds it in the compute precision once per model), the adapter's float32 master weights cast
+on the way in (a few thousand values), the activation never cast (peft casts it to the
+adapter's float32 and autocast casts it back, twice per layer and pass). Which form is
+cheaper depends on the layer's shape and the device, so it is measured
+(:func:`choose_paths`), and LoRA dropout, which acts on the low-rank path's input only,
+keeps the separate form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import statistics
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+def _base_apply(base: nn.Module, x: torch.Tensor, weight: torch.Tensor,
+                bias: torch.Tensor | None) -> torch.Tensor:
+    if isinstance(base, nn.Conv2d):
+        return base._conv_forward(x, weight, bias)
+    return F.linear(x, weight, bias)
+
+
+def _like(tensor: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
+    """Return ``tensor`` in ``x``'s dtype unless autocast decides it (a no-op when equal)."""
+    if tensor is None or torch.is_autocast_enabled(x.device.type):
+        return tensor
+    return tensor.to(x.dtype)
+
+
+def low_rank_term(layer: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
+    """
+    Return ``sum over active adapters of s B (A dropout(x))`` in ``x``'s dtype (None: none).
+
+    Outside autocast the adapters' float32 weights are cast to the activation's precision
+    (small tensors), never the activation to theirs.
+    """
+    term = None
+    for adapter in layer.active_adapters:
+        if adapter not in layer.lora_A:
+            continue
+        down, up = layer.lora_A[adapter], layer.lora_B[adapter]
+        hidden = layer.lora_dropout[adapter](x)
+        hidden = _base_apply(down, hidden, _like(down.weight, x), None)
+        hidden = _base_apply(up, hidden, _like(up.weight, x), _like(up.bias, x))
+        hidden = hidden * layer.scaling[adapter]
+        term = hidden if term is None else term + hidden
+    return term
+
+
+def merged_weight(layer: nn.Module) -> torch.Tensor:
+    """
+    Return ``W + sum of s B A`` over the active adapters (differentiable in the adapters).
+
+    In the adapters' precision (float32) or the weight's if wider: the sum promotes a held
+    lower-precision ``W`` inside the addition, without a cast copy of it.
+    """
+    weight = layer.base_layer.weight
+    for adapter in layer.active_adapters:
+        if adapter in layer.lora_A:
+            weight = layer.get_delta_weight(adapter) + weight
+    return weight
+
+
+class AdaptedForward:
+    """
+    The forward of one peft LoRA layer (Conv2d or Linear): ``separate`` or ``merged``.
+
+    Installed as the layer's ``forward`` (an instance attribute: peft's class is untouched);
+    without active adapters the layer is its base layer.
+    """
+
+    def __init__(self, layer: nn.Module, path: str = 'separate') -> None:
+        self.layer = layer
+        self.path = path
+        #: Whether the low-rank path's dropout acts now (training mode): keeps ``separate``.
+        self.dropout_active = False
+        #: The last call's input: shape, dtype, channels-last, whether it carried a gradient
+        #: (what :func:`choose_paths` measures at).
+        self.last_input: tuple[tuple[int, ...], torch.dtype, bool, bool] | None = None
+
+    def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        layer = self.layer
+        base = layer.base_layer
+        channels_last = x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last)
+        self.last_input = (tuple(x.shape), x.dtype, channels_last, x.requires_grad)
+        if layer.disable_adapters or not any(a in layer.lora_A for a in layer.active_adapters):
+            return base(x)
+        if self.path == 'merged' and not self.dropout_active:
+            return _base_apply(base, x, _like(merged_weight(layer), x), _like(base.bias, x))
+        output = _base_apply(base, x, _like(base.weight, x), _like(base.bias, x))
+        return output + low_rank_term(layer, x)
+
+
+def install(layer: nn.Module, path: str = 'separate') -> AdaptedForward:
+    """Run ``layer`` (a peft LoRA layer) through an :class:`AdaptedForward`; return it."""
+    forward = AdaptedForward(layer, path)
+    layer.forward = forward
+    return forward
+
+
+@dataclass(frozen=True)
+class PathTiming:
+    """One layer's measured seconds per forward and backward pass, in each form."""
+
+    name: str
+    input_shape: tuple[int, ...]
+    separate: float
+    merged: float
+
+    @property
+    def choice(self) -> str:
+        """Return the cheaper form (the separate one on a tie: peft's own)."""
+        return 'merged' if self.merged < self.separate else 'separate'
+
+
+def _median_seconds(function: Callable[[], None], repeats: int) -> float:
+    function()  # kernel selection, allocation
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _synchronize(device: torch.device) -> None:
+    if device.type == 'cuda':
+        torch.cuda.synchronize(device)
+
+
+def time_paths(name: str, forward: AdaptedForward, repeats: int = 3) -> PathTiming:
+    """
+    Time one forward and backward pass of the layer in each form, at its last input's shape.
+
+    The backward computes what a step's does: the adapters' gradients, and the input's where
+    it carried one (an earlier layer needs it). Gradients are returned, not accumulated. Under
+    the autocast state of the caller, as the steps.
+    """
+    shape, dtype, channels_last, needs_input_grad = forward.last_input
+    layer = forward.layer
+    device = layer.base_layer.weight.device
+    x = torch.randn(shape, dtype=dtype, device=device)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    x.requires_grad_(needs_input_grad)
+    parameters = [p for p in layer.parameters() if p.requires_grad]
+    inputs = parameters + ([x] if needs_input_grad else [])
+    previous = forward.path
+    seconds = {}
+    try:
+        for path in ('separate', 'merged'):
+            forward.path = path
+
+            def run() -> None:
+                output = forward(x)
+                torch.autograd.grad(output, inputs, torch.ones_like(output))
+                _synchronize(device)
+
+            seconds[path] = _median_seconds(run, repeats)
+    finally:
+        forward.path = previous
+    return PathTiming(name, shape, seconds['separate'], seconds['merged'])
+
+
+def choose_paths(forwards: dict[str, AdaptedForward], repeats: int = 3) -> list[PathTiming]:
+    """Set each layer that has run to its cheaper form, measured at its last input's shape."""
+    timings = []
+    for name, forward in forwards.items():
+        if forward.last_input is None:
+            continue
+        timing = time_paths(name, forward, repeats)
+        forward.path = timing.choice
+        timings.append(timing)
+    return timings
