@@ -120,9 +120,11 @@ def write_densified_recording(recording: Recording, topics: dict[str, str],
 
 
 def _recorded_topics(recording: Recording) -> set[str]:
-    from rosbags.highlevel import AnyReader
+    from contextlib import closing
 
-    with AnyReader([recording.path]) as reader:
+    from ..messages.rosbag import open_reader
+
+    with closing(open_reader(recording.path)) as reader:
         return {connection.topic for connection in reader.connections}
 
 
