@@ -467,17 +467,18 @@ def _run_eval(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from .eval.report import summary_markdown
+    from .eval.report import SUMMARY_MD
     from .eval.run import run_evaluation
 
     options = eval_options(args)
-    result, summary = run_evaluation(options)
-    print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    result, _ = run_evaluation(options)
+    print((options.output / SUMMARY_MD).read_text())
     if result.interrupted:
         print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
               file=sys.stderr)
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
-          'speed_accuracy.png, frames/*.png')
+          'speed_accuracy.png, sparsification.png, frames/*.png'
+          + (', budget_curve.png' if options.budgets else ''))
     return 0
 
 
