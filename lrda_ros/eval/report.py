@@ -209,7 +209,8 @@ def figure_path(folder: Path, frame_name: str) -> Path:
 def report_metadata(*, methods: Sequence[str], model: str | None, device: str | None,
                     options: dict[str, Any], source: str | None,
                     topics: dict[str, str] | None, frames: int,
-                    sync_losses: dict | None, **extra: Any) -> dict:
+                    sync_losses: dict | None, engine: dict[str, Any] | None,
+                    **extra: Any) -> dict:
     """
     Return a report's metadata: the same keys for ``lrda eval`` and the live evaluator.
 
@@ -217,11 +218,13 @@ def report_metadata(*, methods: Sequence[str], model: str | None, device: str | 
     ``demo_prior`` records); ``source``: the dataset folder or bag (None when not known);
     ``topics``: the topics read, by role (None for datasets); ``frames``: frames scored;
     ``sync_losses``: the synchronizer's losses per reason (None when nothing was
-    synchronized); ``extra``: anything the writer adds.
+    synchronized); ``engine``: :func:`engine_metadata` (None where the writer does not run
+    the engine: the live evaluator scores a topic); ``extra``: anything the writer adds.
     """
     return {'methods': list(methods), 'model': model, 'device': device,
             'demo_prior': is_demo_prior_source(model), 'options': options, 'source': source,
-            'topics': topics, 'frames': frames, 'sync_losses': sync_losses, **extra}
+            'topics': topics, 'frames': frames, 'sync_losses': sync_losses, 'engine': engine,
+            **extra}
 
 
 def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,
