@@ -201,16 +201,15 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         default=defaults.warm_iterations,
                         help='Adam steps on a warm-started frame')
     add_schedule(parser, unset_is_node=False)
-    parser.add_argument('--frames', type=number(int, 1), default=defaults.frames,
+    parser.add_argument('--frames', type=int, default=defaults.frames,
                         help='timed frames per method (after one warm-up frame)')
     parser.add_argument('--device', default=defaults.device, help='auto, cpu, cuda or cuda:N')
     parser.add_argument('--dtype', default=defaults.dtype,
                         choices=('auto', 'float32', 'bfloat16', 'float16'),
                         help="compute precision; 'auto': bfloat16 where native (as the node)")
-    parser.add_argument('--lidar-fraction', type=number(float, above=0, maximum=1),
-                        default=defaults.lidar_fraction,
+    parser.add_argument('--lidar-fraction', type=float, default=defaults.lidar_fraction,
                         help='share of pixels with a LiDAR return (KITTI: 0.04)')
-    parser.add_argument('--lidar-top', type=number(float, 0, 0.95), default=defaults.lidar_top,
+    parser.add_argument('--lidar-top', type=float, default=defaults.lidar_top,
                         help='share of the rows above the LiDAR, which have no returns '
                         '(KITTI: 0.33; 0: returns over the whole image)')
     parser.add_argument('--dense-head', action='store_true',
