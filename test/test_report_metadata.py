@@ -59,3 +59,40 @@ def test_weights_origin_names_the_prior_a_file_a_folder_or_the_hub(tmp_path):
 def test_a_report_title_names_a_dataset_once():
     assert report_title('kitti_dc', '/data/kitti_dc') == 'kitti_dc'
     assert report_title('kitti_dc', '/data/val_selection') == 'kitti_dc: val_selection'
+
+
+def test_paper_report_names_the_engine(tmp_path, tiny_model_dir):
+    from lrda_ros.paper.run import run_paper
+    from test_paper import _ibims_samples, _options
+
+    _ibims_samples(tmp_path / 'ibims')
+    options = _options(tmp_path, tiny_model_dir, roots={'ibims': tmp_path / 'ibims'},
+                       methods=('lrda',), max_frames=1)
+    run_paper(options)
+    engine = json.loads((options.output / 'paper.json').read_text())['engine']
+    assert engine['model'] == str(tiny_model_dir)
+    assert engine['weights'] == f'local folder {tiny_model_dir.resolve()}'
+    assert (engine['device'], engine['dtype'], engine['precision']) == ('cpu', 'float32',
+                                                                        'float32')
+    assert (engine['schedule'], engine['iterations'], engine['processing_size']) == (
+        'paper', 2, 56)
+    markdown = (options.output / 'paper.md').read_text()
+    assert f"Model `{tiny_model_dir}` (local folder" in markdown
+    assert "precision float32 (dtype float32), schedule 'paper'" in markdown
+
+
+def test_speed_report_names_the_engine_and_keeps_options_typed(monkeypatch, tmp_path):
+    from lrda_ros.speed import run as speed_run
+    from test_speed import speed_rows
+
+    monkeypatch.setattr(speed_run, 'measure_speed', lambda options: speed_rows())
+    speed_run.run_speed(speed_run.SpeedOptions(output=tmp_path, ablations=False, dtype='auto',
+                                               iterations=7))
+    saved = json.loads((tmp_path / 'speed.json').read_text())
+    engine = saved['engine']
+    assert engine['model'] == 'vits' and engine['weights'].startswith('random weights')
+    assert engine['device'] == 'cpu' and engine['precision'] == saved['dtype']
+    assert (engine['schedule'], engine['iterations']) == ('adaptive', 7)
+    assert saved['options']['iterations'] == 7 and saved['options']['compile'] is False
+    assert saved['options']['backbones'] == ['vits']
+    assert "Model `vits` (random weights" in (tmp_path / 'speed.md').read_text()

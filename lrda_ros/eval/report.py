@@ -149,23 +149,23 @@ def weights_origin(source: str | None) -> str | None:
     return f'Hugging Face hub id {source} (local cache, else the hub)'
 
 
-def engine_metadata(model: Any, config: Any) -> dict[str, Any]:
+def engine_metadata(source: str | None, device: str, config: Any,
+                    weights: str | None = None) -> dict[str, Any]:
     """
     Return what a report says about the engine: model, weights, device, precision, schedule.
 
-    ``model``: the loaded DepthModel (None when no method needed one); ``config``: the
-    TTOConfig the methods started from. ``precision`` is what ``dtype`` resolved to on the
-    device ('auto' becomes bfloat16 or float32).
+    ``source``: the loaded model's spec (None when no method needed one); ``config``: the
+    TTOConfig the methods started from; ``weights``: where the weights came from, when the
+    source does not say it (:func:`weights_origin`). ``precision`` is what ``dtype`` resolves
+    to on the device ('auto' becomes bfloat16 or float32).
     """
+    import torch
+
     from ..engine.precision import resolve_precision
 
-    device = model.device if model is not None else None
-    return {'model': model.source if model is not None else None,
-            'weights': weights_origin(model.source if model is not None else None),
-            'device': str(device) if device is not None else 'cpu',
-            'dtype': config.dtype,
-            'precision': resolve_precision(device, config.dtype) if device is not None
-            else 'float32',
+    return {'model': source, 'weights': weights or weights_origin(source),
+            'device': str(device), 'dtype': config.dtype,
+            'precision': resolve_precision(torch.device(device), config.dtype),
             'schedule': config.schedule, 'iterations': config.iterations,
             'warm_iterations': config.warm_iterations, 'learning_rate': config.learning_rate,
             'processing_size': config.processing_size}

@@ -141,7 +141,7 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
         options=json_ready(asdict(options)), source=str(options.root),
         topics=getattr(dataset, 'topic_roles', None), frames=result.num_frames,
         sync_losses=sync_losses, interrupted=result.interrupted,
-        engine=engine_metadata(model, config))
+        engine=engine_metadata(model.source if model else None, device, config))
     summary = write_report(result, output, title, metadata,
                            f'{title} — time per frame vs MAE')
     if options.budgets and not result.interrupted:
