@@ -77,7 +77,7 @@ def test_paper_report_names_the_engine(tmp_path, tiny_model_dir):
     assert (engine['schedule'], engine['iterations'], engine['processing_size']) == (
         'paper', 2, 56)
     markdown = (options.output / 'paper.md').read_text()
-    assert f"Model `{tiny_model_dir}` (local folder" in markdown
+    assert f'Model `{tiny_model_dir}` (local folder' in markdown
     assert "precision float32 (dtype float32), schedule 'paper'" in markdown
 
 
@@ -95,4 +95,4 @@ def test_speed_report_names_the_engine_and_keeps_options_typed(monkeypatch, tmp_
     assert (engine['schedule'], engine['iterations']) == ('adaptive', 7)
     assert saved['options']['iterations'] == 7 and saved['options']['compile'] is False
     assert saved['options']['backbones'] == ['vits']
-    assert "Model `vits` (random weights" in (tmp_path / 'speed.md').read_text()
+    assert 'Model `vits` (random weights' in (tmp_path / 'speed.md').read_text()
