@@ -333,6 +333,7 @@ def _with_options(parameters: dict, **options) -> dict:
 
 def _run_densify(args) -> int:
     from .densify import DensifyOptions, run_densify
+    from .eval.report import engine_line
     from .messages.rosbag import BagTopics
     from .settings import load_parameters
 
@@ -350,6 +351,8 @@ def _run_densify(args) -> int:
         print(f'lrda densify: interrupted; the finished frames are kept in {args.output}: '
               'rerun with --resume to continue', file=sys.stderr)
         return 130
+    if report.workers:
+        print(engine_line(report.workers[0]['engine']))
     dropped = ', '.join(f'{reason} {count}' for reason, count in report.dropped.items())
     print(f'densified {report.completed} frames in {report.seconds:.1f} s '
           f'({report.frames_per_second:.2f} frames/s, {len(report.workers)} worker(s))'

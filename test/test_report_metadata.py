@@ -96,3 +96,29 @@ def test_speed_report_names_the_engine_and_keeps_options_typed(monkeypatch, tmp_
     assert saved['options']['iterations'] == 7 and saved['options']['compile'] is False
     assert saved['options']['backbones'] == ['vits']
     assert 'Model `vits` (random weights' in (tmp_path / 'speed.md').read_text()
+
+
+def test_densify_workers_name_the_engine(tiny_model_dir):
+    from lrda_ros.densify.worker import FrameWorker
+
+    engine = FrameWorker({'model': str(tiny_model_dir), 'device': 'cpu', 'dtype': 'float32',
+                          'schedule': 'paper', 'iterations': 4}).describe()['engine']
+    assert engine == {'model': str(tiny_model_dir),
+                      'weights': f'local folder {tiny_model_dir.resolve()}', 'device': 'cpu',
+                      'dtype': 'float32', 'precision': 'float32', 'schedule': 'paper',
+                      'iterations': 4, 'warm_iterations': 10, 'learning_rate': 0.01,
+                      'processing_size': None}
+
+
+def test_demo_summary_names_the_engine_and_keeps_options_typed(tmp_path):
+    from lrda_ros.demo.job import DemoOptions, run_demo
+
+    run_demo(DemoOptions(output=tmp_path, frames=2, width=64, height=48, beams=8,
+                         iterations=2, warm_iterations=1, device='cpu', progress=False))
+    metadata = json.loads((tmp_path / 'summary.json').read_text())['metadata']
+    engine = metadata['engine']
+    assert engine['model'] == 'demo' and engine['weights'].startswith('the embedded demo prior')
+    assert engine['device'] == 'cpu' and engine['precision'] in ('float32', 'bfloat16')
+    assert (engine['iterations'], engine['warm_iterations']) == (2, 1)
+    assert metadata['options']['frames'] == 2 and metadata['options']['progress'] is False
+    assert 'Model `demo` (the embedded demo prior' in (tmp_path / 'summary.md').read_text()
