@@ -31,10 +31,9 @@ import argparse
 from pathlib import Path
 import sys
 
-from .cli_options import (add_engine_options, add_long_run, add_node_parameters, add_schedule,
-                          add_topics, common, csv, DefaultsHelpFormatter, floats, node_default,
-                          number, OneLineParser, parameter)
-
+from .cli_options import (add_engine_options, add_long_run, add_model, add_node_parameters,
+                          add_schedule, add_topics, common, csv, DefaultsHelpFormatter, floats,
+                          MODEL_HELP, node_default, number, OneLineParser, parameter)
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
 RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
@@ -66,9 +65,7 @@ def _add_demo(commands) -> None:
                         help='LiDAR beams (rows of the scan)')
     parser.add_argument('--seed', type=number(int, 0), default=7,
                         help='seed of the world, the trajectory and the engine')
-    parser.add_argument('--model', default='demo',
-                        help="'demo' (embedded prior), 'auto', a hub id, a directory or a .pth")
-    parser.add_argument('--device', default='auto', help='auto, cpu, cuda or cuda:N')
+    add_model(parser, 'demo')
     parser.add_argument('--iterations', type=parameter('iterations'), default=40,
                         help='Adam steps on a cold frame')
     parser.add_argument('--warm-iterations', type=parameter('warm_iterations'), default=10,
@@ -309,7 +306,7 @@ def _add_densify(commands) -> None:
                         help='folder of the output bags, one per input, named as the input')
     add_node_parameters(parser, 'live-only ones, publish.*, colormap.*, image_transport, '
                         'tf_timeout and diagnostics_period, have no effect')
-    parser.add_argument('--model', help='hub id, directory, .pth, demo or auto (wins over -p); '
+    parser.add_argument('--model', help=f'{MODEL_HELP} (wins over -p); '
                         + node_default('model'))
     parser.add_argument('--processing-size', type=parameter('processing_size'),
                         help='longer side of the network input, 0: the image size (wins over '
@@ -391,9 +388,7 @@ def _add_hold_rate(commands) -> None:
                         help='how long to replay')
     parser.add_argument('--rate', type=number(float, above=0), default=1.0,
                         help='replay speed factor')
-    parser.add_argument('--model', default='demo',
-                        help='hub id, directory, .pth, demo or auto')
-    parser.add_argument('--device', default='auto', help='auto, cpu, cuda or cuda:N')
+    add_model(parser, 'demo')
     parser.add_argument('--processing-size', type=parameter('processing_size'), default=518,
                         help='longer side of the network input, 0: the image size')
     parser.add_argument('--output', type=Path,

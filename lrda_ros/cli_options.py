@@ -148,12 +148,23 @@ def add_topics(parser: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
                             help=f'bag topic of the {role}; default: {default}')
 
 
+#: What --model and --device take.
+MODEL_HELP = "'demo' (the embedded prior), 'auto', a hub id, a directory or a .pth"
+DEVICE_HELP = 'auto, cpu, cuda or cuda:N'
+
+
+def add_model(parser: argparse.ArgumentParser, default: str) -> None:
+    """Add --model (default ``default``) and --device (default auto)."""
+    parser.add_argument('--model', default=default, help=MODEL_HELP)
+    parser.add_argument('--device', default='auto', help=DEVICE_HELP)
+
+
 def add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
                        dtype: str, schedule: str = '') -> None:
     """Add the model and engine options; unset, they take the node's parameters."""
     for option, kind, meaning in (
-            ('model', str, 'hub id, directory, .pth, demo or auto'),
-            ('device', str, 'auto, cpu, cuda or cuda:N'),
+            ('model', str, MODEL_HELP),
+            ('device', str, DEVICE_HELP),
             ('iterations', parameter('iterations'), 'Adam steps on a cold frame'),
             ('warm-iterations', parameter('warm_iterations'), 'Adam steps on a warm-started '
              'frame'),
