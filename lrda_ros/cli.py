@@ -317,6 +317,9 @@ def _add_densify(commands) -> None:
     parser.add_argument('--chunk-frames', type=number(int, 0), default=0,
                         help='split recordings into chunks of this many frames, completed '
                         'independently (each starts cold); 0: whole recordings')
+    parser.add_argument('--max-frames', type=number(int, 1),
+                        help='complete the first this many frames of each recording, for a '
+                        'quick look (the output still holds every input message; default: all)')
     parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
                         help='storage of the output bags, whatever the input (a .db3 input is '
                         'written as .mcap unless sqlite3)')
@@ -340,6 +343,7 @@ def _run_densify(args) -> int:
                                  model=args.model, processing_size=args.processing_size),
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
         namespace=args.namespace, chunk_frames=args.chunk_frames, storage=args.storage,
+        max_frames=args.max_frames,
         ray_address=args.ray, workers=args.workers, resume=args.resume,
         overwrite=args.overwrite)
     try:

@@ -128,6 +128,7 @@ CASES = {
     'speed lidar top': (['speed', '--lidar-top', '1'], 1, '--lidar-top must be in [0, 1)'),
     'speed backbone': (['speed', '--backbones', 'vitx'], 1, '--backbones: unknown vitx'),
     'workers': (['paper', '--workers', '-1'], 2, 'must be >= 0'),
+    'densify max frames': (['densify', '{empty}', '--max-frames', '0'], 2, 'must be >= 1'),
     'chunk frames': (['densify', '{empty}', '--chunk-frames', '-1'], 2, 'must be >= 0'),
     'play rate': (['play', '{empty}', '--rate', '0'], 2, 'must be > 0'),
     'play wait': (['play', '{empty}', '--wait', '-1'], 2, 'must be >= 0'),
