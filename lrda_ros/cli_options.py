@@ -143,7 +143,8 @@ def add_node_parameters(parser: argparse.ArgumentParser, precedence: str) -> Non
 def add_topics(parser: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
     """Add --<role>-topic for each role: unset, the bag's only topic of the role's type."""
     for role in roles:
-        default = 'none (no ground truth)' if role == 'depth' else "the bag's only one"
+        default = ('none (ground truth held out from the LiDAR)' if role == 'depth'
+                   else "the bag's only one")
         parser.add_argument(f'--{role}-topic',
                             help=f'bag topic of the {role}; default: {default}')
 
