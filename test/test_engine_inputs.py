@@ -43,6 +43,10 @@ def test_torch_tensors_and_images_get_a_type_error_naming_the_conversion(complet
         completer.complete(torch.from_numpy(rgb), sparse)
     with pytest.raises(InputTypeError, match=r'sparse_depth must be a NumPy array.*list'):
         completer.complete(rgb, sparse.tolist())
+    from PIL import Image
+
+    with pytest.raises(TypeError, match=r'rgb must be a NumPy array.*PIL.*np\.asarray'):
+        completer.complete(Image.fromarray(rgb), sparse)
 
 
 def test_a_sparse_map_with_a_channel_axis_is_named_as_such(completer):
