@@ -180,4 +180,6 @@ def test_bad_input_is_one_line_and_leaves_no_output(case, tmp_path, capsys, monk
     assert len(lines) == 1 and lines[0].startswith(f'lrda {arguments[0]}: error: '), err
     assert words in lines[0], err
     assert 'Traceback' not in err and '(a bug?' not in err
+    if case.startswith('corrupt'):  # the storage file is named
+        assert lines[0].split(': ')[2].endswith(('.db3', '.mcap')), err
     assert not output.exists()

@@ -110,7 +110,11 @@ def open_reader(path: str | Path) -> Any:
     try:
         reader.open()
     except AnyReaderError as error:
-        raise BagError(f'{path}: cannot read this recording ({error}): is it truncated or '
+        storage = sorted(path.glob('*.db3')) + sorted(path.glob('*.mcap')) if path.is_dir() \
+            else [path]
+        named = storage[0] if len(storage) == 1 else path  # the file at fault, where one
+        reason = str(error).replace(f' {named}', '').rstrip('.')
+        raise BagError(f'{named}: cannot read this recording ({reason}): is it truncated or '
                        'corrupt?', field='bag') from error
     return reader
 
