@@ -206,8 +206,7 @@ def test_two_recordings_on_a_local_two_worker_ray_cluster_match_the_local_run(
             np.testing.assert_array_equal(values, expected[stamp])
 
 
-def test_max_frames_completes_the_first_frames_and_copies_every_message(model_dir, reference,
-                                                                       tmp_path):
+def test_max_frames_completes_the_first_frames_and_copies_all(model_dir, reference, tmp_path):
     report = run_densify(options(model_dir, tmp_path, max_frames=1))
     assert (report.frames, report.completed) == (1, 1)
     written = read_bag(tmp_path / BAG.name)
