@@ -31,10 +31,9 @@ import argparse
 from pathlib import Path
 import sys
 
-
-def _csv(text: str) -> tuple[str, ...]:
-    return tuple(item.strip() for item in text.split(',') if item.strip())
-
+from .cli_options import (add_engine_options, add_long_run, add_model, add_node_parameters,
+                          add_schedule, add_topics, common, csv, DefaultsHelpFormatter, floats,
+                          MODEL_HELP, node_default, number, OneLineParser, parameter)
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
 RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
@@ -44,34 +43,34 @@ _EXIT_GRACE_S = 1.5
 
 def _add_command(commands, name: str, help_text: str, **kwargs) -> argparse.ArgumentParser:
     """Add command ``name`` with the options every command takes (a former name: unlisted)."""
+    kwargs.update(parents=[common()], formatter_class=DefaultsHelpFormatter)
     if name in RENAMED:  # no help line: the help lists the current names only
-        return commands.add_parser(name, parents=[_common()], **kwargs)
-    return commands.add_parser(name, help=help_text, parents=[_common()], **kwargs)
-
-
-def _common() -> argparse.ArgumentParser:
-    """Options every command takes."""
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument('--debug', action='store_true',
-                        help='on an error, show the full message and traceback')
-    return parser
+        return commands.add_parser(name, **kwargs)
+    return commands.add_parser(name, help=help_text, **kwargs)
 
 
 def _add_demo(commands) -> None:
     parser = _add_command(commands, 'demo', 'run the whole system on a synthetic sequence')
-    parser.add_argument('--output', type=Path, default=Path('out/demo'))
-    parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor')
-    parser.add_argument('--frames', type=int, default=10)
-    parser.add_argument('--width', type=int, default=320)
-    parser.add_argument('--height', type=int, default=240)
-    parser.add_argument('--beams', type=int, default=32)
-    parser.add_argument('--seed', type=int, default=7)
-    parser.add_argument('--model', default='demo',
-                        help="'demo' (embedded prior), 'auto', a hub id, a directory or a .pth")
-    parser.add_argument('--device', default='auto')
-    parser.add_argument('--iterations', type=int, default=40)
-    parser.add_argument('--warm-iterations', type=int, default=10)
-    _add_schedule(parser, unset_is_node=False)
+    parser.add_argument('--output', type=Path, default=Path('out/demo'),
+                        help='folder of the report, figures, GIF and bag')
+    parser.add_argument('--kind', choices=('indoor', 'outdoor'), default='indoor',
+                        help='synthetic world: a room or a street')
+    parser.add_argument('--frames', type=number(int, 2), default=10,
+                        help='frames of the rendered sequence')
+    parser.add_argument('--width', type=number(int, 32, 8192), default=320,
+                        help='image width (pixels)')
+    parser.add_argument('--height', type=number(int, 32, 8192), default=240,
+                        help='image height (pixels)')
+    parser.add_argument('--beams', type=number(int, 1, 512), default=32,
+                        help='LiDAR beams (rows of the scan)')
+    parser.add_argument('--seed', type=number(int, 0), default=7,
+                        help='seed of the world, the trajectory and the engine')
+    add_model(parser, 'demo')
+    parser.add_argument('--iterations', type=parameter('iterations'), default=40,
+                        help='Adam steps on a cold frame')
+    parser.add_argument('--warm-iterations', type=parameter('warm_iterations'), default=10,
+                        help='Adam steps on a warm-started frame')
+    add_schedule(parser, unset_is_node=False)
 
 
 def _add_eval(commands) -> None:
@@ -84,18 +83,24 @@ def _add_eval(commands) -> None:
                           "a rosbag2 (a bag with the completion node's parameters)")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument('--dataset', choices=[k for k in DATASET_KINDS if k != 'rosbag'],
-                        help='benchmark layout of --root')
-    source.add_argument('--bag', type=Path, help='a rosbag2 folder (.db3 or .mcap)')
-    parser.add_argument('--root', type=Path, help='dataset folder (with --dataset)')
-    parser.add_argument('--output', type=Path, default=Path('out/eval'))
-    parser.add_argument('--methods', type=_csv, default=DEFAULT_METHODS,
+                        help='benchmark layout of --root (this or --bag; default: none)')
+    source.add_argument('--bag', type=Path,
+                        help='a rosbag2 folder (.db3 or .mcap; this or --dataset; default: none)')
+    parser.add_argument('--root', type=Path,
+                        help='dataset folder (with --dataset; default: none)')
+    parser.add_argument('--output', type=Path, default=Path('out/eval'),
+                        help='folder of the report: summary.md, summary.json, frames.csv, '
+                        'figures')
+    parser.add_argument('--methods', type=csv, default=DEFAULT_METHODS,
                         help=f'comma-separated, from: {", ".join(METHODS)}')
-    _add_engine_options(parser, 'longer side of the network input, 0: the image size; '
-                        + _node_default('processing_size'),
-                        f"the node's dtype ({SPECS['dtype'].default!r}) for a bag, float32 for a "
-                        'dataset')
-    parser.add_argument('--max-frames', type=int)
-    parser.add_argument('--figures', type=int, default=10, help='frames with PNG figures')
+    add_engine_options(parser, 'longer side of the network input, 0: the image size; '
+                       + node_default('processing_size'),
+                       f"the node's dtype ({SPECS['dtype'].default!r}) for a bag, float32 for a "
+                       'dataset')
+    parser.add_argument('--max-frames', type=number(int, 1),
+                        help='evaluate at most this many frames (default: all)')
+    parser.add_argument('--figures', type=number(int, 0), default=10,
+                        help='frames with PNG figures')
     parser.add_argument('--save-depth', action='store_true',
                         help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
@@ -103,10 +108,12 @@ def _add_eval(commands) -> None:
                         help="torch.compile the step and decode (the node's compile; the "
                              'steps then decode the full map)')
     parser.add_argument('--encoder-backend', choices=('torch', 'onnxruntime', 'tensorrt'),
-                        help='where the encoder runs; ' + _node_default('encoder_backend'))
-    parser.add_argument('--num-points', type=int,
-                        help='sample this many sparse points from ground truth (field protocols)')
-    parser.add_argument('--max-depth', type=float, help='ignore ground truth beyond (m)')
+                        help='where the encoder runs; ' + node_default('encoder_backend'))
+    parser.add_argument('--num-points', type=number(int, 1),
+                        help='sample this many sparse points from ground truth (field '
+                        "protocols; default: the dataset protocol's)")
+    parser.add_argument('--max-depth', type=number(float, above=0),
+                        help="ignore ground truth beyond (m); default: the dataset protocol's")
     parser.add_argument('--outlier-filter', choices=('on', 'off'),
                         help='LiDAR input: remove points seen through nearer objects (7x7 '
                              'window, 1.5 m; default: on for kitti_dc and ddad, off for bags '
@@ -117,80 +124,27 @@ def _add_eval(commands) -> None:
                              'without gt/ (off unless given)')
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
-    parser.add_argument('--slop', type=float,
+    parser.add_argument('--slop', type=parameter('sync.slop'),
                         help='bags: largest stamp difference (s) of a synchronized set; '
-                             + _node_default('sync.slop'))
-    parser.add_argument('--queue-size', type=int,
+                             + node_default('sync.slop'))
+    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
                         help='bags: messages kept per topic for synchronization; '
-                             + _node_default('sync.queue_size'))
-    parser.add_argument('--budgets', type=_floats, default=(),
+                             + node_default('sync.queue_size'))
+    parser.add_argument('--budgets', type=floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
-    for role in ('image', 'camera-info', 'points', 'depth'):
-        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+    add_topics(parser, ('image', 'camera-info', 'points', 'depth'))
     parser.add_argument('--image-is-rectified', action='store_true', default=None,
                         help='bags: the image is rectified (project with P, no distortion); '
                              "default: the node's image_is_rectified (false: raw, projected "
                              "with K and the camera_info's distortion)")
     for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
                           ('matrix', '16 values, row-major 4x4; wins over the other two')):
-        parser.add_argument(f'--lidar-to-camera-{name}', type=_floats, metavar='V,V,...',
+        parser.add_argument(f'--lidar-to-camera-{name}', type=floats, metavar='V,V,...',
                             help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
-                                 "/tf (as the node's lidar_to_camera.* parameters)")
-    _add_node_parameters(parser, 'the options above win over both')
-
-
-def _add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
-                        dtype: str, schedule: str = '') -> None:
-    """Add the model and engine options; unset, they take the node's parameters."""
-    for option, kind, meaning in (
-            ('model', str, 'hub id, directory, .pth, demo or auto'),
-            ('device', str, 'auto, cpu, cuda or cuda:N'),
-            ('iterations', int, 'Adam steps on a cold frame'),
-            ('warm-iterations', int, 'Adam steps on a warm-started frame'),
-            ('learning-rate', float, 'Adam learning rate')):
-        parser.add_argument(f'--{option}', type=kind, help=f'{meaning}; {_node_default(option)}')
-    _add_schedule(parser, unset_is_node=True, note=schedule)
-    parser.add_argument('--processing-size', type=int, help=processing_size)
-    parser.add_argument('--dtype', help=f'engine precision: float32, bfloat16, float16 or auto; '
-                        f'default: {dtype}')
-    parser.add_argument('--seed', type=int, default=0)
-
-
-def _add_schedule(parser: argparse.ArgumentParser, unset_is_node: bool, note: str = '') -> None:
-    """Add --schedule (engine/schedule.py); ``unset_is_node``: None stands for the node's."""
-    from .engine.config import SCHEDULES
-    from .settings import SPECS
-
-    parser.add_argument('--schedule', choices=SCHEDULES,
-                        default=None if unset_is_node else SPECS['schedule'].default,
-                        help="how the steps are spent: 'adaptive', 'fast' or 'paper' (the "
-                        f"paper's fixed steps); {note or _node_default('schedule')}")
-
-
-def _node_default(option: str) -> str:
-    """Return the help's note on an option that defaults to a node parameter."""
-    from .settings import SPECS
-
-    name = option.replace('-', '_')
-    return f"default: the node's {name} ({SPECS[name].default!r})"
-
-
-def _add_node_parameters(parser: argparse.ArgumentParser, precedence: str) -> None:
-    """Add --params-file and -p: completion node parameters, read as the node reads them."""
-    parser.add_argument('--params-file', type=Path,
-                        help="the completion node's parameters file (config/completion.yaml)")
-    parser.add_argument('-p', dest='parameters', action='append', default=[],
-                        metavar='NAME:=VALUE', help='a node parameter (repeat; wins over the '
-                        f'file; {precedence})')
-
-
-def _floats(text: str) -> tuple[float, ...]:
-    try:
-        return tuple(float(item) for item in _csv(text.strip('[]')))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected comma-separated numbers, got {text!r}'
-                                         ) from None
+                                 "/tf (as the node's lidar_to_camera.* parameters; default: "
+                                 'none)')
+    add_node_parameters(parser, 'the options above win over both')
 
 
 def _extrinsic(args):
@@ -212,10 +166,14 @@ def _add_train_prior(commands) -> None:
     defaults = PriorTrainingConfig()
     parser = _add_command(commands, 'train-prior',
                           'train the embedded demo prior on synthetic scenes')
-    parser.add_argument('--output', type=Path, default=defaults.output)
-    parser.add_argument('--views', type=int, default=defaults.num_views)
-    parser.add_argument('--steps', type=int, default=defaults.steps)
-    parser.add_argument('--seed', type=int, default=defaults.seed)
+    parser.add_argument('--output', type=Path, default=defaults.output,
+                        help="folder of the prior's weights (the package's embedded prior)")
+    parser.add_argument('--views', type=number(int, 1), default=defaults.num_views,
+                        help='synthetic views rendered for training')
+    parser.add_argument('--steps', type=number(int, 1), default=defaults.steps,
+                        help='optimizer steps')
+    parser.add_argument('--seed', type=number(int, 0), default=defaults.seed,
+                        help='seed of the views and the initial weights')
 
 
 def _add_speed(commands, name: str = 'speed') -> None:
@@ -226,20 +184,23 @@ def _add_speed(commands, name: str = 'speed') -> None:
     defaults = SpeedOptions()
     parser = _add_command(commands, name, 'time and peak memory of test-time optimization, '
                           'methods side by side')
-    parser.add_argument('--backbones', type=_csv, default=defaults.backbones,
+    parser.add_argument('--backbones', type=csv, default=defaults.backbones,
                         help='comma-separated: vits, vitb, vitl, vitg (Depth Anything V2), '
                         'unidepth-vits, unidepth-vitb, unidepth-vitl (UniDepthV2); random '
-                        'weights')
-    parser.add_argument('--resolutions', type=_csv, default=defaults.resolutions,
+                        'weights of that architecture')
+    parser.add_argument('--resolutions', type=csv, default=defaults.resolutions,
                         help=f'comma-separated, from: {", ".join(RESOLUTIONS)}')
-    parser.add_argument('--methods', type=_csv, default=defaults.methods,
+    parser.add_argument('--methods', type=csv, default=defaults.methods,
                         help=f'comma-separated, from: {", ".join(METHODS)}')
-    parser.add_argument('--iterations', type=int, default=defaults.iterations)
-    parser.add_argument('--warm-iterations', type=int, default=defaults.warm_iterations)
-    _add_schedule(parser, unset_is_node=False)
+    parser.add_argument('--iterations', type=parameter('iterations'),
+                        default=defaults.iterations, help='Adam steps on a cold frame')
+    parser.add_argument('--warm-iterations', type=parameter('warm_iterations'),
+                        default=defaults.warm_iterations,
+                        help='Adam steps on a warm-started frame')
+    add_schedule(parser, unset_is_node=False)
     parser.add_argument('--frames', type=int, default=defaults.frames,
                         help='timed frames per method (after one warm-up frame)')
-    parser.add_argument('--device', default=defaults.device)
+    parser.add_argument('--device', default=defaults.device, help='auto, cpu, cuda or cuda:N')
     parser.add_argument('--dtype', default=defaults.dtype,
                         choices=('auto', 'float32', 'bfloat16', 'float16'),
                         help="compute precision; 'auto': bfloat16 where native (as the node)")
@@ -260,7 +221,8 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help='skip the runs with each optimization off')
     parser.add_argument('--accuracy', action='store_true',
                         help='also score speed-ups on a synthetic sequence (demo prior)')
-    parser.add_argument('--output', type=Path, default=defaults.output)
+    parser.add_argument('--output', type=Path, default=defaults.output,
+                        help='folder of the report: speed.md, speed.json')
 
 
 def _run_speed(args) -> int:
@@ -295,31 +257,20 @@ def _add_paper(commands, name: str = 'paper') -> None:
     for key, protocol in PROTOCOLS.items():
         parser.add_argument(f'--{key.replace("_", "-")}', type=Path, metavar='PATH',
                             help=f'{protocol.label} folder ({protocol.frames} frames: '
-                                 f"{protocol.description.replace('%', '%%')})")
-    parser.add_argument('--methods', type=_csv, default=defaults.methods,
+                                 f"{protocol.description.replace('%', '%%')}); default: not "
+                                 'run')
+    parser.add_argument('--methods', type=csv, default=defaults.methods,
                         help=f'comma-separated, from: {", ".join(METHODS)}')
-    _add_engine_options(parser, 'longer side of the network input for every dataset '
-                        '(default: the image size; DDAD 1274, as the paper)',
-                        'float32, as the paper', "default: 'paper', as published")
-    parser.add_argument('--max-frames', type=int, help='at most this many frames per dataset')
+    add_engine_options(parser, 'longer side of the network input for every dataset '
+                       '(default: the image size; DDAD 1274, as the paper)',
+                       'float32, as the paper', "default: 'paper', as published")
+    parser.add_argument('--max-frames', type=number(int, 1),
+                        help='at most this many frames per dataset (default: all)')
     parser.add_argument('--paper-backbone', choices=PAPER_BACKBONES,
                         help="the paper's rows to compare with (default: from the model name)")
-    parser.add_argument('--output', type=Path, default=defaults.output)
-    _add_long_run(parser, 'the frames of the datasets')
-
-
-def _add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
-    """Add --resume, --overwrite, --ray and --workers: how a long run continues, where it runs."""
-    parser.add_argument('--resume', action='store_true',
-                        help='continue the interrupted run in --output')
-    parser.add_argument('--overwrite', action='store_true',
-                        help='delete what --output holds of this run and start again')
-    parser.add_argument('--ray', metavar='ADDRESS', help=f'distribute {work} over a Ray '
-                        "cluster: 'auto', 'local' (start one here), host:port or "
-                        "ray://host:port (needs pip install 'lrda_ros[cluster]')")
-    parser.add_argument('--workers', type=int, default=0,
-                        help='Ray workers, each with the model loaded once (default: one per '
-                        'GPU, or per CPU without GPUs)')
+    parser.add_argument('--output', type=Path, default=defaults.output,
+                        help='folder of paper.md, paper.json, paper.png and frames/')
+    add_long_run(parser, 'the frames of the datasets')
 
 
 def _run_paper(args) -> int:
@@ -353,29 +304,46 @@ def _add_densify(commands) -> None:
     parser.add_argument('bags', type=Path, nargs='+', help='rosbag2 folders (.mcap or .db3)')
     parser.add_argument('--output', type=Path, default=Path('out/densify'),
                         help='folder of the output bags, one per input, named as the input')
-    _add_node_parameters(parser, 'live-only ones, publish.*, colormap.*, image_transport, '
-                         'tf_timeout and diagnostics_period, have no effect')
-    for role in ('image', 'camera-info', 'points'):
-        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+    add_node_parameters(parser, 'live-only ones, publish.*, colormap.*, image_transport, '
+                        'tf_timeout and diagnostics_period, have no effect')
+    parser.add_argument('--model', help=f'{MODEL_HELP} (wins over -p); '
+                        + node_default('model'))
+    parser.add_argument('--processing-size', type=parameter('processing_size'),
+                        help='longer side of the network input, 0: the image size (wins over '
+                        '-p); ' + node_default('processing_size'))
+    add_topics(parser, ('image', 'camera-info', 'points'))
     parser.add_argument('--namespace', help='write NS/depth, NS/depth/camera_info, '
                         "NS/depth/confidence (default: the image topic's namespace)")
-    parser.add_argument('--chunk-frames', type=int, default=0,
+    parser.add_argument('--chunk-frames', type=number(int, 0), default=0,
                         help='split recordings into chunks of this many frames, completed '
                         'independently (each starts cold); 0: whole recordings')
-    parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap')
-    _add_long_run(parser, 'the chunks of the recordings')
+    parser.add_argument('--max-frames', type=number(int, 1),
+                        help='complete the first this many frames of each recording, for a '
+                        'quick look (the output still holds every input message; default: all)')
+    parser.add_argument('--storage', choices=('mcap', 'sqlite3'), default='mcap',
+                        help='storage of the output bags, whatever the input (a .db3 input is '
+                        'written as .mcap unless sqlite3)')
+    add_long_run(parser, 'the chunks of the recordings')
+
+
+def _with_options(parameters: dict, **options) -> dict:
+    """Return node parameters with the options given on the command line (None: not given)."""
+    return {**parameters, **{k: v for k, v in options.items() if v is not None}}
 
 
 def _run_densify(args) -> int:
     from .densify import DensifyOptions, run_densify
+    from .eval.report import engine_line
     from .messages.rosbag import BagTopics
     from .settings import load_parameters
 
     options = DensifyOptions(
         bags=tuple(args.bags), output=args.output,
-        parameters=load_parameters(args.params_file, args.parameters),
+        parameters=_with_options(load_parameters(args.params_file, args.parameters),
+                                 model=args.model, processing_size=args.processing_size),
         topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
         namespace=args.namespace, chunk_frames=args.chunk_frames, storage=args.storage,
+        max_frames=args.max_frames,
         ray_address=args.ray, workers=args.workers, resume=args.resume,
         overwrite=args.overwrite)
     try:
@@ -384,6 +352,8 @@ def _run_densify(args) -> int:
         print(f'lrda densify: interrupted; the finished frames are kept in {args.output}: '
               'rerun with --resume to continue', file=sys.stderr)
         return 130
+    if report.workers:
+        print(engine_line(report.workers[0]['engine']))
     dropped = ', '.join(f'{reason} {count}' for reason, count in report.dropped.items())
     print(f'densified {report.completed} frames in {report.seconds:.1f} s '
           f'({report.frames_per_second:.2f} frames/s, {len(report.workers)} worker(s))'
@@ -395,34 +365,38 @@ def _run_densify(args) -> int:
 
 def _add_play(commands) -> None:
     parser = _add_command(commands, 'play', 'replay a rosbag2 over rclpy (without ros2cli)')
-    parser.add_argument('bag', type=Path)
-    parser.add_argument('--rate', type=float, default=1.0)
-    parser.add_argument('--loop', action='store_true')
-    parser.add_argument('--wait', type=float, default=10.0,
+    parser.add_argument('bag', type=Path, help='a rosbag2 folder (.mcap or .db3)')
+    parser.add_argument('--rate', type=number(float, above=0), default=1.0,
+                        help='replay speed factor (2: twice as fast)')
+    parser.add_argument('--loop', action='store_true', help='start again at the end')
+    parser.add_argument('--wait', type=number(float, 0), default=10.0,
                         help='seconds to wait for a subscriber on every topic before playing')
-    parser.add_argument('--linger', type=float, default=10.0,
+    parser.add_argument('--linger', type=number(float, 0), default=10.0,
                         help='at most this many seconds after the last message, wait for '
                              'every reliable subscriber to acknowledge everything (what is '
                              'not confirmed then is named)')
-    parser.add_argument('--clock', type=float, nargs='?', const=40.0, default=0.0, metavar='HZ',
-                        help='publish the bag time on /clock (default 40 Hz when given), for '
-                             'nodes run with use_sim_time:=true')
-    for role in ('image', 'camera-info', 'points'):
-        parser.add_argument(f'--{role}-topic', help=f'bag topic of the {role}')
+    parser.add_argument('--clock', type=number(float, above=0), nargs='?', const=40.0,
+                        default=0.0, metavar='HZ',
+                        help='publish the bag time on /clock (40 Hz when given without a '
+                             'rate), for nodes run with use_sim_time:=true; default: off')
+    add_topics(parser, ('image', 'camera-info', 'points'))
 
 
 def _add_hold_rate(commands) -> None:
     parser = _add_command(commands, 'hold-rate', 'replay a bag in a loop into an in-process '
                           'node with a time budget and report the output rate it holds')
-    parser.add_argument('bag', type=Path)
-    parser.add_argument('--budget', type=float, default=0.5,
+    parser.add_argument('bag', type=Path, help='a rosbag2 folder (.mcap or .db3)')
+    parser.add_argument('--budget', type=parameter('time_budget'), default=0.5,
                         help='time_budget of the node (s per frame; 0 = off)')
-    parser.add_argument('--seconds', type=float, default=30.0)
-    parser.add_argument('--rate', type=float, default=1.0, help='replay speed factor')
-    parser.add_argument('--model', default='demo')
-    parser.add_argument('--device', default='auto')
-    parser.add_argument('--processing-size', type=int, default=518)
-    parser.add_argument('--output', type=Path, help='write the per-frame record as JSON')
+    parser.add_argument('--seconds', type=number(float, above=0), default=30.0,
+                        help='how long to replay')
+    parser.add_argument('--rate', type=number(float, above=0), default=1.0,
+                        help='replay speed factor')
+    add_model(parser, 'demo')
+    parser.add_argument('--processing-size', type=parameter('processing_size'), default=518,
+                        help='longer side of the network input, 0: the image size')
+    parser.add_argument('--output', type=Path,
+                        help='write the per-frame record as JSON (default: not written)')
 
 
 def _run_hold_rate(args) -> int:
@@ -454,12 +428,6 @@ def _run_play(args) -> int:
     from .messages.rosbag import BagTopics
     from .ros.replay import play_bag
 
-    if args.rate <= 0:
-        raise ValueError(f'--rate must be > 0, got {args.rate}')
-    if args.clock < 0:
-        raise ValueError(f'--clock must be > 0 Hz, got {args.clock}')
-    if args.wait < 0 or args.linger < 0:
-        raise ValueError('--wait and --linger must be >= 0 s')
     # SIGINT and SIGTERM end the replay between messages: a summary, exit code 0.
     stop = threading.Event()
     with exit_within(_EXIT_GRACE_S, on_signal=stop.set):
@@ -500,17 +468,18 @@ def _run_eval(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from .eval.report import summary_markdown
+    from .eval.report import SUMMARY_MD
     from .eval.run import run_evaluation
 
     options = eval_options(args)
-    result, summary = run_evaluation(options)
-    print(summary_markdown(summary, f'{options.kind}: {options.root}'))
+    result, _ = run_evaluation(options)
+    print((options.output / SUMMARY_MD).read_text())
     if result.interrupted:
         print(f'lrda eval: interrupted after {result.num_frames} frames: partial report',
               file=sys.stderr)
     print(f'wrote {options.output}/: summary.md, summary.json, frames.csv, '
-          'speed_accuracy.png, frames/*.png')
+          'speed_accuracy.png, sparsification.png, frames/*.png'
+          + (', budget_curve.png' if options.budgets else ''))
     return 0
 
 
@@ -554,7 +523,7 @@ def _run_train_prior(args) -> int:
 
 def command_line() -> argparse.ArgumentParser:
     """Return the parser of every command, the former names included (hidden)."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog='lrda', description='Zero-shot LiDAR + camera depth completion by low-rank '
                                  'decoder adaptation (test-time optimization).')
     commands = parser.add_subparsers(dest='command', required=True, metavar='<command>')

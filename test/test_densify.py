@@ -206,6 +206,18 @@ def test_two_recordings_on_a_local_two_worker_ray_cluster_match_the_local_run(
             np.testing.assert_array_equal(values, expected[stamp])
 
 
+def test_max_frames_completes_the_first_frames_and_copies_all(model_dir, reference, tmp_path):
+    report = run_densify(options(model_dir, tmp_path, max_frames=1))
+    assert (report.frames, report.completed) == (1, 1)
+    written = read_bag(tmp_path / BAG.name)
+    original = read_bag(BAG)
+    assert all(written[topic] == messages for topic, messages in original.items())
+    first = densified_depth(tmp_path / BAG.name)
+    assert len(first) == 1
+    stamp, depth = next(iter(first.items()))
+    np.testing.assert_array_equal(depth, densified_depth(reference)[stamp])
+
+
 @pytest.mark.parametrize('arguments, message', [
     (['-p', 'time_budget:=0.5'], "parameter 'time_budget': is 0.5, but densifying runs every"),
     (['-p', 'temporal_fusion.weight:=0.5'],

@@ -268,7 +268,7 @@ def test_frame_figure_draws_sparse_truth_visibly_with_colour_bars(tmp_path, monk
     figures.frame_figure(frame, {'method': depth}, tmp_path / 'figure.png')
     figure = saved[0]
     labels = {axis.get_ylabel() for axis in figure.axes}
-    assert {'depth (m)', 'absolute error (m)'} <= labels
+    assert {'depth (m), on a 1/depth scale', 'absolute error (m)'} <= labels
     radius = figures.marker_radius(width)
     assert radius >= 5 and figures.marker_radius(320) == 1  # marker grows with the width
     # The error panel covers the same squares as the ground truth panel, not single pixels.
@@ -280,7 +280,8 @@ def test_frame_figure_draws_sparse_truth_visibly_with_colour_bars(tmp_path, monk
     assert np.isnan(error[0, :radius + 1]).all()  # no wrap-around from the right border
     np.testing.assert_allclose(error[100 - radius:100 + radius + 1, 100], 9.0)
     # The depth colour bar maps metres exactly as the depth panels are coloured.
-    bar = next(axis for axis in figure.axes if axis.get_ylabel() == 'depth (m)')
+    bar = next(axis for axis in figure.axes
+               if axis.get_ylabel() == 'depth (m), on a 1/depth scale')
     depth_bar = bar._colorbar
     probe = np.array([[3.5, 6.0, 12.0, 25.0, 39.0]], np.float32)
     near, far = depth_bar.norm.vmin, depth_bar.norm.vmax

@@ -95,10 +95,13 @@ def open_dataset(kind: str, root: str | Path, **options: Any) -> FrameDataset:
     ``num_points``).
 
     :raises ValueError: for an unknown ``kind`` (the message lists the known ones).
+    :raises FileNotFoundError: when ``root`` does not exist.
     """
     try:
         loader = _REGISTRY[kind]
     except KeyError:
         raise ValueError(f'unknown dataset kind {kind!r}; expected one of '
                          f'{", ".join(DATASET_KINDS)}') from None
+    if kind != 'rosbag' and not Path(root).exists():  # a bag says so itself
+        raise FileNotFoundError(f'{kind}: the dataset root {root} does not exist')
     return loader(root, **options)

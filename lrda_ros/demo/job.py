@@ -27,7 +27,7 @@ The default model is the embedded demonstration prior (see :mod:`lrda_ros.demo.p
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +41,8 @@ from ..engine.loading import load_depth_model
 from ..eval.figures import frame_figure
 from ..eval.harness import EvalResult, FrameRecord, score_confidence
 from ..eval.metrics import compute_metrics
-from ..eval.report import summary_markdown, write_csv, write_summary
+from ..eval.report import (engine_metadata, json_ready, summary_markdown, write_csv,
+                           write_summary)
 from ..eval.temporal import TemporalTracker
 from ..geometry import ProjectionConfig, RigidTransform
 from ..messages.rosbag import BagTopics, RosbagSource
@@ -164,7 +165,7 @@ def run_demo(options: DemoOptions) -> dict:
     """Run the demo end to end; return the summary table (also written to the output)."""
     # The nodes load the model themselves; loading it here first makes a bad spec fail at once
     # with the loader's message instead of after the rendering.
-    load_depth_model(options.model, options.device)
+    model = load_depth_model(options.model, options.device)
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)
     config = world.SequenceConfig(
@@ -223,9 +224,10 @@ def run_demo(options: DemoOptions) -> dict:
     write_csv(result, output / 'frames.csv')
     title = (f'lrda demo: synthetic {options.kind} sequence, {options.frames} frames '
              f'{options.width}x{options.height}, model {options.model!r}')
-    summary = write_summary(result, output, title, {'options': {
-        k: str(v) for k, v in options.__dict__.items()}})
-    print(summary_markdown(summary, title))
+    engine = engine_metadata(model.source, str(model.device), NodeSettings.from_values(common).tto)
+    summary = write_summary(result, output, title, {'options': json_ready(asdict(options)),
+                                                    'engine': engine})
+    print(summary_markdown(summary, title, engine))
     print(f'wrote {output}/: summary.md, frames.csv, frames/*.png, contact_sheet.png, '
           f'depth.gif, bag/')
     return summary

@@ -60,6 +60,9 @@ class DensifyOptions:
     namespace: str | None = None
     chunk_frames: int = 0
     storage: str = 'mcap'
+    #: Complete only the first this many frames of each recording (None: all); the output
+    #: still holds every input message.
+    max_frames: int | None = None
     ray_address: str | None = None
     workers: int = 0
     resume: bool = False
@@ -85,6 +88,8 @@ def check_options(options: DensifyOptions) -> NodeSettings:
          'is false and no lidar_to_camera override is set: no frame could be completed'),
         (options.chunk_frames < 0, '--chunk-frames',
          f'--chunk-frames must be 0 (whole recordings) or more, got {options.chunk_frames}'),
+        (options.max_frames is not None and options.max_frames < 1, '--max-frames',
+         f'--max-frames must be at least 1, got {options.max_frames}'),
         (options.storage not in STORAGES, '--storage',
          f'--storage must be one of {", ".join(STORAGES)}, got {options.storage!r}'),
         (options.resume and options.overwrite, '--resume',

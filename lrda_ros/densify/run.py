@@ -27,7 +27,7 @@ messages and the node's outputs (``lrda_ros.densify.writer``).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 import time
 from typing import Any, Callable
@@ -74,6 +74,8 @@ def run_densify(options: DensifyOptions,
     recordings = [open_recording(Path(bag), options.topics, settings.sync_queue_size,
                                  settings.sync_slop, settings.extrinsic)
                   for bag in options.bags]
+    if options.max_frames is not None:
+        recordings = [replace(r, frames=r.frames[:options.max_frames]) for r in recordings]
     topics = [output_topics(options.namespace, recording.topics.image)
               for recording in recordings]
     for recording, written in zip(recordings, topics):
@@ -85,7 +87,8 @@ def run_densify(options: DensifyOptions,
     manifest = {'bags': [str(Path(bag).resolve()) for bag in options.bags],
                 'parameters': dict(sorted(options.parameters.items())),
                 'topics': asdict(options.topics), 'namespace': options.namespace,
-                'chunk_frames': options.chunk_frames, 'storage': options.storage}
+                'chunk_frames': options.chunk_frames, 'storage': options.storage,
+                **({'max_frames': options.max_frames} if options.max_frames else {})}
     store = PartialStore(options.output, manifest, [r.name for r in recordings],
                          options.resume, options.overwrite)
     report = DensifyReport([Path(options.output) / r.name for r in recordings],
@@ -120,9 +123,11 @@ def write_densified_recording(recording: Recording, topics: dict[str, str],
 
 
 def _recorded_topics(recording: Recording) -> set[str]:
-    from rosbags.highlevel import AnyReader
+    from contextlib import closing
 
-    with AnyReader([recording.path]) as reader:
+    from ..messages.rosbag import open_reader
+
+    with closing(open_reader(recording.path)) as reader:
         return {connection.topic for connection in reader.connections}
 
 

@@ -39,6 +39,7 @@ from ..engine import (
     DepthCompleter, InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
+from ..eval.report import engine_metadata
 from ..geometry import InvalidCameraError, RigidTransform
 from ..messages.compressed import any_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
@@ -110,7 +111,9 @@ class FrameWorker:
         """Return what was loaded where, for the run's report."""
         return {'model': self.choice.source, 'device': str(self.choice.device),
                 'has_confidence': bool(self.choice.has_confidence),
-                'warning': self.choice.warning, 'notices': self.notices}
+                'warning': self.choice.warning, 'notices': self.notices,
+                'engine': engine_metadata(self.choice.source, str(self.choice.device),
+                                          self.settings.tto)}
 
     def start(self, warm_state: bytes | None) -> None:
         """Begin a chunk: cold, or from the warm state its previous frame left."""

@@ -36,7 +36,7 @@ from typing import Any, Callable
 from .options import CONFIDENCE, DEPTH, DEPTH_INFO
 from .recordings import Recording
 from ..messages.conversions import depth_image_fields
-from ..messages.rosbag import cdr_header_frame_id, cdr_header_stamp
+from ..messages.rosbag import cdr_header_frame_id, cdr_header_stamp, open_reader
 from ..messages.stamps import ns_to_sec_nanosec
 
 IMAGE, CAMERA_INFO = 'sensor_msgs/msg/Image', 'sensor_msgs/msg/CameraInfo'
@@ -58,7 +58,8 @@ def write_densified(path: Path, recording: Recording, topics: dict[str, str], st
     ``topics`` maps depth, depth/camera_info and depth/confidence to the topics written.
     Returns how many frames have a depth message (the others were dropped).
     """
-    from rosbags.highlevel import AnyReader
+    from contextlib import closing
+
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore, Stores
 
@@ -77,7 +78,7 @@ def write_densified(path: Path, recording: Recording, topics: dict[str, str], st
         shutil.rmtree(path)
     plugin = StoragePlugin.MCAP if storage == 'mcap' else StoragePlugin.SQLITE3
     written = 0
-    with AnyReader([recording.path]) as reader, \
+    with closing(open_reader(recording.path)) as reader, \
             Writer(path, version=8, storage_plugin=plugin) as writer:
         copies = {connection.id: _copy_connection(writer, connection)
                   for connection in reader.connections}

@@ -31,7 +31,7 @@ of it) takes the camera, ``complete(rgb, sparse_depth, intrinsics=K)``, and also
 from .alignment import (
     aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
     ScaleShift)
-from .completion import CompletionResult, CompletionStatus, EncodedFrame
+from .completion import CompletionResult, CompletionStatus, EncodedFrame, InputTypeError
 from .config import FewPointsPolicy, Scope, TTOConfig
 from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
 from .lora import LoraAdapters
@@ -46,7 +46,8 @@ __all__ = [
     'CompletionStatus',
     'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedFrame',
     'EncodedImage',
-    'FewPointsPolicy', 'fit_scale_shift', 'InsufficientSparseDepthError', 'load_depth_model',
+    'FewPointsPolicy', 'fit_scale_shift', 'InputTypeError', 'InsufficientSparseDepthError',
+    'load_depth_model',
     'LoraAdapters', 'ModelLoadError', 'NonFiniteDepthError', 'PredictionSpace', 'resolve_device',
     'ScaleShift', 'Scope',
     'TTOConfig', 'UniDepthModel', 'UnsupportedPrecisionError',

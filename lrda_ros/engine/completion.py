@@ -23,7 +23,12 @@ import math
 import numpy as np
 import torch
 
-from .model import EncodedImage
+from .model import check_rgb_image, EncodedImage
+from ..errors import ConfigError, InputError
+
+
+class InputTypeError(InputError, TypeError):
+    """An input is not of the type the engine takes (a NumPy array)."""
 
 
 class CompletionStatus(str, Enum):
@@ -70,6 +75,10 @@ class CompletionResult:
 
     depth: np.ndarray
     status: CompletionStatus
+    #: The least-squares alignment of the final prediction to the sparse depths, in the
+    #: model's output space: target = scale * prediction + shift, where the target is
+    #: disparity (1 / metres) for relative models (Depth Anything V2) and metres for metric
+    #: ones (UniDepthV2, the metric fine-tunes).
     scale: float
     shift: float
     num_points: int
@@ -102,3 +111,71 @@ class EncodedFrame:
     encoded: EncodedImage
     #: This image's share of the encoding time (a batch's time split evenly).
     seconds: float
+
+
+def check_frame(rgb: np.ndarray, sparse_depth: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Check one frame's inputs and return them ready for the engine.
+
+    Raises InputTypeError for what is not a NumPy array, InputError for the wrong shape or for
+    integer sparse depth (a PNG's units, not metres: the message gives the likely scale).
+    Read-only arrays are copied, since PyTorch warns on every view of one.
+    """
+    for name, value, meaning in (('rgb', rgb, 'an (H, W, 3) uint8 image'),
+                                 ('sparse_depth', sparse_depth, 'an (H, W) map in metres')):
+        if not isinstance(value, np.ndarray):
+            hint = ('tensor.cpu().numpy()' if isinstance(value, torch.Tensor)
+                    else 'np.asarray(...)')
+            raise InputTypeError(f'{name} must be a NumPy array ({meaning}), got '
+                                 f'{type(value).__module__}.{type(value).__name__}: pass '
+                                 f'{hint}', field=name)
+    check_rgb_image(rgb)
+    if sparse_depth.ndim != 2:
+        raise InputError(f'sparse depth must be (H, W), got shape {sparse_depth.shape}'
+                         + (': drop the channel axis (sparse_depth[..., 0])'
+                            if sparse_depth.ndim == 3 and sparse_depth.shape[2] == 1 else ''),
+                         field='sparse_depth')
+    if sparse_depth.shape != rgb.shape[:2]:
+        raise InputError(f'sparse depth is {sparse_depth.shape} but the image is '
+                         f'{rgb.shape[:2]}: project the LiDAR into this image first',
+                         field='sparse_depth')
+    if not np.issubdtype(sparse_depth.dtype, np.floating):
+        raise InputError(f'sparse depth is {sparse_depth.dtype}, not metres: '
+                         f'{_likely_scale(sparse_depth)}', field='sparse_depth')
+    return (rgb if rgb.flags.writeable else rgb.copy(),
+            sparse_depth if sparse_depth.flags.writeable else sparse_depth.copy())
+
+
+def _likely_scale(sparse_depth: np.ndarray) -> str:
+    """Return how to convert integer sparse depth to float metres, with the likely scales."""
+    values = sparse_depth[sparse_depth > 0]
+    if values.size == 0:
+        return 'pass float32 metres (0 or NaN = no measurement)'
+    median = float(np.median(values))
+    # The two integer encodings in use: KITTI's PNGs (metres x 256) and depth cameras'
+    # millimetres; the median's reading in each tells which one the data is.
+    return (f'its median {median:g} is {median / 256:.3g} m as KITTI PNG values (metres x '
+            f'256) or {median / 1000:.3g} m as millimetres: pass '
+            'sparse_depth.astype(np.float32) / 256 (or / 1000)')
+
+
+def few_points_message(samples: SparseSamples, sparse_depth: np.ndarray, min_depth: float,
+                       max_depth: float, min_points: int) -> str:
+    """Say why too few sparse depths are valid, with the likely unit when they are out of range."""
+    with np.errstate(invalid='ignore'):
+        above = int(np.count_nonzero(sparse_depth > max_depth))
+    message = (f'{samples.count} valid sparse depths in [{min_depth}, {max_depth}] m, need at '
+               f'least {min_points} (min_points)')
+    if above > samples.count:
+        message += (f'; {above} are beyond {max_depth} m: if they are millimetres, divide by '
+                    '1000 (KITTI PNG values: by 256)')
+    return message
+
+
+def check_unshared(network: torch.nn.Module) -> None:
+    """Refuse a network whose adapters another DepthCompleter attached already."""
+    if hasattr(network, 'peft_config'):  # what peft leaves on a network it adapted
+        raise ConfigError('this model already carries the adapters of another DepthCompleter: '
+                          'complete every camera with that one (complete(..., stream=name)), '
+                          'or load the model again for a second configuration',
+                          field='model')

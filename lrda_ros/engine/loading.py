@@ -248,9 +248,20 @@ def _load_official(path: Path, depth_estimation_type: str | None,
 
 def _load_pretrained(source: str, local_files_only: bool) -> torch.nn.Module:
     from transformers import DepthAnythingForDepthEstimation
+    from transformers.utils import logging as transformers_logging
 
-    return DepthAnythingForDepthEstimation.from_pretrained(source,
-                                                           local_files_only=local_files_only)
+    # Reading weights already on disk takes a moment: transformers' 'Loading weights' bar
+    # would be the first thing every command prints. A download keeps its progress bars.
+    quiet = (local_files_only or Path(source).is_dir()) and \
+        transformers_logging.is_progress_bar_enabled()
+    if quiet:
+        transformers_logging.disable_progress_bar()
+    try:
+        return DepthAnythingForDepthEstimation.from_pretrained(
+            source, local_files_only=local_files_only)
+    finally:
+        if quiet:
+            transformers_logging.enable_progress_bar()
 
 
 def _looks_like_path(source: str) -> bool:

@@ -33,7 +33,8 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .compiled import check_compile, compiled, mark_points_dynamic
-from .completion import CompletionResult, CompletionStatus, EncodedFrame, SparseSamples
+from .completion import (check_frame, check_unshared, CompletionResult, CompletionStatus,
+                         EncodedFrame, few_points_message, SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
@@ -81,6 +82,7 @@ class DepthCompleter:
         #: What this completer does differently from its configuration, and why.
         self.notices: list[str] = []
         self._check_model_options()
+        check_unshared(self.model.network)
         self.adaptation = build_adaptation(model, self.config)
         check_compile(self.model, self.config, self.adaptation.reencodes)
         if self.config.compile and self.config.sparse_head and self.model.dpt_decoder:
@@ -378,14 +380,6 @@ class DepthCompleter:
         if self.model.device.type == 'cuda':
             torch.cuda.synchronize(self.model.device)
 
-    def _validate(self, rgb: np.ndarray, sparse_depth: np.ndarray) -> None:
-        if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
-            raise ValueError(f'rgb must be an (H, W, 3) uint8 array, got shape {rgb.shape} '
-                             f'dtype {rgb.dtype}')
-        if sparse_depth.shape != rgb.shape[:2]:
-            raise ValueError(f'sparse depth is {sparse_depth.shape[:2]} but the image is '
-                             f'{rgb.shape[:2]}: project the LiDAR into this image first')
-
     def _points_prediction(self, features: EncodedImage, samples: SparseSamples,
                            plan: SparseHeadPlan | None) -> torch.Tensor:
         if plan is not None:
@@ -583,14 +577,13 @@ class DepthCompleter:
         if deadline is None and config.time_budget > 0:
             deadline = deadline_in(config.time_budget)
         frame_deadline = FrameDeadline(deadline, self.step_times)
-        self._validate(rgb, sparse_depth)
+        rgb, sparse_depth = check_frame(rgb, sparse_depth)
         samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
                                          self.model.device)
         too_few = samples.count < config.min_points
         if samples.count == 0 or (too_few and config.few_points is FewPointsPolicy.ERROR):
-            raise InsufficientSparseDepthError(
-                f'{samples.count} valid sparse depths in [{config.min_depth}, '
-                f'{config.max_depth}] m, need at least {config.min_points} (min_points)')
+            raise InsufficientSparseDepthError(few_points_message(
+                samples, sparse_depth, config.min_depth, config.max_depth, config.min_points))
         self.use_stream(stream)
         if encoded is not None and tuple(encoded.encoded.input_size) != rgb.shape[:2]:
             raise ValueError(f'features encoded ahead are of a {encoded.encoded.input_size} '

@@ -32,6 +32,10 @@ from .harness import EvalResult
 from ..colormap import colorize_depth, depth_display_range
 from ..datasets import Frame
 
+#: The depth bar's label: colours, like colorize_depth's, are spaced by inverse depth (near
+#: depths get most of them), so its ticks are uneven.
+DEPTH_BAR_LABEL = 'depth (m), on a 1/depth scale'
+
 
 def sparsification_plot(result: EvalResult, path: Path, title: str) -> None:
     """
@@ -133,7 +137,7 @@ def frame_figure(frame: Frame, predictions: dict[str, np.ndarray], path: Path) -
     # (two bars on one side of overlapping axes groups would be drawn over each other).
     depth_bar = figure.colorbar(_depth_mappable(near, far), ax=axes, location='left',
                                 fraction=0.04, aspect=20 * len(rows), pad=0.01)
-    depth_bar.set_label('depth (m)')
+    depth_bar.set_label(DEPTH_BAR_LABEL)
     ticks = _depth_ticks(near, far)
     depth_bar.set_ticks(ticks, labels=[f'{t:g}' for t in ticks])
     if error_axes:

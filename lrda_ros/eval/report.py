@@ -24,11 +24,13 @@ the same metadata keys (:func:`report_metadata`); the figures are drawn by :mod:
 from __future__ import annotations
 
 import csv
+from dataclasses import asdict, is_dataclass
+from enum import Enum
 import json
 import math
 import os
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -61,12 +63,13 @@ def write_csv(result: EvalResult, path: Path) -> None:
     os.replace(partial, path)
 
 
-def summary_markdown(summary: dict[str, dict], title: str) -> str:
-    """Return the summary as a Markdown table."""
+def summary_markdown(summary: dict[str, dict], title: str,
+                     engine: dict[str, Any] | None = None) -> str:
+    """Return the summary as a Markdown table, after the engine's sentence when given."""
     header = ['method', 'frames', *_COLUMNS.values(), 'TAE', 'MAE spread (m)', 'AUSE',
               'AUSE LiDAR dist.', 's/frame', 'peak MB', 'iterations']
-    lines = [f'# {title}', '', '| ' + ' | '.join(header) + ' |',
-             '|' + '---|' * len(header)]
+    lines = [f'# {title}', '', *([engine_line(engine), ''] if engine else []),
+             '| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
     for method, entry in summary.items():
         if not entry.get('frames'):
             lines.append(f'| {method} | 0 | ' + ' | '.join(['–'] * (len(header) - 2)) + ' |')
@@ -115,7 +118,69 @@ def json_ready(value: Any) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         return float(value) if math.isfinite(value) else None
+    if isinstance(value, np.ndarray):
+        return json_ready(value.tolist())
+    if isinstance(value, Enum):
+        return json_ready(value.value)
+    if is_dataclass(value) and not isinstance(value, type):
+        return json_ready(asdict(value))
+    if isinstance(value, Mapping):
+        return json_ready(dict(value))
     return str(value)
+
+
+def report_title(kind: str, root: str | Path) -> str:
+    """Return a report's title: the kind and the folder's name, the name once when they agree."""
+    name = Path(root).name
+    return kind if name == kind else f'{kind}: {name}'
+
+
+def weights_origin(source: str | None) -> str | None:
+    """Say where a model's weights came from: the demo prior, a file, a folder or the hub."""
+    if source is None:
+        return None
+    if is_demo_prior_source(source):
+        return 'the embedded demo prior, trained on the synthetic world, not a foundation model'
+    path = Path(source).expanduser()
+    if path.is_file():
+        return f'checkpoint file {path.resolve()}'
+    if path.is_dir():
+        return f'local folder {path.resolve()}'
+    return f'Hugging Face hub id {source} (local cache, else the hub)'
+
+
+def engine_metadata(source: str | None, device: str, config: Any,
+                    weights: str | None = None) -> dict[str, Any]:
+    """
+    Return what a report says about the engine: model, weights, device, precision, schedule.
+
+    ``source``: the loaded model's spec (None when no method needed one); ``config``: the
+    TTOConfig the methods started from; ``weights``: where the weights came from, when the
+    source does not say it (:func:`weights_origin`). ``precision`` is what ``dtype`` resolves
+    to on the device ('auto' becomes bfloat16 or float32).
+    """
+    import torch
+
+    from ..engine.precision import resolve_precision
+
+    return {'model': source, 'weights': weights or weights_origin(source),
+            'device': str(device), 'dtype': config.dtype,
+            'precision': resolve_precision(torch.device(device), config.dtype),
+            'schedule': config.schedule, 'iterations': config.iterations,
+            'warm_iterations': config.warm_iterations, 'learning_rate': config.learning_rate,
+            'processing_size': config.processing_size}
+
+
+def engine_line(engine: dict[str, Any]) -> str:
+    """Return the report's sentence on the engine (a dict of :func:`engine_metadata`)."""
+    if engine.get('model') is None:
+        return f"No depth model (classical methods only), device {engine['device']}."
+    size = engine['processing_size'] or 'the image size'
+    return (f"Model `{engine['model']}` ({engine['weights']}), device {engine['device']}, "
+            f"precision {engine['precision']} (dtype {engine['dtype']}), schedule "
+            f"'{engine['schedule']}': at most {engine['iterations']} steps cold, "
+            f"{engine['warm_iterations']} warm, learning rate {engine['learning_rate']:g}, "
+            f'network input {size}.')
 
 
 def _write_text(path: Path, text: str) -> None:
@@ -131,7 +196,8 @@ def write_summary(result: EvalResult, folder: Path, title: str,
     summary = result.summary()
     document = json_ready({'title': title, 'metadata': metadata or {}, 'methods': summary})
     _write_text(folder / SUMMARY_JSON, json.dumps(document, indent=2, allow_nan=False) + '\n')
-    _write_text(folder / SUMMARY_MD, summary_markdown(summary, title))
+    engine = (metadata or {}).get('engine')
+    _write_text(folder / SUMMARY_MD, summary_markdown(summary, title, engine))
     return summary
 
 
@@ -143,7 +209,8 @@ def figure_path(folder: Path, frame_name: str) -> Path:
 def report_metadata(*, methods: Sequence[str], model: str | None, device: str | None,
                     options: dict[str, Any], source: str | None,
                     topics: dict[str, str] | None, frames: int,
-                    sync_losses: dict | None, **extra: Any) -> dict:
+                    sync_losses: dict | None, engine: dict[str, Any] | None,
+                    **extra: Any) -> dict:
     """
     Return a report's metadata: the same keys for ``lrda eval`` and the live evaluator.
 
@@ -151,11 +218,13 @@ def report_metadata(*, methods: Sequence[str], model: str | None, device: str | 
     ``demo_prior`` records); ``source``: the dataset folder or bag (None when not known);
     ``topics``: the topics read, by role (None for datasets); ``frames``: frames scored;
     ``sync_losses``: the synchronizer's losses per reason (None when nothing was
-    synchronized); ``extra``: anything the writer adds.
+    synchronized); ``engine``: :func:`engine_metadata` (None where the writer does not run
+    the engine: the live evaluator scores a topic); ``extra``: anything the writer adds.
     """
     return {'methods': list(methods), 'model': model, 'device': device,
             'demo_prior': is_demo_prior_source(model), 'options': options, 'source': source,
-            'topics': topics, 'frames': frames, 'sync_losses': sync_losses, **extra}
+            'topics': topics, 'frames': frames, 'sync_losses': sync_losses, 'engine': engine,
+            **extra}
 
 
 def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,

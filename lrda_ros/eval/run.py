@@ -36,7 +36,8 @@ from .figures import frame_figure
 from .harness import EvalResult, evaluate
 from .methods import build_method, check_method_names, METHODS
 from .options import check_options, DEFAULT_HOLDOUT, EvalOptions, source_settings
-from .report import figure_path, report_metadata, write_report
+from .report import (engine_metadata, figure_path, json_ready, report_metadata, report_title,
+                     write_report)
 from ..datasets import DEFAULT_PROTOCOLS, Frame, FrameDataset, open_dataset, SamplingProtocol
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
@@ -133,13 +134,14 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
         if result.interrupted:
             raise KeyboardInterrupt
         raise ValueError(f'{options.root}: no frame was evaluated')
-    title = f'{options.kind}: {Path(options.root).name}'
+    title = report_title(options.kind, options.root)
     sync_losses = getattr(dataset, 'sync_losses', None)
     metadata = report_metadata(
         methods=options.methods, model=model.source if model else None, device=device,
-        options={k: str(v) for k, v in asdict(options).items()}, source=str(options.root),
+        options=json_ready(asdict(options)), source=str(options.root),
         topics=getattr(dataset, 'topic_roles', None), frames=result.num_frames,
-        sync_losses=sync_losses, interrupted=result.interrupted)
+        sync_losses=sync_losses, interrupted=result.interrupted,
+        engine=engine_metadata(model.source if model else None, device, config))
     summary = write_report(result, output, title, metadata,
                            f'{title} — time per frame vs MAE')
     if options.budgets and not result.interrupted:

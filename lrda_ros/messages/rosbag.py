@@ -92,18 +92,44 @@ def _stamped(stamp_ns: int) -> SimpleNamespace:
                            stamp_ns=stamp_ns)
 
 
+def open_reader(path: str | Path) -> Any:
+    """
+    Return an open ``rosbags`` AnyReader of the recording at ``path``.
+
+    Raises FileNotFoundError when nothing is there, and BagError naming the file when it is
+    not a recording or cannot be read (truncated, corrupt): bad input, not a bug.
+    """
+    from rosbags.highlevel import AnyReader, AnyReaderError
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f'no rosbag2 at {path}')
+    if path.is_dir() and not (path / 'metadata.yaml').exists():
+        raise BagError(f'{path}: not a rosbag2 folder (it has no metadata.yaml)', field='bag')
+    reader = AnyReader([path])
+    try:
+        reader.open()
+    except AnyReaderError as error:
+        storage = sorted(path.glob('*.db3')) + sorted(path.glob('*.mcap')) if path.is_dir() \
+            else [path]
+        named = storage[0] if len(storage) == 1 else path  # the file at fault, where one
+        reason = str(error).replace(f' {named}', '').rstrip('.')
+        raise BagError(f'{named}: cannot read this recording ({reason}): is it truncated or '
+                       'corrupt?', field='bag') from error
+    return reader
+
+
 class RosbagSource:
     """A rosbag2 opened with ``rosbags``: topics, static transforms, synchronized sets."""
 
     def __init__(self, path: str | Path, topics: BagTopics = BagTopics()) -> None:
-        from rosbags.highlevel import AnyReader
-
         self.path = Path(path)
-        if not self.path.exists():
-            raise FileNotFoundError(f'no rosbag2 at {self.path}')
-        self._reader = AnyReader([self.path])
-        self._reader.open()
-        self.topics = self._resolve(topics)
+        self._reader = open_reader(self.path)
+        try:
+            self.topics = self._resolve(topics)
+        except BagError:
+            self._reader.close()
+            raise
 
     def close(self) -> None:
         """Close the bag."""
@@ -122,6 +148,11 @@ class RosbagSource:
                 return connection.msgtype
         raise BagError(f'{self.path}: no topic {topic!r}')
 
+    def _topics_of_any(self) -> str:
+        """Return the recorded topics with their types, for messages."""
+        return ', '.join(sorted(f'{c.topic} ({c.msgtype})' for c in self._reader.connections)
+                         ) or 'none'
+
     def _topics_of(self, *msgtypes: str) -> list[str]:
         return sorted({c.topic for c in self._reader.connections if c.msgtype in msgtypes})
 
@@ -135,6 +166,10 @@ class RosbagSource:
                                    f'(has {available})')
                 return given
             candidates = [t for t in available if t not in exclude]
+            if not available:
+                raise BagError(f'{self.path}: the bag has no {" or ".join(msgtypes)} topic '
+                               f'for the {role} (its topics: {self._topics_of_any()})',
+                               field=role)
             if len(candidates) != 1:
                 raise BagError(f'{self.path}: cannot pick the {role} topic among {available}; '
                                f'name it with --{role.replace("_", "-")}-topic')

@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from .published import PAPER_DATASETS, paper_row, REFERENCE_ROWS
+from ..eval.report import engine_line
 
 
 def _cell(value: float | None, digits: int = 3) -> str:
@@ -58,13 +59,10 @@ def paper_markdown(data: dict, rows: list[dict]) -> str:
     """Return the report as Markdown."""
     settings = data['settings']
     backbone, origin = data['paper_backbone'], data['backbone_origin']
+    workers = f" on {data['workers']} Ray workers" if data.get('workers', 1) > 1 else ''
     lines = ["# lrda paper: the paper's table on its protocols", '',
-             f"Model `{settings.get('model_source')}` on {data['device']}"
-             + (f" ({data['workers']} Ray workers)" if data.get('workers', 1) > 1 else '')
-             + '; paper rows for '
-             f'**{backbone}** ({origin}). {settings["iterations"]} iterations, learning rate '
-             f"{settings['learning_rate']}, dtype {settings['dtype']}, seed {settings['seed']}; "
-             f"{data['seconds']:.0f} s.", '']
+             engine_line(data['engine']) + f" Seed {settings['seed']}; {data['seconds']:.0f} "
+             f's{workers}; paper rows for **{backbone}** ({origin}).', '']
     if data['demo_prior']:
         lines += ['**Demo prior**: the embedded toy network, not a depth foundation model. '
                   'The differences to the paper say nothing about the method; the run checks '

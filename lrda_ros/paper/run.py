@@ -50,6 +50,7 @@ from ..errors import ConfigError, InputError
 from ..eval.methods import METHODS
 from ..eval.metrics import aggregate, DepthMetrics
 from ..eval.options import EngineOptions, PROTOCOL_PARAMETERS
+from ..eval.report import engine_metadata
 
 
 def _open_nyu(root: Path, seed: int) -> FrameDataset:
@@ -386,6 +387,8 @@ def run_paper(options: PaperOptions) -> dict:
     else:
         backbone, origin = 'DAv2-L', "assumed: the model is none of the paper's backbones"
     data = {'settings': settings, 'device': model['device'], 'demo_prior': model['demo_prior'],
+            'engine': {**engine_metadata(model['source'], model['device'], _base_config(options)),
+                       'processing_size': options.processing_size or 'per dataset'},
             'workers': len(workers),
             'paper_backbone': backbone, 'backbone_origin': origin,
             'seconds': time.time() - started, 'datasets': results,

@@ -271,7 +271,7 @@ class EvaluatorNode(Node):
                      'tae.fixed_frame': self.fixed_frame,
                      'figures': self.figures, 'report_every': self.report_every,
                      'output_dir': str(self.output)},
-            source=self.source or None,
+            source=self.source or None, engine=None,
             topics={role: self.resolve_topic_name(role)
                     for role in ('depth', 'ground_truth', 'image')},
             frames=result.num_frames,

@@ -53,6 +53,7 @@ from ..engine.precision import resolve_precision
 from ..eval.classical import ip_basic_complete
 from ..eval.methods import check_method_names, METHODS
 from ..eval.profiling import Measure
+from ..eval.report import engine_line, engine_metadata, json_ready
 
 #: Methods timed unless ``--methods`` says otherwise: names of the registry (eval/methods.py).
 DEFAULT_SPEED_METHODS = ('lrda', 'lrda-warm', 'lrda-strips', 'encoder-lora', 'prompt')
@@ -307,10 +308,13 @@ def run_speed(options: SpeedOptions, accuracy: bool = False) -> dict:
     output.mkdir(parents=True, exist_ok=True)
     device = resolve_device(options.device)
     machine = machine_description(device, options.dtype)
-    report = {'options': {k: str(v) for k, v in asdict(options).items()}, **machine}
+    engine = engine_metadata(','.join(options.backbones), str(device), options.tto_config(),
+                             weights='random weights of that architecture, seeded (the time '
+                             'does not depend on them)')
+    report = {'options': json_ready(asdict(options)), 'engine': engine, **machine}
     rows = measure_speed(options)
     report['speed'] = rows
-    text = machine_line(machine) + '\n\n' + speed_table(rows)
+    text = machine_line(machine) + '\n\n' + engine_line(engine) + '\n\n' + speed_table(rows)
     if device.type == 'cpu' and options.ablations:
         variant, resolution = options.backbones[0], options.resolutions[-1]
         ablation = allocator_ablation(variant, resolution, options.lidar, options.seed)
