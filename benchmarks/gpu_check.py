@@ -411,6 +411,37 @@ def count_step_synchronizations(completer, frame, intrinsics, device) -> list[in
     return counts
 
 
+def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
+    """
+    Complete ``frame``; return, step by step, the kernels each launched (CUDA profiler).
+
+    Every kernel a step runs on the GPU is one launch from the host: what bounds a step of
+    small kernels there. Empty off CUDA (the CPU runs no kernels to count).
+    """
+    import torch
+    from torch.profiler import profile, ProfilerActivity
+
+    if torch.device(device).type != 'cuda':
+        completer.complete(*frame, intrinsics=intrinsics)
+        return []
+    counts: list[int] = []
+    step = completer._step
+
+    def counted(*args, **kwargs):
+        with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+            step(*args, **kwargs)
+            torch.cuda.synchronize(device)
+        counts.append(sum(1 for event in profiler.events()
+                          if event.device_type == torch.autograd.DeviceType.CUDA))
+
+    completer._step = counted
+    try:
+        completer.complete(*frame, intrinsics=intrinsics)
+    finally:
+        del completer._step
+    return counts
+
+
 def step_figures(backbone: str, resolution: str, dtype: str, device: str,
                  sizes: Sizes) -> dict:
     """
@@ -418,9 +449,10 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
 
     FLOPs of an encoder pass and of one step (FlopCounterMode, benchmarks/compute_floor.py);
     host synchronizations per step (on CUDA its sync debug mode, elsewhere the operations
-    that would synchronize); the encoder pass and the time per step, from frames of
-    ``iterations`` steps and of none, so the step's time is that of the engine's own loop,
-    queued ahead as the node runs it; the TFLOP/s that the step achieves.
+    that would synchronize); kernel launches per step (CUDA only); the encoder pass and the
+    time per step, from frames of ``iterations`` steps and of none, so the step's time is
+    that of the engine's own loop, queued ahead as the node runs it; the TFLOP/s that the
+    step achieves.
     """
     from compute_floor import frame_flops
     from lrda_ros.engine import DepthCompleter
@@ -443,6 +475,8 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     completer.complete(*frames[0], intrinsics=intrinsics)  # kernels chosen, memory cached
     syncs = count_step_synchronizations(completer, frames[1], intrinsics, config.device)
     print(f'host synchronizations, step by step: {syncs}', flush=True)
+    launches = count_step_launches(completer, frames[1], intrinsics, config.device)
+    print(f'kernel launches, step by step: {launches or "none (not CUDA)"}', flush=True)
     results = {}
     for iterations in (0, config.iterations):
         completer.config = replace(config, iterations=iterations)
@@ -456,6 +490,7 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     return {'iterations': config.iterations,
             'encoder_ms': 1e3 * statistics.median(r.encode_seconds for r in results.values()),
             'step_ms': 1e3 * step_s, 'host_syncs_per_step': statistics.mean(syncs),
+            'launches_per_step': statistics.mean(launches) if launches else math.nan,
             'encoder_gflop': flops['encoder'] / 1e9, 'step_gflop': flops['step'] / 1e9,
             'step_tflops': flops['step'] / step_s / 1e12 if step_s > 0 else math.nan,
             'peak_mb': measured.peak_mb, 'weights_mb': _parameter_mb(model.network)}
@@ -705,6 +740,7 @@ SPEED_COLUMNS = (('s/frame', 'seconds', '.3f', ''), ('peak MB', 'peak_mb', '.0f'
 STEPS_COLUMNS = (('encoder pass, ms', 'encoder_ms', '.1f', ''),
                  ('step, ms', 'step_ms', '.2f', ''),
                  ('host synchronizations per step', 'host_syncs_per_step', '.1f', ''),
+                 ('kernel launches per step', 'launches_per_step', '.0f', ''),
                  ('GFLOP per step', 'step_gflop', '.1f', ''),
                  ('TFLOP/s', 'step_tflops', '.3g', ''),
                  ('encoder GFLOP', 'encoder_gflop', '.1f', ''),

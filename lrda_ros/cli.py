@@ -106,7 +106,8 @@ def _add_eval(commands) -> None:
                              '(float32 metres, NaN = no depth)')
     parser.add_argument('--compile', action='store_true', default=None,
                         help="torch.compile the step and decode (the node's compile; the "
-                             'steps then decode the full map)')
+                             'steps then decode the full map): for CUDA, slower than eager on '
+                             'a CPU')
     parser.add_argument('--encoder-backend', choices=('torch', 'onnxruntime', 'tensorrt'),
                         help='where the encoder runs; ' + node_default('encoder_backend'))
     parser.add_argument('--num-points', type=number(int, 1),
@@ -214,7 +215,8 @@ def _add_speed(commands, name: str = 'speed') -> None:
     parser.add_argument('--compile', action='store_true',
                         help="torch.compile the step and decode (the node's compile; the "
                              'steps then decode the full map; the compilation happens in '
-                             'the untimed warm-up frame)')
+                             'the untimed warm-up frame): for CUDA, slower than eager on a '
+                             'CPU')
     parser.add_argument('--no-structure', action='store_true',
                         help='skip the cost structure (encoder pass, decoder steps)')
     parser.add_argument('--no-ablations', action='store_true',
@@ -223,6 +225,11 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help='also score speed-ups on a synthetic sequence (demo prior)')
     parser.add_argument('--output', type=Path, default=defaults.output,
                         help='folder of the report: speed.md, speed.json')
+    parser.add_argument('--against', type=Path, metavar='CHECKOUT', default=None,
+                        help='another checkout of lrda_ros (e.g. the previous commit: git '
+                        'worktree add ../before HEAD~1): every frame is timed with it too, '
+                        'right after, and the report gives both times and their ratio '
+                        '(default: none)')
 
 
 def _run_speed(args) -> int:
@@ -236,7 +243,8 @@ def _run_speed(args) -> int:
                            lidar_fraction=args.lidar_fraction, lidar_top=args.lidar_top,
                            frames=args.frames, sparse_head=not args.dense_head,
                            compile=args.compile, structure=not args.no_structure,
-                           ablations=not args.no_ablations, output=args.output)
+                           ablations=not args.no_ablations, output=args.output,
+                           against=args.against)
     stopped = 'lrda speed: interrupted; nothing written (the report needs every configuration)'
     with exit_within(_EXIT_GRACE_S, farewell=stopped):
         try:

@@ -42,8 +42,8 @@ def frames(count: int = 2):
 
 
 def completer(**options) -> DepthCompleter:
-    config = dict(device='cpu', iterations=4, warm_iterations=2, learning_rate=3e-2,
-                  schedule='paper')
+    config = {'device': 'cpu', 'iterations': 4, 'warm_iterations': 2, 'learning_rate': 3e-2,
+              'schedule': 'paper'}
     config.update(options)
     return DepthCompleter(DepthModel(tiny_network(seed=2)), TTOConfig(**config))
 
@@ -94,13 +94,13 @@ def test_the_engine_reports_each_adapted_layers_form(dtype):
     tto = completer(dtype=dtype)  # lora_path 'auto'
     for frame in frames():
         tto.complete(*frame)
-    paths = tto.lora_paths()
+    paths = tto.path_choice.paths()
     assert set(paths) == set(tto.adaptation.adapters.layer_names)
     assert set(paths.values()) <= {'separate', 'merged'}
     if dtype == 'float32':  # peft's own form, measured nowhere
-        assert set(paths.values()) == {'separate'} and not tto.lora_path_timings
+        assert set(paths.values()) == {'separate'} and not tto.path_choice.timings
     else:  # measured once per network input shape, on the layers a step runs
-        (shape, timings), = tto.lora_path_timings.items()
+        (shape, timings), = tto.path_choice.timings.items()
         assert shape[-2:] == (56, 84)
         assert {t.name for t in timings} <= set(paths)
         assert all(t.separate > 0 and t.merged > 0 for t in timings)

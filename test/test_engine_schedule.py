@@ -126,7 +126,8 @@ def test_cached_frozen_outputs_give_the_losses_of_recomputing(tiny_model, monkey
                                 lambda layer, inputs, cache, key: layer(inputs))
         completer = DepthCompleter(DepthModel(copy.deepcopy(tiny_model.network), 'cpu'),
                                    TTOConfig(device='cpu', min_depth=0.01, dtype=dtype,
-                                             schedule='paper', iterations=6))
+                                             schedule='paper', iterations=6,
+                                             lora_path='separate'))  # the cached form
         calls.clear()
         losses[use_cache] = completer.complete(image, sparse).losses
         if use_cache:

@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 import re
@@ -102,8 +103,10 @@ def test_the_dry_run_runs_every_part_without_ros_and_its_tables_parse(tmp_path):
     assert speed['lrda']['speedup_vs_prompt'] > 0
     step, = report['steps']
     assert step['host_syncs_per_step'] == 0
+    assert math.isnan(step['launches_per_step'])  # counted on CUDA only
     assert step['step_gflop'] > 0 and step['encoder_gflop'] > step['step_gflop']
-    assert step['encoder_ms'] > 0 and step['weights_mb'] > 50  # ViT-S: 25 M parameters
+    # ViT-S: 25 M parameters, held in bfloat16 where that is the compute precision.
+    assert step['encoder_ms'] > 0 and step['weights_mb'] > 45
     camera, = report['cameras']
     assert camera['cameras'] == 3 and camera['frames_per_s_batched'] > 0
 

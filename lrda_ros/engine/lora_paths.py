@@ -45,6 +45,7 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
+
 def _base_apply(base: nn.Module, x: torch.Tensor, weight: torch.Tensor,
                 bias: torch.Tensor | None) -> torch.Tensor:
     if isinstance(base, nn.Conv2d):
@@ -204,3 +205,43 @@ def choose_paths(forwards: dict[str, AdaptedForward], repeats: int = 3) -> list[
         forward.path = timing.choice
         timings.append(timing)
     return timings
+
+
+class PathChoice:
+    """
+    Each adapted layer's form per network input shape, as ``TTOConfig.lora_path`` says.
+
+    'separate' or 'merged': every layer so. 'auto': in float32 the separate form (float32
+    convolutions run at the device's peak already, and the losses stay those of peft's form);
+    in a reduced precision, a network input shape's first step runs every layer separately,
+    then each layer's two forms are timed at its input's shape (:func:`choose_paths`) and the
+    cheaper one kept for that shape.
+    """
+
+    def __init__(self, adapters, setting: str, dtype: torch.dtype) -> None:
+        self.adapters = adapters
+        self.measuring = adapters is not None and setting == 'auto' and dtype != torch.float32
+        #: What was measured, per network input shape.
+        self.timings: dict[tuple[int, ...], list[PathTiming]] = {}
+        if adapters is not None:
+            adapters.set_paths('separate' if setting == 'auto' else setting)
+
+    def paths(self) -> dict[str, str]:
+        """Return each adapted layer's form now (none adapted: {})."""
+        return {} if self.adapters is None else self.adapters.paths()
+
+    def before_steps(self, shape: tuple[int, ...]) -> bool:
+        """Set the forms chosen at this network input; return whether to measure them now."""
+        if not self.measuring:
+            return False
+        if shape in self.timings:
+            self.adapters.set_paths({t.name: t.choice for t in self.timings[shape]})
+            return False
+        self.adapters.set_paths('separate')
+        for forward in self.adapters.forwards.values():
+            forward.last_input = None  # only the layers the steps run are measured
+        return True
+
+    def measure(self, shape: tuple[int, ...]) -> None:
+        """Time the layers that have run since :meth:`before_steps`; keep the cheaper forms."""
+        self.timings[shape] = choose_paths(self.adapters.forwards)

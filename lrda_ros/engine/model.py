@@ -33,6 +33,7 @@ from .alignment import PredictionSpace
 from .lora import DECODER_PREFIXES, ENCODER_PREFIXES
 from .lora_paths import low_rank_term
 from .precision import autocast, full_precision, hold_frozen_weights
+from ..errors import ConfigError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -259,16 +260,29 @@ class BaseDepthModel:
     #: Layers that compute in float32 under any autocast (their weights stay float32).
     float32_layers: tuple[str, ...] = ()
 
-    def hold_weights(self, dtype: torch.dtype, prefixes: Sequence[str]) -> list[str]:
-        """
-        Hold the frozen weights under ``prefixes`` in ``dtype`` (once; see precision.py).
+    #: Whether the decoder's frozen weights are held in a reduced compute precision
+    #: (hold_weights): the models whose float32 layers are named (float32_layers).
+    holds_weights = False
 
-        Returns the layers cast. The encoder's features are then kept in ``dtype`` too, so the
-        decoder's activations stay in one precision from its first layer on.
+    def hold_weights(self, dtype: torch.dtype, with_encoder: bool) -> list[str]:
         """
+        Hold the decoder's frozen weights in ``dtype``, the encoder's too with ``with_encoder``.
+
+        Once per model (see precision.py); returns the layers cast. The encoder's features are
+        then kept in ``dtype`` too, so the decoder's activations stay in one precision from its
+        first layer on. A model already held in another precision is refused: the completers
+        that share it would compute in a precision they were not configured for.
+        """
+        wanted = dtype if self.holds_weights else torch.float32
+        if self.held_dtype not in (torch.float32, wanted):
+            raise ConfigError(f"this model's frozen weights are held in {self.held_dtype} by "
+                              'another completer; load the model again for this one',
+                              field='dtype')
+        if wanted == torch.float32:
+            return []
+        prefixes = self.decoder_prefixes + (self.encoder_prefixes if with_encoder else ())
         held = hold_frozen_weights(self.network, prefixes, dtype, self.float32_layers)
-        if held:
-            self.held_dtype = dtype
+        self.held_dtype = dtype
         return held
 
     def _features(self, features: Sequence[torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -305,6 +319,7 @@ class DepthModel(BaseDepthModel):
     encoder_prefixes = ENCODER_PREFIXES
     decoder_prefixes = DECODER_PREFIXES
     float32_layers = ('head.conv2', 'head.conv3')  # head_output
+    holds_weights = True
     #: Runs the backbone for ``encode`` instead of PyTorch (engine/encoder_backends.py).
     encoder_runner = None
 

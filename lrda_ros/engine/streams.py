@@ -30,6 +30,7 @@ from typing import Any, Hashable
 import torch
 
 from .deadline import StepTimes
+from .steps import new_adam, reset_learning_rate
 
 
 @dataclass
@@ -69,3 +70,32 @@ class ParkedStreams:
     def __contains__(self, stream: Hashable) -> bool:
         """Return whether ``stream`` has a parked state."""
         return stream in self._states
+
+
+def _on_cpu(value: Any) -> Any:
+    """Return a CPU copy of a tensor (the live one goes on changing), other values as they are."""
+    return value.detach().to('cpu', copy=True) if torch.is_tensor(value) else value
+
+
+def portable_state(input_shape: tuple[int, ...], optimizer: torch.optim.Optimizer | None,
+                   adaptation: list[torch.Tensor], previous_share: float | None) -> dict:
+    """Return a stream's warm start as plain CPU values (DepthCompleter.warm_state)."""
+    optimizer_state = optimizer.state_dict() if optimizer is not None else None
+    if optimizer_state is not None:
+        optimizer_state['state'] = {
+            key: {name: _on_cpu(value) for name, value in entry.items()}
+            for key, entry in optimizer_state['state'].items()}
+    return {'input_shape': input_shape, 'optimizer': optimizer_state,
+            'adaptation': [_on_cpu(value) for value in adaptation],
+            'previous_share': previous_share}
+
+
+def restored_adam(state: dict | None, parameters: list[torch.Tensor],
+                  learning_rate: float) -> torch.optim.Optimizer | None:
+    """Return the Adam of a portable state (its moments moved to the parameters' device)."""
+    if state is None:
+        return None
+    optimizer = new_adam(parameters, learning_rate)
+    optimizer.load_state_dict(state)
+    reset_learning_rate(optimizer, learning_rate)
+    return optimizer

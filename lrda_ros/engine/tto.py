@@ -38,14 +38,14 @@ from .completion import (check_frame, check_unshared, CompletionResult, Completi
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
-from .lora_paths import choose_paths, PathTiming
+from .lora_paths import PathChoice
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
 from .schedule import COARSE_SCALE, combined_trace, plan_stages, Stage, Verdict, warm_verdict
 from .sparse_head import SparseHeadPlan
 from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
-from .streams import ParkedStreams, WarmState
+from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
 from ..errors import ConfigError, InputError, LrdaError
 
@@ -105,44 +105,17 @@ class DepthCompleter:
         #: The stream whose warm state is live in the model (None: the default stream).
         self._stream: Hashable = None
         self._parked = ParkedStreams()
+        #: This frame's sparse-head plans (_sparse_plan), emptied as each frame starts.
+        self._frame_plans: dict[tuple, SparseHeadPlan] = {}
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
-        self._hold_frozen_weights()
-        adapters = getattr(self.adaptation, 'adapters', None)
-        if adapters is not None and self.config.lora_path != 'auto':
-            adapters.set_paths(self.config.lora_path)
-        #: Each network input shape's measured LoRA forms ('auto'; engine/lora_paths.py).
-        self.lora_path_timings: dict[tuple[int, ...], list[PathTiming]] = {}
+        # Depth Anything V2's decoder, and its encoder where torch runs it (precision.py).
+        self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
+        #: Each adapted layer's LoRA form (``path_choice.paths()``), per network input shape,
+        #: and the times it was chosen by (engine/lora_paths.py).
+        self.path_choice = PathChoice(getattr(self.adaptation, 'adapters', None),
+                                      self.config.lora_path, self._autocast_dtype)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
-
-    def _hold_frozen_weights(self) -> None:
-        """
-        Hold the frozen weights that compute in the reduced precision in it (once per model).
-
-        Depth Anything V2's decoder, and its encoder where torch runs it; the layers that
-        compute in float32 under any autocast (the head's output layers) stay float32.
-        """
-        held = self.model.held_dtype
-        if held not in (torch.float32, self._autocast_dtype):
-            raise ConfigError(
-                f'dtype {self.config.dtype!r}: this model\'s frozen weights are held in {held} '
-                'by another completer; load the model again for this one', field='dtype')
-        if self._autocast_dtype == torch.float32 or not self.model.dpt_decoder:
-            if held != torch.float32:
-                raise ConfigError(
-                    f'dtype {self.config.dtype!r}: this model\'s frozen weights are held in '
-                    f'{held} by another completer; load the model again for this one',
-                    field='dtype')
-            return
-        prefixes = self.model.decoder_prefixes
-        if self.config.encoder_backend == 'torch':
-            prefixes += self.model.encoder_prefixes
-        self.model.hold_weights(self._autocast_dtype, prefixes)
-
-    def lora_paths(self) -> dict[str, str]:
-        """Return each adapted layer's LoRA form now: 'separate' or 'merged' (none: {})."""
-        adapters = getattr(self.adaptation, 'adapters', None)
-        return {} if adapters is None else adapters.paths()
 
     def _check_model_options(self) -> None:
         """
@@ -276,17 +249,8 @@ class DepthCompleter:
         """
         if self._warm_input_shape is None:
             return None
-        optimizer = self._optimizer.state_dict() if self._optimizer is not None else None
-
-        def to_cpu(value):  # a copy: the live tensors go on changing
-            return value.detach().to('cpu', copy=True) if torch.is_tensor(value) else value
-
-        if optimizer is not None:
-            optimizer['state'] = {key: {name: to_cpu(value) for name, value in entry.items()}
-                                  for key, entry in optimizer['state'].items()}
-        return {'input_shape': self._warm_input_shape, 'optimizer': optimizer,
-                'adaptation': [to_cpu(value) for value in self.adaptation.capture()],
-                'previous_share': self._previous_share}
+        return portable_state(self._warm_input_shape, self._optimizer,
+                              self.adaptation.capture(), self._previous_share)
 
     def load_warm_state(self, state: dict | None) -> None:
         """Continue from a :meth:`warm_state` (None: start the next frame cold)."""
@@ -295,11 +259,8 @@ class DepthCompleter:
             return
         device = self.model.device
         self.adaptation.restore([value.to(device) for value in state['adaptation']])
-        self._optimizer = None
-        if state['optimizer'] is not None:
-            self._optimizer = new_adam(self.adaptation.parameters, self.config.learning_rate)
-            self._optimizer.load_state_dict(state['optimizer'])  # moves moments to the device
-            reset_learning_rate(self._optimizer, self.config.learning_rate)
+        self._optimizer = restored_adam(state['optimizer'], self.adaptation.parameters,
+                                        self.config.learning_rate)
         self._warm_input_shape = tuple(state['input_shape'])
         self._previous_share = state.get('previous_share')
 
@@ -308,8 +269,13 @@ class DepthCompleter:
         """Return the sparse head's plan of the LiDAR pixels at this input (None: dense head)."""
         if not self._uses_sparse_head:
             return None
-        return SparseHeadPlan.build(samples.rows, samples.cols, encoded.input_size,
-                                    tuple(pixel_values.shape[-2:]))
+        # One plan per frame and network input: a warm frame's start check and its steps
+        # share it (its window matrices are the costly part to build).
+        key = (id(samples), tuple(pixel_values.shape[-2:]))
+        if key not in self._frame_plans:
+            self._frame_plans[key] = SparseHeadPlan.build(
+                samples.rows, samples.cols, encoded.input_size, tuple(pixel_values.shape[-2:]))
+        return self._frame_plans[key]
 
     @torch.no_grad()
     def _starting_loss(self, pixel_values: torch.Tensor, encoded: EncodedImage,
@@ -437,7 +403,7 @@ class DepthCompleter:
                           stage.end)
         if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
-        choose = self._use_lora_paths(tuple(pixel_values.shape))
+        measure = self.path_choice.before_steps(tuple(pixel_values.shape))
         for index in range(stage.max_steps):
             if not deadline.another_step_fits():
                 break
@@ -447,43 +413,14 @@ class DepthCompleter:
             if index and rules.stop_flag_says_stopped(index):
                 break
             self._step(pixel_values, encoded, samples, target, plan, rules, index)
-            if choose and index == 0:  # each layer's input shape at this network input
-                self._choose_lora_paths(tuple(pixel_values.shape))
+            if measure and index == 0:  # each layer has run at this network input's shapes
+                with self._autocast():
+                    self.path_choice.measure(tuple(pixel_values.shape))
             if deadline.deadline is not None:
                 self._synchronize()  # a step's duration, not its launch, for the deadline
         trace = rules.trace()
         trace.full_size = stage.full_size
         return trace
-
-    def _use_lora_paths(self, shape: tuple[int, ...]) -> bool:
-        """
-        Set the LoRA forms measured at this network input; return whether to measure them.
-
-        With ``lora_path`` 'auto', a network input shape's first step runs every layer in
-        the separate form, then each layer's two forms are timed at its input's shape and the
-        cheaper one kept for that shape (engine/lora_paths.py).
-        """
-        adapters = getattr(self.adaptation, 'adapters', None)
-        if adapters is None or self.config.lora_path != 'auto':
-            return False
-        if self._autocast_dtype == torch.float32:
-            # Float32 convolutions run at the device's peak already: peft's form, whose
-            # losses stay those of the float32 runs before the forms existed.
-            adapters.set_paths('separate')
-            return False
-        if shape in self.lora_path_timings:
-            adapters.set_paths({t.name: t.choice for t in self.lora_path_timings[shape]})
-            return False
-        adapters.set_paths('separate')
-        for forward in adapters.forwards.values():
-            forward.last_input = None
-        return True
-
-    def _choose_lora_paths(self, shape: tuple[int, ...]) -> None:
-        adapters = self.adaptation.adapters
-        with self._autocast():
-            self.lora_path_timings[shape] = choose_paths(adapters.forwards)
-        self._synchronize()
 
     def _loss(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
               target: torch.Tensor, plan: SparseHeadPlan | None) -> torch.Tensor:
@@ -578,6 +515,7 @@ class DepthCompleter:
             deadline = deadline_in(config.time_budget)
         frame_deadline = FrameDeadline(deadline, self.step_times)
         rgb, sparse_depth = check_frame(rgb, sparse_depth)
+        self._frame_plans.clear()
         samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
                                          self.model.device)
         too_few = samples.count < config.min_points
@@ -636,6 +574,7 @@ class DepthCompleter:
             raise
         dense, confidence, loss, fit = self._final_prediction(
             pixel_values, features, samples, target, trace, frame_deadline)
+        self._frame_plans.clear()  # frame data: not kept between frames
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
         result_depth = depth.cpu().numpy().astype(np.float32)

@@ -31,6 +31,14 @@ def speed_table(rows: list[dict]) -> str:
                      f'{row["seconds"]:.2f} | {row["peak_mb"]:.0f} | '
                      f'{row["time_vs_lrda"]:.2f}x | {row["memory_vs_lrda"]:.2f}x | '
                      f'{row["iterations"]:.0f} |')
+    against = [row for row in rows if 'seconds_against' in row]
+    if against:  # lrda speed --against: the other checkout's time of the same frames
+        lines += ['', '| backbone | resolution | method | s/frame | s/frame, --against '
+                  'checkout | speed-up over it |', '|---|---|---|---|---|---|']
+    for row in against:
+        lines.append(f'| {row["backbone"]} | {row["resolution"]} | {row["method"]} | '
+                     f'{row["seconds"]:.2f} | {row["seconds_against"]:.2f} | '
+                     f'{row["speedup_vs_against"]:.2f}x |')
     structure = {(r['backbone'], r['resolution']): r for r in rows
                  if not math.isnan(r['encoder_s'])}  # none with --no-structure
     if structure:

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .against import check_checkout, measure_in_checkout
 from .inputs import (
     BACKBONES, LidarPattern, panning_frames, panning_intrinsics, random_model, RESOLUTIONS,
     UNIDEPTH_BACKBONES)
@@ -87,6 +88,9 @@ class SpeedOptions:
     ablations: bool = True
     output: Path = Path('out/speed')
     seed: int = 0
+    #: Another checkout of the package: each frame is timed with it too, right after
+    #: (speed/against.py), for speed-ups measured side by side.
+    against: Path | None = None
 
     def __post_init__(self) -> None:
         """Reject unknown names and out-of-range numbers before anything runs."""
@@ -104,6 +108,8 @@ class SpeedOptions:
         for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
             if value < 1:
                 raise ValueError(f'{option} must be at least 1, got {value}')
+        if self.against is not None:
+            self.against = check_checkout(self.against)
         if not 0 <= self.lidar_top < 1:
             raise ValueError(f'--lidar-top must be in [0, 1), got {self.lidar_top}')
         if not 0 < self.lidar_fraction <= 1 - self.lidar_top:
@@ -213,6 +219,15 @@ def _measure_run(run: PlannedRun, variant: str, resolution: str, options: SpeedO
                             run.config.warm_start, options.lidar, options.seed, frame_index)
 
 
+def _sample(measure) -> dict:
+    """Return one measured frame, or NaNs and the error where it failed."""
+    try:
+        return measure()
+    except Exception as error:  # e.g. CUDA out of memory in the child
+        return {'seconds': float('nan'), 'peak_mb': float('nan'), 'iterations': 0,
+                'final_loss': float('nan'), 'error': f'{type(error).__name__}: {error}'}
+
+
 def _summarize(samples: list[dict]) -> dict:
     """Return the medians of a configuration's samples, and the first error among them."""
     errors = [s['error'] for s in samples if 'error' in s]
@@ -247,18 +262,27 @@ def measure_speed(options: SpeedOptions, progress=print) -> list[dict]:
             config = options.tto_config()
             plan = _plan(options, config, variant)
             samples: dict[str, list[dict]] = {run.label: [] for run in plan}
+            against: dict[str, list[float]] = {run.label: [] for run in plan}
             for index in range(1, options.frames + 1):
                 for run in plan:
-                    try:
-                        sample = _measure_run(run, variant, resolution, options, index)
-                    except Exception as error:  # e.g. CUDA out of memory in the child
-                        sample = {'seconds': float('nan'), 'peak_mb': float('nan'),
-                                  'iterations': 0, 'final_loss': float('nan'),
-                                  'error': f'{type(error).__name__}: {error}'}
+                    sample = _sample(lambda: _measure_run(run, variant, resolution, options,
+                                                          index))
                     samples[run.label].append(sample)
                     progress(f'  frame {index} {run.label}: {sample["seconds"]:.2f} s, '
                              f'{sample["peak_mb"]:.0f} MB')
+                    if options.against is not None and run.config is not None:
+                        other = _sample(lambda: measure_in_checkout(
+                            options.against, variant, resolution, run.config,
+                            run.config.warm_start, options.lidar, options.seed, index))
+                        against[run.label].append(other['seconds'])
+                        progress(f'  frame {index} {run.label}, --against: '
+                                 f'{other["seconds"]:.2f} s')
             measured = {name: _summarize(runs) for name, runs in samples.items()}
+            for name, seconds in against.items():
+                if seconds:
+                    median = float(np.median(seconds))
+                    measured[name].update(seconds_against=median,
+                                          speedup_vs_against=median / measured[name]['seconds'])
             reference = measured.get('lrda', {})
             for name, values in measured.items():
                 rows.append({
