@@ -24,7 +24,7 @@ import math
 
 from lrda_ros.geometry import RigidTransform
 from lrda_ros.geometry.motion import (
-    check_times, move_points, points_at_instant, pose_window, se3_exp, se3_log)
+    align_sweep, check_times, move_points, points_at_instant, pose_window, se3_exp, se3_log)
 import numpy as np
 import pytest
 
@@ -155,3 +155,37 @@ def test_pose_window_spans_the_sweep_the_stamp_and_the_image():
     assert pose_window(checked, 0.03) == (0.0, 0.09)
     assert pose_window(checked, -0.04) == (-0.04, 0.09)
     assert pose_window(checked, 0.12) == (0.0, 0.12)
+
+
+def test_align_sweep_looks_up_the_window_ends_and_counts_bad_times():
+    twist = np.array([10.0, 0.0, 0.0, 0.0, 0.0, math.radians(30.0)])
+    looked_up = []
+
+    def pose_at(seconds):
+        looked_up.append(seconds)
+        return poses_along(twist, np.eye(4), [seconds])[0]
+
+    world = RNG.uniform(-30, 30, (200, 3))
+    times = np.linspace(0.0, 0.1, 200)
+    measured = np.stack([pose.inverse().apply(point[None])[0]
+                         for pose, point in zip(poses_along(twist, np.eye(4), times), world)])
+    times_read = times.copy()
+    times_read[5] = np.nan  # moved as if measured at the stamp, and counted
+    result = align_sweep(measured, times_read, 0.12, pose_at)
+    assert looked_up == [0.0, 0.12] and result.window_s == (0.0, 0.12)
+    assert result.times.num_not_finite == 1
+    expected = poses_along(twist, np.eye(4), [0.12])[0].inverse().apply(world)
+    good = np.arange(200) != 5
+    np.testing.assert_allclose(result.points[good], expected[good], rtol=0, atol=1e-9)
+
+
+def test_align_sweep_without_a_window_looks_nothing_up_and_lookup_errors_propagate():
+    points = RNG.uniform(-10, 10, (10, 3))
+
+    def unavailable(seconds):
+        raise LookupError('extrapolation into the future')
+
+    still = align_sweep(points, np.zeros(10), 0.0, unavailable)
+    assert still.points is points
+    with pytest.raises(LookupError, match='extrapolation'):
+        align_sweep(points, np.zeros(10), 0.03, unavailable)

@@ -38,7 +38,8 @@ from .checks import (
     InvalidCameraError, InvalidConfigError, InvalidPointsError, InvalidTransformError,
     UnsupportedDistortionError)
 from .motion import (
-    check_times, move_points, points_at_instant, pose_window, se3_exp, se3_log, SweepTimes)
+    align_sweep, AlignedSweep, check_times, move_points, points_at_instant, pose_window, se3_exp,
+    se3_log, SweepTimes)
 from .outliers import (
     DDAD_GROUND_TRUTH_FILTER, filter_outliers, outlier_mask, OutlierFilter, SPARSE_INPUT_FILTER)
 from .projection import (
@@ -46,7 +47,7 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'agree_with_lidar', 'backproject_depth', 'camera_for_image', 'CameraModel', 'check_times',
+    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image', 'CameraModel', 'check_times',
     'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
     'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
     'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',

@@ -31,6 +31,7 @@ seconds relative to the cloud's stamp. Points whose time is not finite, or lies 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -220,3 +221,32 @@ def points_at_instant(points: np.ndarray, times_s: np.ndarray, pose_start: Rigid
         return points
     fractions = (np.asarray(times_s, np.float64) - target_s) / (end_s - start_s)
     return move_points(points, twist, fractions)
+
+
+@dataclass(frozen=True, eq=False)
+class AlignedSweep:
+    """Points in the LiDAR frame at the image's instant, and the time checks' counts."""
+
+    points: np.ndarray
+    times: SweepTimes
+    window_s: tuple[float, float]
+
+
+def align_sweep(points: np.ndarray, times_s: np.ndarray, image_offset_s: float,
+                pose_at: Callable[[float], RigidTransform],
+                max_offset_s: float = 0.25) -> AlignedSweep:
+    """
+    Move a sweep's points to where they were at the image's instant.
+
+    ``times_s`` and ``image_offset_s`` are seconds from the cloud's stamp; ``pose_at(s)``
+    returns ``T_fixed_lidar`` at that instant (a tf2 lookup, a trajectory) and may raise
+    LookupError, which propagates: the caller decides the fallback. Two poses are looked up,
+    at the ends of :func:`pose_window`.
+    """
+    checked = check_times(times_s, max_offset_s)
+    start_s, end_s = pose_window(checked, image_offset_s)
+    if end_s <= start_s:
+        return AlignedSweep(points, checked, (start_s, end_s))
+    moved = points_at_instant(points, checked.seconds, pose_at(start_s), pose_at(end_s),
+                              start_s, end_s, image_offset_s)
+    return AlignedSweep(moved, checked, (start_s, end_s))
