@@ -13,8 +13,7 @@
 # limitations under the License.
 
 """
-A PointCloud2's points moved to the image's stamp: the frame path the node and the offline
-commands share.
+A PointCloud2's points moved to the image's stamp, as the node and the offline commands do it.
 
 The cloud's per-point times (its driver's time field, else azimuths, else its stamp) and two
 poses of the LiDAR in a fixed frame (looked up by the caller: tf2 in the node, the bag's /tf
