@@ -31,8 +31,7 @@ import numpy as np
 
 from .cameras import Camera
 from .tf_lookup import TransformLookup
-from ..geometry import RigidTransform
-from ..messages.stamps import stamp_from_ns, stamp_to_ns
+from ..messages.stamps import stamp_to_ns
 from ..messages.sweep_alignment import align_cloud, CloudAlignment, NO_TF2
 from ..settings import NodeSettings
 
@@ -54,9 +53,8 @@ class MotionAligner:
         if tf is None:
             result = CloudAlignment(points, NO_TF2, 'tf2_ros is not installed')
         else:
-            result = align_cloud(points, cloud, stamp_to_ns(image.header.stamp),
-                                 _pose_lookup(tf, config.fixed_frame, cloud.header.frame_id,
-                                              settings.tf_timeout), config)
+            poses = tf.poses(config.fixed_frame, cloud.header.frame_id, settings.tf_timeout)
+            result = align_cloud(points, cloud, stamp_to_ns(image.header.stamp), poses, config)
         self._count(camera, result, config.fixed_frame)
         return result.points
 
@@ -87,21 +85,3 @@ class MotionAligner:
         if key not in self._warned:
             self._warned.add(key)
             self._warn(camera.label + message)
-
-
-def _pose_lookup(tf: TransformLookup, fixed_frame: str, lidar_frame: str,
-                 timeout_s: float) -> Callable[[int], RigidTransform]:
-    """
-    Return ``ns -> T_fixed_lidar`` by tf2; raises TransformUnavailable (a LookupError).
-
-    The window's first (older) instant is looked up without waiting, so a missing chain costs
-    no wait; the second waits up to ``timeout_s`` for odometry to reach the newest instant.
-    """
-    calls = []
-
-    def pose_at(stamp_ns: int) -> RigidTransform:
-        calls.append(stamp_ns)
-        return tf.lookup(fixed_frame, lidar_frame, stamp_from_ns(stamp_ns),
-                         timeout_s if len(calls) > 1 else 0.0)
-
-    return pose_at
