@@ -25,8 +25,13 @@ same pixels: the median absolute error per offset and over all. A still rig (spe
 rate 0) must give bit-identical maps. Last, the time ``align_sweep`` takes for one sweep of
 128 beams (about 130k points).
 
+``--complete``: also the completed depth's MAE (the embedded demo prior, trained on this
+world, cold frames) from the sparse map without and with alignment, and from a still rig
+standing where the moving one was at the image's instant (same image, same scene).
+
     python benchmarks/moving_rig.py
     python benchmarks/moving_rig.py --seeds 0 1 2 --offsets -0.05 0 0.05
+    python benchmarks/moving_rig.py --complete --offsets -0.05 0.05
 """
 
 from __future__ import annotations
@@ -42,8 +47,14 @@ from lrda_ros.speed.machine import cpu_model
 import numpy as np
 
 
-def _frame(seed: int, offset_s: float, motion: world.RigMotion, args) -> tuple:
-    """Return the (without, with) sparse maps of one frame and its rendered depth."""
+def _frame(seed: int, offset_s: float, motion: world.RigMotion, args,
+           with_rgb: bool = False) -> tuple:
+    """
+    Return one frame's sparse maps (without, with alignment, a still rig's) and its view.
+
+    The view is rendered without noise or shadows unless ``with_rgb`` (the image a completer
+    sees); its depth is the ground truth either way.
+    """
     scene = world.make_scene('outdoor', seed, length=80.0)
     camera = world.pinhole_camera_focal(args.width, args.height, args.fx)
     T_cam_lidar = world.lidar_mount()
@@ -52,14 +63,18 @@ def _frame(seed: int, offset_s: float, motion: world.RigMotion, args) -> tuple:
     lidar = world.LidarConfig(beams=args.beams, range_noise_std=0.0)
     sweep = world.simulate_moving_sweep(scene, T_world_lidar, lidar, motion)
     image_s = motion.sweep_period_s / 2 + offset_s
-    T_world_cam_image = motion.pose(T_world_lidar, image_s) @ np.linalg.inv(T_cam_lidar)
-    depth = world.render(scene, camera, T_world_cam_image, noise_std=0.0, shadows=False).depth
+    T_world_lidar_image = motion.pose(T_world_lidar, image_s)
+    T_world_cam_image = T_world_lidar_image @ np.linalg.inv(T_cam_lidar)
+    view = (world.render(scene, camera, T_world_cam_image) if with_rgb else
+            world.render(scene, camera, T_world_cam_image, noise_std=0.0, shadows=False))
     aligned = align_sweep(sweep.points, sweep.times, image_s,
                           lambda s: RigidTransform.from_matrix(motion.pose(T_world_lidar, s)))
+    still = world.simulate_moving_sweep(scene, T_world_lidar_image, lidar,
+                                        world.RigMotion(0.0, 0.0, motion.sweep_period_s))
     extrinsic = RigidTransform.from_matrix(T_cam_lidar)
     maps = [lidar_to_sparse_depth(points, extrinsic, camera, ProjectionConfig()).depth
-            for points in (sweep.points, aligned.points)]
-    return maps, depth
+            for points in (sweep.points, aligned.points, still.points)]
+    return maps, view
 
 
 def _errors(sparse: np.ndarray, depth: np.ndarray) -> np.ndarray:
@@ -79,9 +94,9 @@ def accuracy(args) -> None:
     for offset in args.offsets:
         errors = ([], [])
         for seed in args.seeds:
-            maps, depth = _frame(seed, offset, motion, args)
+            maps, view = _frame(seed, offset, motion, args)
             for kept, sparse in zip(errors, maps):
-                kept.append(_errors(sparse, depth))
+                kept.append(_errors(sparse, view.depth))
         without, with_alignment = (float(np.median(np.concatenate(e))) for e in errors)
         for kept, new in zip(pooled, errors):
             kept.extend(new)
@@ -90,9 +105,33 @@ def accuracy(args) -> None:
     without, with_alignment = (float(np.median(np.concatenate(e))) for e in pooled)
     print(f'| all | {without:.4f} | {with_alignment:.4f} | {without / with_alignment:.1f} |')
     still = world.RigMotion(0.0, 0.0, args.period)
-    same = all(np.array_equal(*_frame(seed, offset, still, args)[0])
+    same = all(np.array_equal(*_frame(seed, offset, still, args)[0][:2])
                for seed in args.seeds[:1] for offset in args.offsets)
     print(f'still rig, alignment on vs off: sparse maps bit-identical: {same}')
+
+
+def completion(args) -> None:
+    """Print the completed depth's MAE from each sparse map (demo prior, cold frames)."""
+    from lrda_ros.engine import DepthCompleter, TTOConfig
+    from lrda_ros.engine.loading import load_depth_model
+
+    completer = DepthCompleter(load_depth_model('demo', 'cpu'),
+                               TTOConfig(device='cpu', warm_start=False,
+                                         processing_size=args.processing_size))
+    motion = world.RigMotion(args.speed, args.yaw_rate, args.period)
+    names = ('without alignment', 'with alignment', 'still rig')
+    mae = {name: [] for name in names}
+    for offset in args.offsets:
+        for seed in args.seeds:
+            maps, view = _frame(seed, offset, motion, args, with_rgb=True)
+            valid = view.depth > 0
+            for name, sparse in zip(names, maps):
+                depth = completer.complete(view.rgb, sparse).depth
+                mae[name].append(float(np.mean(np.abs(depth[valid] - view.depth[valid]))))
+    print(f'completed depth MAE (m), demo prior, processing size {args.processing_size}, '
+          f'{len(mae[names[0]])} frames (offsets {args.offsets}, seeds {args.seeds}): ' +
+          ', '.join(f'{name} {np.mean(values):.3f}' for name, values in mae.items()) +
+          f'; with alignment / still rig = {np.mean(mae[names[1]]) / np.mean(mae[names[2]]):.3f}')
 
 
 def timing(args) -> None:
@@ -126,8 +165,13 @@ def main() -> None:
     parser.add_argument('--height', type=int, default=352)
     parser.add_argument('--fx', type=float, default=700.0)
     parser.add_argument('--runs', type=int, default=50)
+    parser.add_argument('--complete', action='store_true')
+    parser.add_argument('--processing-size', type=int, default=518)
     args = parser.parse_args()
     print(f'machine: {cpu_model()}, {os.cpu_count()} cores')
+    if args.complete:
+        completion(args)
+        return
     accuracy(args)
     timing(args)
 
