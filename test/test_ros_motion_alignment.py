@@ -187,3 +187,17 @@ def test_a_tf2_buffer_without_odom_falls_back_to_the_static_extrinsic(tf2_lookup
                        image_at(CLOUD_NS + 30_000_000), points)
     assert out is points
     assert camera.stats.motion_fallbacks['no_fixed_frame_pose'] == 1 and len(warnings) == 1
+
+
+def test_a_still_odom_chain_in_tf2_leaves_the_points_bit_identical(tf2_lookup):
+    still = rig_pose(0.0)
+    fill_buffer(tf2_lookup, [(CLOUD_NS + int(round(s * 1e9)), still)
+                             for s in np.arange(-0.2, 0.3, 0.01)])
+    cloud, _ = skewed_cloud()
+    cloud.header.frame_id = 'lidar'
+    points = pointcloud2_to_xyz(cloud)
+    motion, warnings = aligner()
+    camera = Camera()
+    out = motion.align(camera, NodeSettings.from_values({'tf_timeout': 0.0}), tf2_lookup, cloud,
+                       image_at(CLOUD_NS + 40_000_000), points)
+    assert out is points and camera.stats.motion_aligned == 1 and not warnings
