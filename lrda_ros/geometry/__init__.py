@@ -47,7 +47,8 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image', 'CameraModel', 'check_times',
+    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image',
+    'CameraModel', 'check_times',
     'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
     'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
     'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',
