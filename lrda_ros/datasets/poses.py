@@ -23,11 +23,12 @@ that carry poses (the synthetic world) set ``Frame.T_world_cam`` themselves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 import importlib.util
 
 import numpy as np
 
-from ..geometry import RigidTransform, TransformTree
+from ..geometry import RigidTransform, se3_exp, se3_log, TransformTree
 
 #: Fixed frames whose transform to the camera is a camera pose, in order of preference.
 FIXED_FRAMES = ('map', 'odom', 'world')
@@ -68,8 +69,32 @@ class LidarOdometry:
         config.mapping.voxel_size = max_range / 100.0
         self._odometry = KissICP(config)
 
-    def camera_pose(self, points_lidar: np.ndarray, T_cam_lidar: RigidTransform) -> np.ndarray:
+        #: (cloud stamp ns, T_world_lidar) of the last two registered clouds.
+        self.recent: list[tuple[int, np.ndarray]] = []
+
+    def camera_pose(self, points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
+                    stamp_ns: int = 0) -> np.ndarray:
         """Register one cloud (N x 3, LiDAR frame); return that frame's T_world_cam (4x4)."""
         points = np.ascontiguousarray(points_lidar[:, :3], dtype=np.float64)
         self._odometry.register_frame(points, np.zeros(0))
+        self.recent = (self.recent + [(stamp_ns, np.array(self._odometry.last_pose))])[-2:]
         return self._odometry.last_pose @ T_cam_lidar.inverse().as_matrix()
+
+    def lidar_poses(self) -> Callable[[int], RigidTransform]:
+        """
+        Return ``stamp_ns -> T_world_lidar`` at constant velocity from the last two clouds.
+
+        For motion alignment: the motion between the last two registered clouds, carried on
+        from the last one (KISS-ICP's own constant-velocity model). Raises LookupError until
+        two clouds are registered.
+        """
+        if len(self.recent) < 2 or self.recent[1][0] <= self.recent[0][0]:
+            raise LookupError('LiDAR odometry has no velocity before its second cloud')
+        (t0, T0), (t1, T1) = self.recent
+        last = RigidTransform.from_matrix(T1, atol=1e-4)
+        twist = se3_log(RigidTransform.from_matrix(T0, atol=1e-4).inverse() @ last)
+
+        def pose_at(stamp_ns: int) -> RigidTransform:
+            return last @ se3_exp(twist * ((stamp_ns - t1) / (t1 - t0)))
+
+        return pose_at

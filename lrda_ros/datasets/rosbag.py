@@ -35,7 +35,9 @@ from ..geometry import TransformTree
 from ..messages.compressed import any_depth_to_array, any_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
 from ..messages.rosbag import BagError, BagTopics, RosbagSource
-from ..messages.stamps import stamp_from_ns, stamp_text
+from ..messages.stamps import header_stamp_ns, stamp_from_ns, stamp_text
+from ..messages.sweep_alignment import (
+    align_cloud, CloudAlignment, MotionConfig, NO_FIXED_FRAME_POSE)
 from ..pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
 
 EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
@@ -62,14 +64,21 @@ class RosbagDataset(FrameDataset):
     camera's pose from /tf (a ``map``, ``odom`` or ``world`` frame linked to the camera) and
     otherwise from KISS-ICP LiDAR odometry on the clouds; 'tf', 'lidar_odometry' or 'none'
     force one. :attr:`pose_source` says which is used.
+
+    ``motion`` (the node's ``motion.*``): each cloud is moved to its image's stamp as the node
+    moves it, the LiDAR's poses from /tf (``motion.fixed_frame`` linked to the LiDAR) or else
+    from the LiDAR odometry (constant velocity from the last two clouds); a frame that cannot
+    be aligned keeps the static extrinsic. ``Frame.notes['motion_alignment']`` says which.
     """
 
     def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
                  extrinsic: RigidTransform | None = None,
                  projection: ProjectionConfig = ProjectionConfig(),
                  holdout_fraction: float = 0.2, seed: int = 0, queue_size: int = 10,
-                 slop_s: float = 0.05, rectified: bool = False, poses: str = 'auto') -> None:
+                 slop_s: float = 0.05, rectified: bool = False, poses: str = 'auto',
+                 motion: MotionConfig = MotionConfig(enabled=False)) -> None:
         super().__init__(None)
+        self.motion = motion
         self.source = RosbagSource(root, topics)
         self.extrinsic = extrinsic
         self.projection = projection
@@ -119,15 +128,34 @@ class RosbagDataset(FrameDataset):
         return ('none', None) if poses == 'none' else ('lidar_odometry', None)
 
     def _camera_pose(self, camera_frame: str, stamp_ns: int, points,
-                     T_cam_lidar: RigidTransform, index: int):
+                     T_cam_lidar: RigidTransform, index: int, cloud_stamp_ns: int = 0):
         """Return the frame's T_world_cam (4x4) from /tf or the LiDAR odometry, or None."""
         if self.pose_source == 'tf':
             return self._tree.lookup(self._fixed_frame, camera_frame, stamp_ns).as_matrix()
         if self.pose_source == 'lidar_odometry':
             if index == 0 or self._odometry is None:  # a new pass starts a new trajectory
                 self._odometry = LidarOdometry()
-            return self._odometry.camera_pose(points, T_cam_lidar)
+            return self._odometry.camera_pose(points, T_cam_lidar, cloud_stamp_ns)
         return None
+
+    def _aligned(self, cloud: Any, points, image_stamp_ns: int) -> CloudAlignment:
+        """Move the cloud's points to the image's stamp (the node's motion alignment)."""
+        if not self.motion.enabled:
+            return CloudAlignment(points, 'off')
+        fixed, lidar_frame = self.motion.fixed_frame, cloud.header.frame_id
+        if self._tree is None:
+            self._tree = self.source.transform_tree()
+        if lidar_frame in self._tree.frames and fixed in self._tree.connected(lidar_frame):
+            return align_cloud(points, cloud, image_stamp_ns,
+                               lambda ns: self._tree.lookup(fixed, lidar_frame, ns), self.motion)
+        if self.pose_source == 'lidar_odometry' and self._odometry is not None:
+            try:
+                poses = self._odometry.lidar_poses()
+            except LookupError as error:
+                return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error))
+            return align_cloud(points, cloud, image_stamp_ns, poses, self.motion)
+        return CloudAlignment(points, NO_FIXED_FRAME_POSE,
+                              f'no {fixed} frame linked to {lidar_frame} in /tf, no odometry')
 
     def __len__(self) -> int:
         """Return the number of synchronized frames."""
@@ -159,9 +187,11 @@ class RosbagDataset(FrameDataset):
         T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
                                         self._stamps[index][2])
         points = pointcloud2_to_xyz(cloud)
-        inputs = FrameInputs(any_image_to_rgb(image), camera, points, T_cam_lidar, stamp)
+        # Odometry registers the cloud as measured; the poses it gives then align it.
         pose = self._camera_pose(image.header.frame_id, self._stamps[index][0], points,
-                                 T_cam_lidar, index)
+                                 T_cam_lidar, index, header_stamp_ns(cloud) or 0)
+        motion = self._aligned(cloud, points, stamp)
+        inputs = FrameInputs(any_image_to_rgb(image), camera, motion.points, T_cam_lidar, stamp)
         with_depth_topic = bool(self.source.topics.depth)
         rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
                                                                   self.seed)
@@ -177,7 +207,8 @@ class RosbagDataset(FrameDataset):
                      sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
                      sequence=self.source.path.name, stamp_ns=stamp,
                      notes={'outliers_removed': prepared.projection.num_dropped_outliers,
-                            'pose_source': self.pose_source},
+                            'pose_source': self.pose_source,
+                            'motion_alignment': motion.fallback or 'aligned'},
                      T_world_cam=pose)
 
     def __iter__(self) -> Iterator[Frame]:

@@ -62,7 +62,8 @@ def open_source(options: EvalOptions) -> FrameDataset:
             extrinsic=options.extrinsic or settings.extrinsic,
             rectified=_given(options.image_is_rectified, settings.image_is_rectified),
             slop_s=_given(options.slop_s, settings.sync_slop),
-            queue_size=_given(options.queue_size, settings.sync_queue_size))
+            queue_size=_given(options.queue_size, settings.sync_queue_size),
+            motion=settings.motion)
     if options.kind == 'kitti_object':
         return open_dataset('kitti_object', options.root, projection=occlusion_aware,
                             holdout_fraction=DEFAULT_HOLDOUT if holdout is None else holdout,

@@ -37,6 +37,9 @@ from .camera import (
 from .checks import (
     InvalidCameraError, InvalidConfigError, InvalidPointsError, InvalidTransformError,
     UnsupportedDistortionError)
+from .motion import (
+    align_sweep, AlignedSweep, check_times, move_points, points_at_instant, pose_window, se3_exp,
+    se3_log, SweepTimes)
 from .outliers import (
     DDAD_GROUND_TRUTH_FILTER, filter_outliers, outlier_mask, OutlierFilter, SPARSE_INPUT_FILTER)
 from .projection import (
@@ -44,11 +47,13 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'agree_with_lidar', 'backproject_depth', 'camera_for_image', 'CameraModel',
+    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image',
+    'CameraModel', 'check_times',
     'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
     'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
-    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'outlier_mask', 'OutlierFilter',
-    'pixels_to_normalized', 'project_points', 'ProjectionConfig', 'RigidTransform',
-    'SPARSE_INPUT_FILTER', 'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'TransformTree',
+    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',
+    'pixels_to_normalized', 'points_at_instant', 'pose_window', 'project_points',
+    'ProjectionConfig', 'RigidTransform', 'se3_exp', 'se3_log', 'SPARSE_INPUT_FILTER',
+    'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'SweepTimes', 'TransformTree',
     'undistort_normalized', 'UnsupportedDistortionError',
 ]

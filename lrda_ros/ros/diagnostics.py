@@ -24,6 +24,8 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
+
 #: Frames whose drop is not a fault of the input or the node.
 _BENIGN_DROPS = ('too_few_points',)
 #: Diagnostic keys evaluator_node reads (it scores frames with the node's own numbers).
@@ -70,6 +72,12 @@ class NodeStatistics:
     scene_cuts: int = 0
     #: Frames published without temporal fusion for want of the camera's pose in tf.
     unfused_no_pose: int = 0
+    #: Frames whose cloud was moved to the image's stamp (motion.align), and those that went
+    #: out with the static extrinsic, per cause (sweep_alignment.FALLBACK_CAUSES).
+    motion_aligned: int = 0
+    motion_fallbacks: Counter = field(default_factory=Counter)
+    #: Points whose time was taken as their cloud's stamp, per problem.
+    bad_point_times: Counter = field(default_factory=Counter)
     #: Share of the last depth map's pixels averaged with the previous frame's.
     last_fused_fraction: float = 0.0
     recent_iterations: list[int] = field(default_factory=list)
@@ -139,6 +147,11 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         ('scene cuts (warm frames run cold)', stats.scene_cuts),
         ('temporal fusion: last share of pixels fused', f'{stats.last_fused_fraction:.2f}'),
         ('temporal fusion: frames without a pose', stats.unfused_no_pose),
+        ('motion alignment: frames aligned', stats.motion_aligned),
+        ('motion alignment: static extrinsic (<cause>)',
+         {cause: stats.motion_fallbacks[cause] for cause in FALLBACK_CAUSES}),
+        ('motion alignment: point times (<problem>)',
+         {problem: stats.bad_point_times[problem] for problem in POINT_TIME_PROBLEMS}),
         ('iterations per frame (mean of last 20)',
          f'{sum(recent) / len(recent):.1f}' if recent else 'nan'),
         ('last LiDAR pixels', stats.last_points),

@@ -62,6 +62,7 @@ from .declaration import (
     warn_unknown_parameters)
 from .diagnostics import completion_status, STAMP_BACKWARDS
 from .latest_slot import LatestSlots
+from .motion_alignment import MotionAligner
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
@@ -134,6 +135,7 @@ class CompletionCore:
             LatestSlots([])  # the cameras' once the parameters are read
         self._tf: TransformLookup | None = None
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
+        self._motion = MotionAligner(self.get_logger().warning, self._stats_lock)
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.cameras = node_cameras(self.settings.cameras)  # read-only: fixed from here on
@@ -276,14 +278,14 @@ class CompletionCore:
 
     def _listen_to_tf(self) -> TransformLookup | None:
         settings = self.settings
-        if not settings.uses_tf_extrinsic and not settings.fusion.enabled:
+        if not (settings.uses_tf_extrinsic or settings.fusion.enabled or settings.motion.enabled):
             return None
         lookup = listen_to_tf(self)
         if lookup is None and settings.fusion.enabled:
             raise InvalidParameterError(
                 'temporal_fusion.weight', "needs the camera's pose from tf2, and tf2_ros is "
                 'not installed: set it to 0 or install tf2_ros')
-        if lookup is None:
+        if lookup is None and settings.uses_tf_extrinsic:
             self.get_logger().warning(
                 'tf2_ros is not installed and no lidar_to_camera override is set: frames are '
                 'dropped until lidar_to_camera.translation/rotation or .matrix is given')
@@ -400,6 +402,7 @@ class CompletionCore:
                                     cloud.header.stamp)
         if transform is None:
             return None
+        points = self._motion.align(camera, self.settings, self._tf, cloud, image, points)
         pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
         return FrameInputs(rgb, model, points, transform, stamp_to_ns(image.header.stamp), pose)
 

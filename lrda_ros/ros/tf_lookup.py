@@ -21,13 +21,16 @@ where it is missing, and each caller says what that costs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from builtin_interfaces.msg import Time as TimeMsg
 from rclpy.duration import Duration
 from rclpy.time import Time
 
 from ..geometry import RigidTransform
 from ..messages.conversions import transform_to_rigid
+from ..messages.stamps import ns_to_sec_nanosec
 
 
 class TransformUnavailable(LookupError):
@@ -53,6 +56,25 @@ class TransformLookup:
         except Exception as error:  # tf2 raises several TransformException subclasses
             raise TransformUnavailable(str(error)) from None
         return transform_to_rigid(transform)
+
+    def poses(self, fixed_frame: str, frame: str,
+              timeout_s: float) -> Callable[[int], RigidTransform]:
+        """
+        Return ``stamp_ns -> T_fixed_frame`` for motion alignment (raises TransformUnavailable).
+
+        The first pose asked for (the window's older instant) is looked up without waiting, so a
+        missing chain costs no wait; later ones wait up to ``timeout_s`` for odometry to reach
+        the newest instant.
+        """
+        asked = []
+
+        def pose_at(stamp_ns: int) -> RigidTransform:
+            asked.append(stamp_ns)
+            sec, nanosec = ns_to_sec_nanosec(stamp_ns)  # Time.from_msg takes the message only
+            return self.lookup(fixed_frame, frame, TimeMsg(sec=sec, nanosec=nanosec),
+                               timeout_s if len(asked) > 1 else 0.0)
+
+        return pose_at
 
 
 def listen_to_tf(node: Any) -> TransformLookup | None:

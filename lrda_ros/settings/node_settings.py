@@ -33,6 +33,8 @@ from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
+from ..messages.point_times import AzimuthSweep
+from ..messages.sweep_alignment import MotionConfig
 
 #: A camera name: ROS 2 name tokens (letters, digits, underscores; not starting with a digit),
 #: joined by '/', relative (its topics live in the node's namespace).
@@ -128,6 +130,8 @@ class NodeSettings:
     fusion: TemporalFusionConfig = TemporalFusionConfig()
     #: The frame temporal fusion looks the camera's pose up in.
     fusion_fixed_frame: str = 'odom'
+    #: How clouds are moved to the image's stamp (motion.*).
+    motion: MotionConfig = MotionConfig()
 
     @property
     def uses_tf_extrinsic(self) -> bool:
@@ -203,4 +207,19 @@ class NodeSettings:
             diagnostics_period=v['diagnostics_period'], time_budget=v['time_budget'],
             fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
             fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
-                                         v['temporal_fusion.fixed_frame']))
+                                         v['temporal_fusion.fixed_frame']),
+            motion=motion_config(v))
+
+
+def motion_config(v: Mapping[str, Any]) -> MotionConfig:
+    """Return the motion alignment the ``motion.*`` values give."""
+    azimuth = None
+    if v['motion.azimuth_times']:
+        azimuth = AzimuthSweep(period_s=v['motion.rotation_period'],
+                               clockwise=v['motion.rotation_direction'] == 'clockwise',
+                               start_azimuth_deg=v['motion.sweep_start_azimuth'],
+                               stamp_azimuth_deg=v['motion.stamp_azimuth'])
+    return MotionConfig(enabled=v['motion.align'],
+                        fixed_frame=_frame_id('motion.fixed_frame', v['motion.fixed_frame']),
+                        time_field=v['motion.time_field'],
+                        max_point_offset_s=v['motion.max_point_offset'], azimuth=azimuth)

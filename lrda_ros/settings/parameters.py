@@ -202,6 +202,35 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('lidar_to_camera.matrix', [0.0], 'Override: row-major 4x4 T_camera_lidar (16 '
                   'values); wins over translation/rotation.'),
     ParameterSpec('tf_timeout', 0.05, 'Seconds to wait for a transform.', 0.0, 10.0),
+    ParameterSpec('motion.align', True, "Move each LiDAR point to where it was at the image's "
+                  "stamp, through motion.fixed_frame: the LiDAR at the point's time, then at "
+                  "the image's (two tf2 look-ups per cloud, constant velocity between). Where the "
+                  'fixed-frame chain is missing the frame goes out with the static extrinsic, '
+                  'counted on /diagnostics and warned about once per cause. false = one '
+                  'transform per cloud, as for a robot standing still.', read_only=True),
+    ParameterSpec('motion.fixed_frame', 'odom', 'Motion alignment: the tf frame that stands '
+                  'still while the robot moves (REP 105 odom; map or world also do).'),
+    ParameterSpec('motion.time_field', 'auto', "Motion alignment: the clouds' per-point time "
+                  "field. 'auto' recognizes the Ouster (t), Velodyne (time), Autoware "
+                  "(time_stamp), Livox, Hesai and RoboSense (timestamp) layouts; '' reads none; "
+                  'a name reads that field of one of those layouts.'),
+    ParameterSpec('motion.max_point_offset', 0.25, 'Motion alignment: a point time further '
+                  "than this (s) from its cloud's stamp is counted (outside_sweep) and taken "
+                  'as the stamp.', 0.001, 10.0),
+    ParameterSpec('motion.azimuth_times', False, 'Motion alignment, clouds without a time '
+                  "field (KITTI's): time each point from its azimuth (motion.rotation_period, "
+                  'motion.rotation_direction, motion.sweep_start_azimuth, '
+                  "motion.stamp_azimuth); false = every point at the cloud's stamp."),
+    ParameterSpec('motion.rotation_period', 0.1, 'Azimuth times: seconds per turn of the '
+                  'LiDAR head.', 0.001, 10.0),
+    ParameterSpec('motion.rotation_direction', 'clockwise', 'Azimuth times: the sense of turn '
+                  'seen from above (Velodyne: clockwise).',
+                  choices=('clockwise', 'counterclockwise')),
+    ParameterSpec('motion.sweep_start_azimuth', 180.0, 'Azimuth times: where each sweep '
+                  "starts, degrees (0 = the LiDAR's +x, counter-clockwise positive; KITTI: 180, "
+                  'behind).', -360.0, 360.0),
+    ParameterSpec('motion.stamp_azimuth', 0.0, 'Azimuth times: where the head points at the '
+                  "cloud's stamp, degrees (KITTI: 0, facing forward).", -360.0, 360.0),
     ParameterSpec('publish.sparse_depth', True, 'Publish the projected LiDAR depth.'),
     ParameterSpec('publish.depth_colored', True, 'Publish an rgb8 colour map of the depth.'),
     ParameterSpec('publish.points_dense', False, 'Publish the dense depth as a coloured cloud.'),

@@ -29,6 +29,7 @@ z-depth in metres with 0 where there is no surface (sky).
 from .common import DEFAULT_HFOV_DEG
 from .lidar import LidarConfig, simulate_lidar
 from .materials import Material, TEXTURES
+from .moving import MovingSweep, RigMotion, simulate_moving_sweep
 from .poses import camera_pose, lidar_mount, pinhole_camera, pinhole_camera_focal
 from .primitives import Box, Cylinder, Rect, Sphere
 from .raycast import cast_rays, RayHits
@@ -38,9 +39,9 @@ from .sequences import (
     iter_sequence, make_sequence, random_view, sequence_poses, SequenceConfig, SyntheticFrame)
 
 __all__ = [
-    'Box', 'Cylinder', 'DEFAULT_HFOV_DEG', 'LidarConfig', 'Lighting', 'Material', 'RayHits',
-    'Rect', 'RenderResult', 'Scene', 'SceneLayout', 'SequenceConfig', 'Sphere',
-    'SyntheticFrame', 'TEXTURES', 'camera_pose', 'cast_rays', 'pinhole_camera',
+    'Box', 'Cylinder', 'DEFAULT_HFOV_DEG', 'LidarConfig', 'Lighting', 'Material', 'MovingSweep',
+    'RayHits', 'Rect', 'RenderResult', 'RigMotion', 'Scene', 'SceneLayout', 'SequenceConfig',
+    'Sphere', 'SyntheticFrame', 'TEXTURES', 'camera_pose', 'cast_rays', 'pinhole_camera',
     'pinhole_camera_focal', 'iter_sequence', 'lidar_mount', 'make_scene', 'make_sequence',
-    'random_view', 'render', 'sequence_poses', 'simulate_lidar',
+    'random_view', 'render', 'sequence_poses', 'simulate_lidar', 'simulate_moving_sweep',
 ]
