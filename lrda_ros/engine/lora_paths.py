@@ -107,6 +107,9 @@ class AdaptedForward:
         self.path = path
         #: Whether the low-rank path's dropout acts now (training mode): keeps ``separate``.
         self.dropout_active = False
+        #: Whether passes without autograd (the output's decode, the start checks) run merged
+        #: whatever ``path`` is: one convolution instead of three and two elementwise passes.
+        self.merge_without_grad = False
         #: The last call's input: shape, dtype, channels-last, whether it carried a gradient
         #: (what :func:`choose_paths` measures at).
         self.last_input: tuple[tuple[int, ...], torch.dtype, bool, bool] | None = None
@@ -118,7 +121,9 @@ class AdaptedForward:
         self.last_input = (tuple(x.shape), x.dtype, channels_last, x.requires_grad)
         if layer.disable_adapters or not any(a in layer.lora_A for a in layer.active_adapters):
             return base(x)
-        if self.path == 'merged' and not self.dropout_active:
+        merged = self.path == 'merged' or (self.merge_without_grad
+                                           and not torch.is_grad_enabled())
+        if merged and not self.dropout_active:
             return _base_apply(base, x, _like(merged_weight(layer), x), _like(base.bias, x))
         output = _base_apply(base, x, _like(base.weight, x), _like(base.bias, x))
         return output + low_rank_term(layer, x)
@@ -215,7 +220,8 @@ class PathChoice:
     convolutions run at the device's peak already, and the losses stay those of peft's form);
     in a reduced precision, a network input shape's first step runs every layer separately,
     then each layer's two forms are timed at its input's shape (:func:`choose_paths`) and the
-    cheaper one kept for that shape.
+    cheaper one kept for that shape; passes without autograd (the output's decode) run merged,
+    one convolution per layer.
     """
 
     def __init__(self, adapters, setting: str, dtype: torch.dtype) -> None:
@@ -225,6 +231,8 @@ class PathChoice:
         self.timings: dict[tuple[int, ...], list[PathTiming]] = {}
         if adapters is not None:
             adapters.set_paths('separate' if setting == 'auto' else setting)
+            for forward in adapters.forwards.values():  # a forward pass alone: merged is less
+                forward.merge_without_grad = self.measuring
 
     def paths(self) -> dict[str, str]:
         """Return each adapted layer's form now (none adapted: {})."""
