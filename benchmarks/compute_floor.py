@@ -100,6 +100,9 @@ def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[
     completer = _CountingCompleter(random_model(backbone, 0, device), TTOConfig(
         device=device, dtype=dtype, warm_start=True, iterations=2, warm_iterations=2,
         schedule='paper'))
+    completer.complete(*frames[0])  # LoRA forms chosen at this input (engine/lora_paths.py)
+    completer.reset()
+    completer.flops = {part: [] for part in completer.flops}
     for rgb, sparse in frames[:2]:  # a cold frame, then a warm one
         completer.complete(rgb, sparse)
     rgb = frames[0][0]
@@ -127,6 +130,8 @@ def whole_frame_flops(backbone: str, frames, dtype: str, schedule: str) -> dict[
     from the one before; ``steps``: their step counts (cold first).
     """
     completer = _completer(backbone, schedule_config(schedule, dtype, warm=True))
+    completer.complete(*frames[0])  # uncounted: LoRA forms chosen at this input (lora_paths)
+    completer.reset()
     counts, steps = [], []
     for rgb, sparse in frames:
         flops, result = _counted_flops(lambda: completer.complete(rgb, sparse))

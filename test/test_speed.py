@@ -25,6 +25,7 @@ import sys
 from lrda_ros.cli import main
 from lrda_ros.engine import Scope, TTOConfig
 from lrda_ros.speed import run as speed_run
+from lrda_ros.speed.against import measure_in_checkout
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 from lrda_ros.speed.report import speed_plot, speed_table
@@ -33,7 +34,8 @@ import numpy as np
 import pytest
 import torch
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / 'benchmarks'
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / 'benchmarks'
 
 
 def test_panning_frames_pan_and_carry_lidar_at_the_requested_density():
@@ -111,6 +113,28 @@ def test_command_line_options_reach_the_engine_configuration(monkeypatch):
     # Random weights: nothing may stop a frame's steps early or undo one.
     assert config.divergence_factor == math.inf and config.backtrack_fraction == 1.0
     assert not SpeedOptions().tto_config().compile and SpeedOptions().structure
+
+
+@pytest.mark.slow
+def test_a_frame_is_timed_by_another_checkout_in_its_own_interpreter():
+    # This checkout stands for the other one: its own measure_configuration, run from there.
+    config = TTOConfig(iterations=2, device='cpu', dtype='float32')
+    sample = measure_in_checkout(ROOT, 'vits', '224', config, False, LidarPattern(), 0, 1)
+    assert sample['seconds'] > 0 and sample['iterations'] == 2
+
+
+def test_against_a_folder_without_the_package_is_refused_with_what_to_do(tmp_path):
+    with pytest.raises(ValueError, match='not a checkout of lrda_ros.*git worktree add'):
+        SpeedOptions(against=tmp_path)
+    assert SpeedOptions(against=ROOT).against == ROOT
+
+
+def test_the_table_gives_the_other_checkouts_time_and_the_ratio():
+    rows = [{**row, 'seconds_against': 2 * row['seconds'], 'speedup_vs_against': 2.0}
+            for row in speed_rows()]
+    table = speed_table(rows)
+    assert '| vits | vga | prompt | 10.00 | 20.00 | 2.00x |' in table
+    assert 'speed-up over it' not in speed_table(speed_rows())
 
 
 def test_a_failed_configuration_keeps_its_error_in_the_row():

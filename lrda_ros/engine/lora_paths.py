@@ -180,7 +180,8 @@ def time_paths(name: str, forward: AdaptedForward, repeats: int = 3) -> PathTimi
     x = torch.randn(shape, dtype=dtype, device=device)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
-    x.requires_grad_(needs_input_grad)
+    if needs_input_grad:  # a non-leaf, as in a step (module hooks, e.g. FlopCounterMode's,
+        x = x.requires_grad_() * 1  # refuse a leaf input to autograd.grad)
     parameters = [p for p in layer.parameters() if p.requires_grad]
     inputs = parameters + ([x] if needs_input_grad else [])
     previous = forward.path
