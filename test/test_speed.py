@@ -130,10 +130,10 @@ def test_against_a_folder_without_the_package_is_refused_with_what_to_do(tmp_pat
 
 
 def test_the_table_gives_the_other_checkouts_time_and_the_ratio():
-    rows = [{**row, 'seconds_against': 2 * row['seconds'], 'speedup_vs_against': 2.0}
-            for row in speed_rows()]
+    rows = [{**row, 'seconds_against': 2 * row['seconds'], 'speedup_vs_against': 2.0,
+             'iterations_against': 38} for row in speed_rows()]
     table = speed_table(rows)
-    assert '| vits | vga | prompt | 10.00 | 20.00 | 2.00x |' in table
+    assert '| vits | vga | prompt | 10.00 | 20.00 | 2.00x | 40 / 38 |' in table
     assert 'speed-up over it' not in speed_table(speed_rows())
 
 

@@ -34,11 +34,13 @@ def speed_table(rows: list[dict]) -> str:
     against = [row for row in rows if 'seconds_against' in row]
     if against:  # lrda speed --against: the other checkout's time of the same frames
         lines += ['', '| backbone | resolution | method | s/frame | s/frame, --against '
-                  'checkout | speed-up over it |', '|---|---|---|---|---|---|']
-    for row in against:
+                  'checkout | speed-up over it | iterations / --against |',
+                  '|---|---|---|---|---|---|---|']
+    for row in against:  # unequal step counts (a schedule that ends early) time other work
         lines.append(f'| {row["backbone"]} | {row["resolution"]} | {row["method"]} | '
                      f'{row["seconds"]:.2f} | {row["seconds_against"]:.2f} | '
-                     f'{row["speedup_vs_against"]:.2f}x |')
+                     f'{row["speedup_vs_against"]:.2f}x | {row["iterations"]:.0f} / '
+                     f'{row["iterations_against"]:.0f} |')
     structure = {(r['backbone'], r['resolution']): r for r in rows
                  if not math.isnan(r['encoder_s'])}  # none with --no-structure
     if structure:

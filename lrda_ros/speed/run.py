@@ -262,7 +262,7 @@ def measure_speed(options: SpeedOptions, progress=print) -> list[dict]:
             config = options.tto_config()
             plan = _plan(options, config, variant)
             samples: dict[str, list[dict]] = {run.label: [] for run in plan}
-            against: dict[str, list[float]] = {run.label: [] for run in plan}
+            against: dict[str, list[dict]] = {run.label: [] for run in plan}
             for index in range(1, options.frames + 1):
                 for run in plan:
                     sample = _sample(lambda: _measure_run(run, variant, resolution, options,
@@ -274,15 +274,16 @@ def measure_speed(options: SpeedOptions, progress=print) -> list[dict]:
                         other = _sample(lambda: measure_in_checkout(
                             options.against, variant, resolution, run.config,
                             run.config.warm_start, options.lidar, options.seed, index))
-                        against[run.label].append(other['seconds'])
+                        against[run.label].append(other)
                         progress(f'  frame {index} {run.label}, --against: '
                                  f'{other["seconds"]:.2f} s')
             measured = {name: _summarize(runs) for name, runs in samples.items()}
-            for name, seconds in against.items():
-                if seconds:
-                    median = float(np.median(seconds))
-                    measured[name].update(seconds_against=median,
-                                          speedup_vs_against=median / measured[name]['seconds'])
+            for name, others in against.items():
+                if others:
+                    other = _summarize(others)
+                    measured[name].update(
+                        seconds_against=other['seconds'], iterations_against=other['iterations'],
+                        speedup_vs_against=other['seconds'] / measured[name]['seconds'])
             reference = measured.get('lrda', {})
             for name, values in measured.items():
                 rows.append({
