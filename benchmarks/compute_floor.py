@@ -41,22 +41,13 @@ import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.config import SCHEDULES
+from lrda_ros.engine.lora_paths import median_seconds
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 GIGA = 1e9
-
-
-def _median_seconds(function, repeats: int) -> float:
-    function()  # untimed: first-call allocation and kernel selection
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _completer(backbone: str, config: TTOConfig) -> DepthCompleter:
@@ -145,14 +136,14 @@ def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
     """Return FLOP/s of a 4096² matrix product and of a 3x3 convolution on ``conv_shape``."""
     size = 4096
     a, b = torch.randn(size, size, dtype=dtype), torch.randn(size, size, dtype=dtype)
-    matmul = 2 * size ** 3 / _median_seconds(lambda: a @ b, repeats)
+    matmul = 2 * size ** 3 / median_seconds(lambda: a @ b, repeats)
     batch, channels, height, width = conv_shape
     image = torch.randn(conv_shape, dtype=dtype).contiguous(memory_format=torch.channels_last)
     weight = torch.randn(channels, channels, 3, 3, dtype=dtype).contiguous(
         memory_format=torch.channels_last)
     conv_flops = 2 * batch * height * width * channels * channels * 9
     with torch.no_grad():
-        conv = conv_flops / _median_seconds(
+        conv = conv_flops / median_seconds(
             lambda: torch.nn.functional.conv2d(image, weight, padding=1), repeats)
     return {'matmul': matmul, 'conv': conv}
 

@@ -391,17 +391,14 @@ def _parameter_mb(module) -> float:
     return sum(p.numel() * p.element_size() for p in module.parameters()) / 2**20
 
 
-def count_step_synchronizations(completer, frame, intrinsics, device) -> list[int]:
-    """Complete ``frame``; return, step by step, how often each made the host wait."""
-    from lrda_ros.speed.host_sync import host_synchronizations
-
+def per_step(completer, frame, intrinsics, count: Callable[[Callable[[], None]], int]
+             ) -> list[int]:
+    """Complete ``frame``; return ``count(step)`` of each of its optimization steps."""
     counts: list[int] = []
     step = completer._step
 
     def counted(*args, **kwargs):
-        with host_synchronizations(device) as found:
-            step(*args, **kwargs)
-        counts.append(len(found))
+        counts.append(count(lambda: step(*args, **kwargs)))
 
     completer._step = counted
     try:
@@ -409,6 +406,18 @@ def count_step_synchronizations(completer, frame, intrinsics, device) -> list[in
     finally:
         del completer._step
     return counts
+
+
+def count_step_synchronizations(completer, frame, intrinsics, device) -> list[int]:
+    """Complete ``frame``; return, step by step, how often each made the host wait."""
+    from lrda_ros.speed.host_sync import host_synchronizations
+
+    def synchronizations(step: Callable[[], None]) -> int:
+        with host_synchronizations(device) as found:
+            step()
+        return len(found)
+
+    return per_step(completer, frame, intrinsics, synchronizations)
 
 
 def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
@@ -424,22 +433,15 @@ def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
     if torch.device(device).type != 'cuda':
         completer.complete(*frame, intrinsics=intrinsics)
         return []
-    counts: list[int] = []
-    step = completer._step
 
-    def counted(*args, **kwargs):
+    def launches(step: Callable[[], None]) -> int:
         with profile(activities=[ProfilerActivity.CUDA]) as profiler:
-            step(*args, **kwargs)
+            step()
             torch.cuda.synchronize(device)
-        counts.append(sum(1 for event in profiler.events()
-                          if event.device_type == torch.autograd.DeviceType.CUDA))
+        return sum(1 for event in profiler.events()
+                   if event.device_type == torch.autograd.DeviceType.CUDA)
 
-    completer._step = counted
-    try:
-        completer.complete(*frame, intrinsics=intrinsics)
-    finally:
-        del completer._step
-    return counts
+    return per_step(completer, frame, intrinsics, launches)
 
 
 def step_figures(backbone: str, resolution: str, dtype: str, device: str,

@@ -151,7 +151,8 @@ class PathTiming:
         return 'merged' if self.merged < self.separate else 'separate'
 
 
-def _median_seconds(function: Callable[[], None], repeats: int) -> float:
+def median_seconds(function: Callable[[], None], repeats: int) -> float:
+    """Return the median seconds of ``repeats`` calls, after an untimed first one."""
     function()  # kernel selection, allocation
     times = []
     for _ in range(repeats):
@@ -195,7 +196,7 @@ def time_paths(name: str, forward: AdaptedForward, repeats: int = 3) -> PathTimi
                 torch.autograd.grad(output, inputs, torch.ones_like(output))
                 _synchronize(device)
 
-            seconds[path] = _median_seconds(run, repeats)
+            seconds[path] = median_seconds(run, repeats)
     finally:
         forward.path = previous
     return PathTiming(name, shape, seconds['separate'], seconds['merged'])

@@ -36,7 +36,7 @@ import sys
 from ..engine import TTOConfig
 
 #: Run in the other checkout: its own measure_configuration, on the same frame.
-_MEASURE = '''
+_MEASURE = """
 import json, sys
 from dataclasses import fields
 from lrda_ros.engine import TTOConfig
@@ -48,7 +48,7 @@ config = TTOConfig(**{k: v for k, v in args['config'].items() if k in known})
 result = measure_configuration(args['variant'], args['resolution'], config, args['warm'],
                                LidarPattern(**args['lidar']), args['seed'], args['frame'])
 print('LRDA-RESULT ' + json.dumps(result))
-'''
+"""
 
 
 def check_checkout(path: Path) -> Path:
