@@ -464,7 +464,8 @@ def test_a_stamp_going_back_is_a_time_jump_that_clears_the_old_timeline():
 
 
 def looped_replay(lag_frames, loops=2, frames=10):
-    """Return (input, stamp) arrivals of a 1 s recording played ``loops`` times in a row.
+    """
+    Return (input, stamp) arrivals of a 1 s recording played ``loops`` times in a row.
 
     Image and camera_info at 10 Hz, the cloud stamped 10 ms earlier and arriving
     ``lag_frames`` frames late, as a replay interleaves them: at each loop the image's stamp

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import threading
 from typing import Any, Callable, Sequence
 
+from ..messages.causes import cause_line
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
@@ -227,14 +228,16 @@ class SynchronizedSubscriptions:
     def loss_message(self, reason: str, count: int, loss: SyncLoss, slop_s: float,
                      queue_size: int) -> str:
         """Describe a dropped message and what the settings would need to keep it."""
-        text = (f'unsynchronized ({reason}, {count} so far): {self.backend} dropped '
-                f'{self.offsets_text(loss)}')
+        text = cause_line(reason, count, f'{self.backend} dropped {self.offsets_text(loss)}')
         if reason == BEYOND_SLOP:
             spread = self.largest_spread_s()
             needed = suggested_slop_s(round(spread * NS_PER_S))
             return (f'{text}; stamps up to {spread:.3f} s apart are beyond sync.slop '
                     f'{slop_s:g} s: this data needs sync.slop {needed:g} (read-only: '
                     f'-p sync.slop:={needed:g}), or stamps fixed at the source')
+        if reason == TIME_JUMP:
+            return (f'{text}; stamps went back (a bag loop, a clock reset): the old timeline '
+                    'was dropped, not an offset between the inputs: no setting to change')
         return (f'{text}; no unused message of every input within the slop {slop_s:g} s: an '
                 f'input is silent or slower, or sync.queue_size {queue_size} is too small for '
                 'the delays between inputs')
