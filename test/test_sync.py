@@ -347,9 +347,8 @@ def test_builtin_backend_when_message_filters_not_preferred(ros_node):
     assert handle.num_evicted == 0 and handle.num_emitted == 0
 
 
-def test_message_filters_backend_wiring(monkeypatch):
-    # message_filters is not installed here: a stand-in with its structure (callbacks called
-    # in registration order, queues keyed by stamp under a lock) matching exact stamps.
+def install_fake_message_filters(monkeypatch) -> list:
+    """Install a stand-in message_filters; return the list its constructors log calls to."""
     calls = []
 
     class Subscriber:
@@ -390,6 +389,11 @@ def test_message_filters_backend_wiring(monkeypatch):
     fake.Subscriber = Subscriber
     fake.ApproximateTimeSynchronizer = ApproximateTimeSynchronizer
     monkeypatch.setitem(sys.modules, 'message_filters', fake)
+    return calls
+
+
+def test_message_filters_backend_wiring(monkeypatch):
+    calls = install_fake_message_filters(monkeypatch)
     assert message_filters_available()
 
     node, qos, emitted = object(), 7, []
@@ -514,3 +518,24 @@ def test_a_sustained_80_ms_offset_is_beyond_a_50_ms_slop_and_the_advice_pairs_it
     feed(advised, arrivals)
     assert len(advised_sets.sets) == 20
     assert all(points - image == 80 * MS for image, points in advised_sets.sets)
+
+
+def test_message_filters_backend_counts_a_bag_loop_as_a_time_jump(monkeypatch):
+    install_fake_message_filters(monkeypatch)
+    jumps, emitted = [], []
+    handle = create_synchronized_subscriptions(
+        object(), [(int, 'image'), (float, 'points')], 7, 4, 0.05,
+        callback=lambda *m: emitted.append(m), on_time_jump=lambda *j: jumps.append(j))
+    image, points = handle.subscriptions
+    # Two passes of a 0.3 s recording; the image of the second pass comes before the last
+    # cloud of the first, and the clouds lag one frame.
+    arrivals = [(image, 1.0), (image, 1.1), (points, 1.0), (image, 1.2), (points, 1.1),
+                (image, 1.0), (points, 1.2), (image, 1.1), (points, 1.0), (image, 1.2),
+                (points, 1.1), (points, 1.2)]
+    for subscriber, stamp_s in arrivals:
+        subscriber.deliver(_stamped(round(stamp_s * 1e9)))
+    assert [(topic, previous, stamp) for topic, previous, stamp in jumps] == [
+        ('image', 1_200 * MS, 1_000 * MS), ('points', 1_200 * MS, 1_000 * MS)]
+    assert len(emitted) == 5  # every set of the second pass pairs again
+    assert set(handle.loss_counts()) <= {'time_jump'}
+    assert handle.largest_spread_s() == 0.0

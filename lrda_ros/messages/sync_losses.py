@@ -96,7 +96,10 @@ class SyncLossTracker:
 
     Not thread-safe: the synchronizer calls it under its own lock. ``seen`` also notices a
     stamp going backwards on an input (a bag loop, a clock reset): the caller then discards
-    what it queued from the old timeline (:meth:`forget_after`).
+    what it queued from the old timeline (:meth:`old_timeline`, :meth:`forget_after`). Until
+    every input ahead of the jump has jumped too, or the new timeline has caught up with it,
+    the inputs straddle two timelines: their stamps pass nothing on the new one, and every
+    loss is ``time_jump``, never an offset beyond the slop.
     """
 
     def __init__(self, num_inputs: int, slop_ns: int) -> None:
@@ -111,6 +114,8 @@ class SyncLossTracker:
         #: Inputs still on the old timeline after another one's time jump -> their newest
         #: stamp there; while any is left, losses are the jump's (``time_jump``).
         self._stale: dict[int, int] = {}
+        #: Inputs that jumped while others were still on the old timeline: on the new one.
+        self._jumped: set[int] = set()
         self.counts: Counter[str] = Counter()
         #: Times a stamp went backwards, per input index.
         self.time_jumps: Counter[int] = Counter()
@@ -130,19 +135,22 @@ class SyncLossTracker:
         if newest is not None and stamp_ns < newest:
             self.time_jumps[index] += 1
             self._newest[index] = stamp_ns
+            if not self._stale:  # the first input to jump: the others are behind it
+                self._jumped = set()
             self._stale.pop(index, None)
-            # Nearer the old end than the new stamp: not yet jumped (one that jumped before
-            # is on the new timeline already).
-            middle = (newest + stamp_ns) // 2
+            self._jumped.add(index)
+            # Ahead of the new stamp and not jumped yet: still on the old timeline.
             self._stale.update({other: stamp for other, stamp in enumerate(self._newest)
-                                if stamp is not None and stamp > max(middle,
-                                                                     stamp_ns + self.slop_ns)})
+                                if stamp is not None and other not in self._jumped
+                                and stamp > stamp_ns + self.slop_ns})
             # The other inputs are still on the old timeline: until they send on the new
             # one, nothing on it may look unpairable for being behind them.
             self._reach = [None] * len(self._reach)
             self._reach[index] = stamp_ns
             return newest
         self._newest[index] = stamp_ns
+        if index in self._stale:
+            self._stale[index] = stamp_ns
         self._end_stale()
         if index not in self._stale:  # an old timeline's stamps pass nothing on the new one
             self._reach[index] = stamp_ns
