@@ -16,7 +16,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import time
+from types import SimpleNamespace
 
 from conftest import spin_until
 import pytest
@@ -24,15 +26,20 @@ import pytest
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
 from builtin_interfaces.msg import Time  # noqa: E402, I100
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from lrda_ros import world  # noqa: E402
+from lrda_ros.messages.causes import cause_line, STAMP_BACKWARDS, SYNC_LOSS_REASONS  # noqa
+from lrda_ros.messages.sync_losses import SUPERSEDED, SyncLoss  # noqa: E402
+from lrda_ros.ros.diagnostics import completion_status, NodeStatistics  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
+from lrda_ros.ros.subscriptions import SynchronizedSubscriptions  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from test_node import node_parameters  # noqa: E402
 
 PERIOD_S = 0.2
+MS = 1_000_000
 
 
 @pytest.fixture(scope='module')
@@ -110,3 +117,53 @@ def test_diagnostics_keep_their_period_while_sim_time_loops_back(
     during = len(statuses(received, name)) - before
     assert during >= 0.5 * 2.0 / PERIOD_S, f'{during} diagnostics in 2 s (period {PERIOD_S} s)'
     assert node.get_clock().now().nanoseconds < 101 * 10**9  # the node did run on sim time
+
+
+def test_one_name_per_cause_in_warnings_and_diagnostics_keys():
+    stats = NodeStatistics(
+        received=1, replaced=1, dropped=Counter(malformed=1),
+        sync_losses=Counter(dict.fromkeys(SYNC_LOSS_REASONS, 1)),
+        stamp_backwards=Counter({'/points': 1}))
+    keys = {value.key for value in completion_status('/node', stats, 'active', {}).values}
+    handle = SynchronizedSubscriptions('builtin', [], None, ['/image', '/points'])
+    lines = [handle.loss_message(reason, 1, SyncLoss(reason, 0, 0, (0, 80 * MS)), 0.05, 10)
+             for reason in SYNC_LOSS_REASONS]
+    lines += [cause_line(SUPERSEDED, 1, 'replaced'), cause_line('malformed', 1, 'image'),
+              cause_line(STAMP_BACKWARDS, 1, 'went back', '/points')]
+    names = [line.split(', ')[0] for line in lines]
+    assert names == ['unsynchronized (beyond_slop)', 'unsynchronized (no_partner)',
+                     'unsynchronized (time_jump)', 'dropped (superseded)',
+                     'dropped (malformed)', 'stamp_backwards (/points)']
+    assert set(names) <= keys, sorted(keys)
+
+
+def test_the_message_tells_the_last_window_and_the_values_the_totals():
+    stats = NodeStatistics(received=5, processed=5)
+    assert completion_status('/n', stats, 'active', {}).message == 'completing depth'
+    stats.sync_losses['beyond_slop'] += 3  # a transient offset
+    status = completion_status('/n', stats, 'active', {})
+    assert status.level == DiagnosticStatus.WARN and status.message.startswith('3 input')
+    stats.close_window()
+    status = completion_status('/n', stats, 'active', {})  # one window later
+    assert (status.level, status.message) == (DiagnosticStatus.OK, 'completing depth')
+    assert {v.key: v.value for v in status.values}['unsynchronized (beyond_slop)'] == '3'
+    stats.stamp_backwards.update({'/image': 1, '/points': 1})  # a bag loop: OK, said once
+    status = completion_status('/n', stats, 'active', {})
+    assert status.level == DiagnosticStatus.OK and 'stamps went back on 2 inputs' in status.message
+    stats.close_window()
+    assert completion_status('/n', stats, 'active', {}).message == 'completing depth'
+
+
+def test_latency_from_another_clock_is_absent_with_its_reason():
+    stats = NodeStatistics()
+    stats.record(SimpleNamespace(status=SimpleNamespace(value='optimized'), final_loss=0.1,
+                                 iterations=3, num_points=9, stopped_at_deadline=False,
+                                 scene_cut=False), 0.2, 0.3,
+                 (None, 'none: the stamps are from another clock'), '1.0')
+    values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
+    assert values['latency (s)'] == 'none: the stamps are from another clock'
+    stats.record(SimpleNamespace(status=SimpleNamespace(value='optimized'), final_loss=0.1,
+                                 iterations=3, num_points=9, stopped_at_deadline=False,
+                                 scene_cut=False), 0.2, 0.3, (0.25, ''), '2.0')
+    values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
+    assert values['latency (s)'] == '0.250'

@@ -26,7 +26,8 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from lrda_ros.ros import subscriptions  # noqa: E402, I100
+from diagnostic_msgs.msg import DiagnosticStatus  # noqa: E402, I100
+from lrda_ros.ros import subscriptions  # noqa: E402
 from lrda_ros.ros.builders import (  # noqa: E402
     camera_model_to_camera_info, rgb_to_image_msg, xyz_to_pointcloud2)
 from test_node import CAMERA_FRAME, frames, header, LIDAR_FRAME, system  # noqa: E402, F401
@@ -52,9 +53,14 @@ class LoggedWarnings:
         return [line for line in self.lines if all(word in line for word in words)]
 
 
-def diagnostic_values(node, harness) -> dict[str, str]:
+def latest_status(node, harness):
     ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
-    return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
+    return ours[-1] if ours else None
+
+
+def diagnostic_values(node, harness) -> dict[str, str]:
+    status = latest_status(node, harness)
+    return {kv.key: kv.value for kv in status.values} if status else {}
 
 
 @pytest.fixture(params=['builtin', 'message_filters'], autouse=True)
@@ -141,8 +147,8 @@ def test_two_kinds_of_malformed_input_in_one_window_both_warn(system, frames):  
     harness.pub_points.publish(cloud)
     assert spin_until(executor, lambda: node.stats.dropped['malformed'] == 2, 30)
 
-    assert len(warnings.matching('malformed image')) == 1, warnings.lines
-    assert len(warnings.matching('malformed points')) == 1, warnings.lines
+    assert len(warnings.matching('dropped (malformed)', 'so far: image')) == 1, warnings.lines
+    assert len(warnings.matching('dropped (malformed)', 'so far: points')) == 1, warnings.lines
 
 
 def test_a_stamp_going_back_is_counted_warned_and_restarts_cold(system, frames):  # noqa: F811
@@ -164,9 +170,51 @@ def test_a_stamp_going_back_is_counted_warned_and_restarts_cold(system, frames):
     # The frame at 9 s started cold: the warm start of the 15 s frame was reset before it.
     assert resets == [2]
     assert node.stats.stamp_backwards['image'] == 1
-    assert warnings.matching('stamp_backwards on image', '15.000 s, then 9.000 s')
+    assert warnings.matching('stamp_backwards (image)', '15.000 s, then 9.000 s')
 
     assert spin_until(executor, lambda: diagnostic_values(node, harness).get(
         'stamp_backwards (image)') == '1', 10)
     values = diagnostic_values(node, harness)
     assert values['stamp_backwards (points)'] == '1'
+
+
+def test_a_recording_replayed_twice_is_a_time_jump_with_no_slop_advice(  # noqa: F811
+        system, frames):  # noqa: F811
+    node, harness, executor = system(**{'sync.slop': 0.05})
+    warnings = LoggedWarnings(node)
+    # Played twice in a row, as lrda play --loop does: the stamps jump back 1 s.
+    for k, stamp_ns in enumerate([10 * 10**9 + j * 500 * MS for _ in range(2) for j in range(3)]):
+        harness.publish(frames[k % 3], stamp_ns)
+        # One set at a time: the worker takes each, none superseded.
+        assert spin_until(executor, lambda: node.stats.processed == k + 1, 60), node.stats
+    assert spin_until(executor, lambda: diagnostic_values(node, harness).get(
+        'stamp_backwards (image)') == '1', 10)
+    values = diagnostic_values(node, harness)
+    # Synchronization resumed on the next set: all six sets paired, none lost to the jump.
+    assert values['frames received'] == '6'
+    assert values['unsynchronized (beyond_slop)'] == '0'
+    assert values['stamp_backwards (points)'] == '1'
+    assert not warnings.matching('sync.slop:='), warnings.lines
+    assert not warnings.matching('beyond_slop'), warnings.lines
+    assert len(warnings.matching('stamp_backwards (')) == 1, warnings.lines
+    # The jump was told once; within a reporting window the message is back to steady.
+    assert spin_until(executor, lambda: latest_status(node, harness).message
+                      == 'completing depth', 10), latest_status(node, harness)
+    assert latest_status(node, harness).level == DiagnosticStatus.OK
+
+
+def test_100_backward_stamps_log_a_few_lines_and_count_every_one(
+        system, synchronizer):  # noqa: F811
+    if synchronizer != 'builtin':
+        pytest.skip('feeds the built-in synchronizer directly')
+    node, harness, executor = system()
+    warnings = LoggedWarnings(node)
+    sync = node.subscriptions_handle.synchronizer
+    # 101 images, each stamped before the one before: 100 time jumps on one input.
+    for k in range(101):
+        sync.add(0, type('Stamped', (), {'header': header('camera', (200 - k) * 10**9)})())
+    assert spin_until(executor, lambda: diagnostic_values(node, harness).get(
+        'stamp_backwards (image)') == '100', 10)
+    lines = warnings.matching('stamp_backwards (image)')
+    assert 1 <= len(lines) <= 3, warnings.lines
+    assert lines[0].startswith('stamp_backwards (image), 1 so far')

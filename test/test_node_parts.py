@@ -19,7 +19,9 @@ from __future__ import annotations
 import threading
 
 from lrda_ros.colormap import colorize_depth, turbo
+from lrda_ros.messages.stamps import latency_or_reason, NS_PER_S
 from lrda_ros.ros.latest_slot import LatestSlot
+from lrda_ros.ros.warning_throttle import WarningThrottle
 from lrda_ros.settings import InvalidParameterError, NodeSettings, PARAMETERS
 from lrda_ros.settings.node_settings import extrinsic_override
 from lrda_ros.settings.parameters import closest_parameter, coerce_value
@@ -168,3 +170,27 @@ def test_one_fixed_colour_map_end_beyond_the_automatic_other_end_is_clamped():
     assert (beyond_far == turbo(np.array([1.0]))[0]).all()
     below_near = colorize_depth(depth, far=0.5)  # fixed far end before everything
     assert (below_near == turbo(np.array([0.0]))[0]).all()
+
+
+def test_warnings_of_one_cause_log_once_then_once_a_minute_with_a_count():
+    lines, now = [], [0.0]
+    throttle = WarningThrottle(lines.append, clock=lambda: now[0])
+    for k in range(100):  # 100 backward stamps, 1 s apart, and one other cause once
+        now[0] = float(k)
+        throttle.warn('stamp_backwards', f'stamp_backwards (image), {k + 1} so far')
+    throttle.warn('dropped (malformed)', 'dropped (malformed), 1 so far')
+    assert lines == ['stamp_backwards (image), 1 so far',
+                     'stamp_backwards (image), 61 so far (59 more not logged since the last '
+                     'such warning)',
+                     'dropped (malformed), 1 so far']
+
+
+def test_latency_is_told_only_for_stamps_from_the_node_clock():
+    now = 1_795_800_000 * NS_PER_S
+    assert latency_or_reason(now, now - 250_000_000) == (pytest.approx(0.25), '')
+    # A KITTI recording of 2011 replayed without its /clock: no latency, and why.
+    latency, reason = latency_or_reason(now, 1_317_000_000 * NS_PER_S)
+    assert latency is None
+    assert 'another clock' in reason and 'use_sim_time' in reason
+    # A stamp ahead of the clock (a looped /clock went back) is none either.
+    assert latency_or_reason(now, now + 3600 * NS_PER_S)[0] is None

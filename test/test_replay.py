@@ -22,6 +22,7 @@ transform from the replayed /tf_static; the PyPI wheels have neither, so that te
 from __future__ import annotations
 
 import importlib.util
+import math
 import threading
 
 from conftest import spin_until
@@ -151,7 +152,24 @@ def test_clock_makes_use_sim_time_and_the_latency_meaningful(tmp_path, frames, r
         assert node.stats.processed >= 1, node.stats
         # Sim time is the bag's (2019), so the latency is processing time, not 2019 -> now.
         assert abs(node.stats.last_latency_s) < 60, node.stats.last_latency_s
+        assert node.stats.latency_note == ''
         assert node.get_clock().now().nanoseconds < START_NS + 10**9
+    finally:
+        node.destroy_node()
+
+
+def test_without_the_clock_the_latency_is_absent_with_its_reason(tmp_path, frames, ros_context,
+                                                                 namespace, tiny_model_dir):
+    bag = write_scene_bag(tmp_path / 'bag', frames, images=('jpeg',))
+    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
+    node = _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
+                 **{'lidar_to_camera.matrix': T})
+    try:
+        _play_into(node, bag, ros_context, namespace, ('depth',))
+        assert node.stats.processed >= 1, node.stats
+        # The bag's stamps (2019) against the wall clock: no latency, and why.
+        assert math.isnan(node.stats.last_latency_s)
+        assert 'another clock' in node.stats.latency_note, node.stats.latency_note
     finally:
         node.destroy_node()
 

@@ -347,9 +347,8 @@ def test_builtin_backend_when_message_filters_not_preferred(ros_node):
     assert handle.num_evicted == 0 and handle.num_emitted == 0
 
 
-def test_message_filters_backend_wiring(monkeypatch):
-    # message_filters is not installed here: a stand-in with its structure (callbacks called
-    # in registration order, queues keyed by stamp under a lock) matching exact stamps.
+def install_fake_message_filters(monkeypatch) -> list:
+    """Install a stand-in message_filters; return the list its constructors log calls to."""
     calls = []
 
     class Subscriber:
@@ -390,6 +389,11 @@ def test_message_filters_backend_wiring(monkeypatch):
     fake.Subscriber = Subscriber
     fake.ApproximateTimeSynchronizer = ApproximateTimeSynchronizer
     monkeypatch.setitem(sys.modules, 'message_filters', fake)
+    return calls
+
+
+def test_message_filters_backend_wiring(monkeypatch):
+    calls = install_fake_message_filters(monkeypatch)
     assert message_filters_available()
 
     node, qos, emitted = object(), 7, []
@@ -454,10 +458,84 @@ def test_a_stamp_going_back_is_a_time_jump_that_clears_the_old_timeline():
     feed(sync, [(0, 14_000 * MS), (1, 14_000 * MS), (0, 15_000 * MS), (0, 9_000 * MS)])
     assert jumps == [(0, 15_000 * MS, 9_000 * MS)]
     assert sync.losses.time_jumps == {0: 1}
-    assert dict(sync.losses.counts) == {'no_partner': 1}  # 15.0 of the old timeline
+    assert dict(sync.losses.counts) == {'time_jump': 1}  # 15.0 of the old timeline
     feed(sync, [(1, 9_000 * MS)])
     assert recorder.sets == [(14_000 * MS, 14_000 * MS), (9_000 * MS, 9_000 * MS)]
     # Without the callback the rule stays message_filters': counted, nothing dropped.
     plain, _ = make_sync(num_inputs=2)
     feed(plain, [(0, 15_000 * MS), (0, 9_000 * MS)])
     assert plain.losses.time_jumps == {0: 1} and plain.num_evicted == 0
+
+
+def looped_replay(lag_frames, loops=2, frames=10):
+    """
+    Return (input, stamp) arrivals of a 1 s recording played ``loops`` times in a row.
+
+    Image and camera_info at 10 Hz, the cloud stamped 10 ms earlier and arriving
+    ``lag_frames`` frames late, as a replay interleaves them: at each loop the image's stamp
+    jumps back 0.9 s while clouds of the previous pass are still on their way.
+    """
+    stamps = [1_000 * MS + k * 100 * MS for _ in range(loops) for k in range(frames)]
+    events = []
+    for position, stamp in enumerate(stamps):
+        events += [(position, 0, stamp), (position, 1, stamp),
+                   (position + lag_frames, 2, stamp - 10 * MS)]
+    return [(index, stamp) for _, index, stamp in sorted(events, key=lambda e: e[0])]
+
+
+@pytest.mark.parametrize('lag_frames', [0, 2, 3])
+def test_a_looped_replay_is_a_time_jump_not_an_offset_beyond_the_slop(lag_frames):
+    jumps = []
+    recorder = Recorder()
+    sync = ApproximateTimeSync(3, 5, 0.05, recorder,
+                               on_time_jump=lambda *jump: jumps.append(jump))
+    feed(sync, looped_replay(lag_frames))
+    assert sync.losses.counts['beyond_slop'] == 0
+    assert sync.losses.largest_spread_ns == 0  # no slop advice
+    assert sync.losses.summary(['image', 'info', 'points'])['suggested_slop_s'] is None
+    assert sorted(index for index, _, _ in jumps) == [0, 1, 2]
+    assert sync.losses.time_jumps == {0: 1, 1: 1, 2: 1}
+    # Synchronization resumes on the next set: every frame of the second pass after the
+    # first lag frames pairs, image with its own cloud.
+    second = recorder.sets[-(10 - lag_frames):]
+    assert [s[0] for s in second] == [1_000 * MS + k * 100 * MS for k in range(lag_frames, 10)]
+    assert all(s[2] == s[0] - 10 * MS for s in second)
+    # Every message is in a set, lost (time_jump only), or still queued.
+    assert set(sync.losses.counts) <= {'time_jump'}
+
+
+def test_a_sustained_80_ms_offset_is_beyond_a_50_ms_slop_and_the_advice_pairs_it():
+    arrivals = [(index, frame * 500 * MS + (80 * MS if index == 1 else 0))
+                for frame in range(20) for index in (0, 1)]
+    sync, recorder = make_sync(num_inputs=2, queue_size=3, slop_s=0.05)
+    feed(sync, arrivals)
+    assert recorder.sets == []
+    assert sync.losses.counts['beyond_slop'] > 0
+    assert sync.losses.largest_spread_ns == 80 * MS
+    advice = sync.losses.summary(['image', 'points'])['suggested_slop_s']
+    # The advice, checked by synchronizing the same stamps with it: every frame pairs.
+    advised, advised_sets = make_sync(num_inputs=2, queue_size=3, slop_s=advice)
+    feed(advised, arrivals)
+    assert len(advised_sets.sets) == 20
+    assert all(points - image == 80 * MS for image, points in advised_sets.sets)
+
+
+def test_message_filters_backend_counts_a_bag_loop_as_a_time_jump(monkeypatch):
+    install_fake_message_filters(monkeypatch)
+    jumps, emitted = [], []
+    handle = create_synchronized_subscriptions(
+        object(), [(int, 'image'), (float, 'points')], 7, 4, 0.05,
+        callback=lambda *m: emitted.append(m), on_time_jump=lambda *j: jumps.append(j))
+    image, points = handle.subscriptions
+    # Two passes of a 0.3 s recording; the image of the second pass comes before the last
+    # cloud of the first, and the clouds lag one frame.
+    arrivals = [(image, 1.0), (image, 1.1), (points, 1.0), (image, 1.2), (points, 1.1),
+                (image, 1.0), (points, 1.2), (image, 1.1), (points, 1.0), (image, 1.2),
+                (points, 1.1), (points, 1.2)]
+    for subscriber, stamp_s in arrivals:
+        subscriber.deliver(_stamped(round(stamp_s * 1e9)))
+    assert [(topic, previous, stamp) for topic, previous, stamp in jumps] == [
+        ('image', 1_200 * MS, 1_000 * MS), ('points', 1_200 * MS, 1_000 * MS)]
+    assert len(emitted) == 5  # every set of the second pass pairs again
+    assert set(handle.loss_counts()) <= {'time_jump'}
+    assert handle.largest_spread_s() == 0.0

@@ -66,3 +66,22 @@ def stamp_error(stamp: Any) -> str | None:
     if not 0 <= stamp.nanosec < NS_PER_S:
         return f'stamp nanosec {stamp.nanosec} is not in [0, 1e9)'
     return None
+
+
+#: The most a frame's latency (s) can plausibly be, either way: a stamp further from the
+#: node's clock is from another clock (a recording replayed without its /clock).
+PLAUSIBLE_LATENCY_S = 60.0
+
+
+def latency_or_reason(now_ns: int, stamp_ns: int) -> tuple[float | None, str]:
+    """
+    Return (the latency now - stamp in seconds, '') or (None, why there is none).
+
+    A latency is only told where the stamp is from the node's clock: the same wall clock, or
+    the simulated clock a replay publishes (``lrda play --clock`` with ``use_sim_time``).
+    """
+    latency = (int(now_ns) - int(stamp_ns)) / NS_PER_S
+    if abs(latency) <= PLAUSIBLE_LATENCY_S:
+        return latency, ''
+    return None, (f'none: the stamps are {latency:+.3g} s from the node clock, from another '
+                  'clock (a replay needs lrda play --clock and use_sim_time:=true)')

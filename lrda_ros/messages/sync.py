@@ -29,7 +29,7 @@ import time
 from typing import Any, Callable
 
 from .stamps import header_stamp_ns, NS_PER_S
-from .sync_losses import NO_PARTNER, SyncLossTracker
+from .sync_losses import SyncLossTracker, TIME_JUMP
 from ..errors import ConfigError
 
 
@@ -151,7 +151,7 @@ class ApproximateTimeSync:
             previous = self.losses.seen(index, stamp)
             if previous is not None and self._on_time_jump is not None:
                 jumped_from = previous
-                self._drop_after(stamp + self._slop_ns)
+                self._drop_after(index, stamp + self._slop_ns)
             matched = self._insert_and_match(index, stamp, msg)
             if matched is not None:
                 self._num_emitted += 1
@@ -175,13 +175,12 @@ class ApproximateTimeSync:
             del self._queues[index][stamp]
             self.losses.lost(index, stamp)
 
-    def _drop_after(self, limit_ns: int) -> None:
-        """Drop queued messages stamped after ``limit_ns``: the old timeline of a time jump."""
-        for index, queue in enumerate(self._queues):
-            for stamp in sorted(s for s in queue if s > limit_ns):
-                self.losses.lost(index, stamp, NO_PARTNER)
-                del queue[stamp]
-        self.losses.forget_after(limit_ns)
+    def _drop_after(self, index: int, limit_ns: int) -> None:
+        """Drop the queued messages of the old timeline at ``index``'s time jump."""
+        for other, stamp in self.losses.old_timeline(index, self._queues, limit_ns):
+            del self._queues[other][stamp]
+            self.losses.lost(other, stamp, TIME_JUMP)
+        self.losses.forget_after(index, limit_ns)
 
     def _insert_and_match(self, index: int, stamp: int, msg: Any) -> list[Any] | None:
         """Queue ``msg`` and return the first matching set (removed from queues), if any."""

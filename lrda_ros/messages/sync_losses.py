@@ -24,8 +24,11 @@ other inputs' recent messages that no set used:
   but their stamps were too far apart for the slop: the sensors' stamps are offset, and a
   larger slop (:func:`suggested_slop_s`) pairs them.
 - ``no_partner``: some other input had no unused message in range (silent, slower, or its
-  nearby messages went to other sets), the partners were within the slop but never met in the
-  queues (raise the queue size), or a time jump discarded it.
+  nearby messages went to other sets), or the partners were within the slop but never met in
+  the queues (raise the queue size).
+- ``time_jump``: a stamp went back (a bag loop, a restarted recording, a clock reset): the
+  message belonged to the old timeline, or was lost while the inputs were on different
+  timelines. Its offsets are the jump, not an offset between sensors: no slop advice.
 
 The node adds ``superseded`` itself: a synchronized set replaced by a newer one before it was
 processed (its worker was busy).
@@ -42,9 +45,10 @@ from .stamps import NS_PER_S
 
 BEYOND_SLOP = 'beyond_slop'
 NO_PARTNER = 'no_partner'
+TIME_JUMP = 'time_jump'
 SUPERSEDED = 'superseded'
 #: Every reason a message or a set is lost, in the order reports list them.
-LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, SUPERSEDED)
+LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, TIME_JUMP, SUPERSEDED)
 #: How far (s) another input's message may be from a lost one and still count as its partner;
 #: at least ten slops.
 PARTNER_RANGE_S = 1.0
@@ -92,7 +96,10 @@ class SyncLossTracker:
 
     Not thread-safe: the synchronizer calls it under its own lock. ``seen`` also notices a
     stamp going backwards on an input (a bag loop, a clock reset): the caller then discards
-    what it queued from the old timeline (:meth:`forget_after`).
+    what it queued from the old timeline (:meth:`old_timeline`, :meth:`forget_after`). Until
+    every input ahead of the jump has jumped too, or the new timeline has caught up with it,
+    the inputs straddle two timelines: their stamps pass nothing on the new one, and every
+    loss is ``time_jump``, never an offset beyond the slop.
     """
 
     def __init__(self, num_inputs: int, slop_ns: int) -> None:
@@ -104,6 +111,11 @@ class SyncLossTracker:
         #: Per input, the newest stamp since the last time jump on any input (None: none yet):
         #: what :meth:`unpairable` compares with, never a stamp of an older timeline.
         self._reach: list[int | None] = [None] * num_inputs
+        #: Inputs still on the old timeline after another one's time jump -> their newest
+        #: stamp there; while any is left, losses are the jump's (``time_jump``).
+        self._stale: dict[int, int] = {}
+        #: Inputs that jumped while others were still on the old timeline: on the new one.
+        self._jumped: set[int] = set()
         self.counts: Counter[str] = Counter()
         #: Times a stamp went backwards, per input index.
         self.time_jumps: Counter[int] = Counter()
@@ -123,14 +135,33 @@ class SyncLossTracker:
         if newest is not None and stamp_ns < newest:
             self.time_jumps[index] += 1
             self._newest[index] = stamp_ns
+            if not self._stale:  # the first input to jump: the others are behind it
+                self._jumped = set()
+            self._stale.pop(index, None)
+            self._jumped.add(index)
+            # Ahead of the new stamp and not jumped yet: still on the old timeline.
+            self._stale.update({other: stamp for other, stamp in enumerate(self._newest)
+                                if stamp is not None and other not in self._jumped
+                                and stamp > stamp_ns + self.slop_ns})
             # The other inputs are still on the old timeline: until they send on the new
             # one, nothing on it may look unpairable for being behind them.
             self._reach = [None] * len(self._reach)
             self._reach[index] = stamp_ns
             return newest
         self._newest[index] = stamp_ns
-        self._reach[index] = stamp_ns
+        if index in self._stale:
+            self._stale[index] = stamp_ns
+        self._end_stale()
+        if index not in self._stale:  # an old timeline's stamps pass nothing on the new one
+            self._reach[index] = stamp_ns
         return None
+
+    def _end_stale(self) -> None:
+        """Take back an input whose old timeline the others caught up with (it never jumped)."""
+        live = [stamp for index, stamp in enumerate(self._newest)
+                if stamp is not None and index not in self._stale]
+        self._stale = {index: end for index, end in self._stale.items()
+                       if not any(stamp >= end - self.slop_ns for stamp in live)}
 
     def used(self, stamps_ns: Sequence[int]) -> None:
         """Note a synchronized set (one stamp per input, in input order)."""
@@ -141,6 +172,8 @@ class SyncLossTracker:
         """Classify (unless ``reason`` is given), count and return a dropped message."""
         offsets = tuple(0 if other == index else self._nearest_unused(other, stamp_ns)
                         for other in range(len(self._recent)))
+        if reason is None and self._stale:
+            reason = TIME_JUMP  # the inputs are on two timelines: no offset between sensors
         loss = SyncLoss(reason or NO_PARTNER, index, stamp_ns, offsets)
         spread = loss.spread_ns
         if reason is None and spread is not None and spread >= self.slop_ns:
@@ -184,9 +217,21 @@ class SyncLossTracker:
         """Return whether ``queue`` holds a stamp within the slop of ``stamp_ns``."""
         return any(abs(queued - stamp_ns) <= self.slop_ns for queued in queue)
 
-    def forget_after(self, limit_ns: int) -> None:
-        """Forget stamps after ``limit_ns`` (an old timeline, after a time jump)."""
-        for recent in self._recent:
+    def old_timeline(self, index: int, queues: Sequence[Mapping[int, Any]],
+                     limit_ns: int) -> list[tuple[int, int]]:
+        """
+        Return the queued (input, stamp) pairs of the old timeline at input ``index``'s jump.
+
+        Stamps after ``limit_ns`` on ``index`` and on the inputs still on the old timeline;
+        an input that jumped before is on the new timeline already and keeps its queue.
+        """
+        return [(other, stamp) for other in sorted({index, *self._stale})
+                for stamp in sorted(queues[other]) if stamp > limit_ns]
+
+    def forget_after(self, index: int, limit_ns: int) -> None:
+        """Forget stamps after ``limit_ns`` of the old timeline at input ``index``'s jump."""
+        for other in {index, *self._stale}:
+            recent = self._recent[other]
             for stamp in [s for s in recent if s > limit_ns]:
                 del recent[stamp]
 

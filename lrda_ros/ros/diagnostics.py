@@ -24,7 +24,10 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from ..messages.causes import (
+    cause_name, DROPPED, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
 from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
+from ..messages.sync_losses import BEYOND_SLOP, SUPERSEDED
 
 #: Frames whose drop is not a fault of the input or the node.
 _BENIGN_DROPS = ('too_few_points',)
@@ -37,10 +40,6 @@ KEY_PROCESSING_S = 'processing time (s)'
 _STATE_MESSAGES = {'unconfigured': 'unconfigured: configure loads the model',
                    'inactive': 'inactive: activate subscribes to the inputs',
                    'finalized': 'finalized: shut down, no longer processing'}
-#: Counted per input whose stamp went back (a time jump: bag loop, clock reset).
-STAMP_BACKWARDS = 'stamp_backwards'
-#: Synchronizer losses shown per reason (superseded sets have their own key).
-SYNC_LOSS_REASONS = ('beyond_slop', 'no_partner')
 
 
 @dataclass
@@ -54,7 +53,7 @@ class NodeStatistics:
     statuses: Counter = field(default_factory=Counter)
     #: Input messages the synchronizer dropped without a partner (never became a frame).
     unsynchronized: int = 0
-    #: The same, per reason (beyond_slop, no_partner).
+    #: The same, per reason (causes.SYNC_LOSS_REASONS).
     sync_losses: Counter = field(default_factory=Counter)
     #: Stamps older than the previous one on the same input, per input topic.
     stamp_backwards: Counter = field(default_factory=Counter)
@@ -62,7 +61,9 @@ class NodeStatistics:
     last_iterations: int = 0
     last_points: int = 0
     last_processing_s: float = float('nan')
+    #: Seconds from the last image's stamp to its depth (NaN: none, ``latency_note`` says why).
     last_latency_s: float = float('nan')
+    latency_note: str = ''
     last_stamp: str = ''
     #: Seconds from the synchronized set's arrival to the end of its publishing.
     last_frame_s: float = float('nan')
@@ -83,6 +84,19 @@ class NodeStatistics:
     recent_iterations: list[int] = field(default_factory=list)
     #: Monotonic times of the last completed frames (for the output rate).
     completed_at: list[float] = field(default_factory=list)
+    #: ``window_counts`` at the last published status: the message tells what came since.
+    reported: Counter = field(default_factory=Counter)
+
+    def window_counts(self) -> Counter:
+        """Return the totals whose growth a status message reports (the recent window)."""
+        return Counter(
+            beyond_slop=self.sync_losses[BEYOND_SLOP],
+            errors=sum(n for reason, n in self.dropped.items() if reason not in _BENIGN_DROPS),
+            time_jumps=sum(self.stamp_backwards.values()))
+
+    def close_window(self) -> None:
+        """Note a published status: the next message describes what comes after it."""
+        self.reported = self.window_counts()
 
     @property
     def output_rate_hz(self) -> float:
@@ -101,9 +115,13 @@ class NodeStatistics:
         """Note a completed frame for the output rate."""
         self.completed_at = (self.completed_at + [time.monotonic()])[-20:]
 
-    def record(self, result: Any, seconds: float, frame_seconds: float, latency_s: float,
-               stamp: str) -> None:
-        """Count a published frame: its engine result (CompletionResult) and timings."""
+    def record(self, result: Any, seconds: float, frame_seconds: float,
+               latency: tuple[float | None, str], stamp: str) -> None:
+        """
+        Count a published frame: its engine result (CompletionResult) and timings.
+
+        ``latency``: (seconds, '') or (None, why there is none): ``stamps.latency_or_reason``.
+        """
         self.processed += 1
         self.statuses[result.status.value] += 1
         self.last_loss = result.final_loss
@@ -114,7 +132,8 @@ class NodeStatistics:
         self.stopped_at_budget += int(result.stopped_at_deadline)
         self.scene_cuts += int(result.scene_cut)
         self.recent_iterations = (self.recent_iterations + [result.iterations])[-20:]
-        self.last_latency_s = latency_s
+        self.last_latency_s = float('nan') if latency[0] is None else latency[0]
+        self.latency_note = latency[1]
         self.last_stamp = stamp
         self.record_completed()
 
@@ -130,16 +149,17 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         ('state', state),
         ('frames received', stats.received), ('frames processed', stats.processed),
         ('frames dropped', stats.num_dropped),
-        ('dropped (superseded by a newer frame)', stats.replaced),
-        ('dropped (<reason>)', dict(sorted(stats.dropped.items()))),
-        ('unsynchronized messages', stats.unsynchronized),
-        ('unsynchronized (<reason>)',
+        # Each cause under its one name (messages/causes.py), the start of its warnings too.
+        (cause_name(SUPERSEDED), stats.replaced),
+        (f'{DROPPED} (<reason>)', dict(sorted(stats.dropped.items()))),
+        (f'{UNSYNCHRONIZED} messages', stats.unsynchronized),
+        (f'{UNSYNCHRONIZED} (<reason>)',
          {reason: stats.sync_losses[reason] for reason in SYNC_LOSS_REASONS}),
-        (f'{STAMP_BACKWARDS} (<input>)', dict(sorted(stats.stamp_backwards.items()))),
+        (cause_name(STAMP_BACKWARDS, '<input>'), dict(sorted(stats.stamp_backwards.items()))),
         ('status <status>', dict(sorted(stats.statuses.items()))),
         ('frame rate (Hz)', f'{stats.output_rate_hz:.2f}'),
         (KEY_PROCESSING_S, f'{stats.last_processing_s:.3f}'),
-        ('latency (s)', f'{stats.last_latency_s:.3f}'),
+        ('latency (s)', stats.latency_note or f'{stats.last_latency_s:.3f}'),
         ('last loss', f'{stats.last_loss:.4g}'),
         (KEY_ITERATIONS, stats.last_iterations),
         ('frame time, synchronized set to publish (s)', f'{stats.last_frame_s:.3f}'),
@@ -177,7 +197,9 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
     ``state`` is its lifecycle state label ('active' for the plain node): any other state is
     the message, at level WARN (an unconfigured, inactive or finalized node processes
     nothing). ``context`` adds descriptive values (model, device, synchronization backend);
-    ``demo_prior`` warns that the model is the demonstration prior.
+    ``demo_prior`` warns that the model is the demonstration prior. The message describes
+    what grew since ``stats.reported`` (:meth:`NodeStatistics.close_window`, called when a
+    status is published), at WARN for errors and messages beyond the slop.
     """
     unknown = set(context) - set(CONTEXT_KEYS)
     if unknown:  # every key is documented (doc/ros.md): a new one must join KEYS first
@@ -190,16 +212,21 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         else:
             values[key] = value
     values.update(context)
-    errors = sum(n for reason, n in stats.dropped.items() if reason not in _BENIGN_DROPS)
+    # The message tells the window since the last status (a transient clears in one period);
+    # the totals stay in the values.
+    recent = stats.window_counts() - stats.reported
     level, message = DiagnosticStatus.OK, 'completing depth'
     if demo_prior:
         level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
-    if errors:
-        level, message = DiagnosticStatus.WARN, f'{errors} frames dropped for errors'
-    beyond_slop = stats.sync_losses['beyond_slop']
-    if beyond_slop:
+    if recent['time_jumps']:
+        message = (f'{message}; stamps went back on {recent["time_jumps"]} inputs (a bag loop, '
+                   'a clock reset): synchronizer reset, next frame cold')
+    if recent['errors']:
+        level, message = DiagnosticStatus.WARN, f'{recent["errors"]} frames dropped for errors'
+    if recent['beyond_slop']:
         level = DiagnosticStatus.WARN
-        message = f'{beyond_slop} input messages beyond sync.slop (the log names the slop needed)'
+        message = (f'{recent["beyond_slop"]} input messages beyond sync.slop (the log names the '
+                   'slop needed)')
     if stats.unsynchronized and stats.received == 0:
         level = DiagnosticStatus.WARN
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'

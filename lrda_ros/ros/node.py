@@ -51,7 +51,6 @@ from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
-from rclpy.time import Time
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
@@ -60,27 +59,29 @@ from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFr
 from .declaration import (
     coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
     warn_unknown_parameters)
-from .diagnostics import completion_status, STAMP_BACKWARDS
+from .diagnostics import completion_status
 from .latest_slot import LatestSlots
 from .motion_alignment import MotionAligner
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
+from .warning_throttle import WarningThrottle
 from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
 from ..geometry import InvalidCameraError, RigidTransform
+from ..messages.causes import cause_line, STAMP_BACKWARDS
 from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model
-from ..messages.stamps import NS_PER_S, stamp_error, stamp_text, stamp_to_ns
+from ..messages.stamps import (
+    latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
 
 NODE_NAME = 'completion_node'
-_THROTTLE_S = 5.0
 #: attribute -> (type, topic) of every output but /diagnostics.
 _OUTPUTS = {
     'pub_depth': (Image, 'depth'), 'pub_info': (CameraInfo, 'depth/camera_info'),
@@ -128,7 +129,7 @@ class CompletionCore:
         """Declare and validate parameters; create /diagnostics (it reports in every state)."""
         self._stats_lock = threading.Lock()
         self._settings_lock = threading.Lock()
-        self._last_warning: dict[str, float] = {}
+        self._warnings = WarningThrottle(lambda message: self.get_logger().warning(message))
         self._stop = threading.Event()      # the worker ends
         self._active = threading.Event()    # frames are processed only while set
         self._slots: LatestSlots[str, tuple[Image, CameraInfo, PointCloud2, float]] = \
@@ -299,10 +300,10 @@ class CompletionCore:
             with self._stats_lock:
                 camera.stats.replaced += 1
                 replaced = camera.stats.replaced
-            self._warn(camera, SUPERSEDED, (
-                f'unsynchronized ({SUPERSEDED}, {replaced} so far): a synchronized set was '
-                'replaced by a newer one before the worker took it: frames arrive faster than '
-                'they are completed (time_budget bounds the time per frame)'))
+            self._warn(camera, SUPERSEDED, cause_line(
+                SUPERSEDED, replaced, 'a synchronized set was replaced by a newer one before '
+                'the worker took it: frames arrive faster than they are completed '
+                '(time_budget bounds the time per frame)'))
 
     def _on_time_jump(self, camera: Camera, topic: str, previous_ns: int,
                       stamp_ns: int) -> None:
@@ -310,18 +311,16 @@ class CompletionCore:
         with self._stats_lock:
             camera.stats.stamp_backwards[topic] += 1
             count = camera.stats.stamp_backwards[topic]
-        self._warn(camera, f'{STAMP_BACKWARDS}:{topic}', (
-            f'{STAMP_BACKWARDS} on {topic} ({count} so far): '
-            f'{previous_ns / NS_PER_S:.3f} s, then {stamp_ns / NS_PER_S:.3f} s; treated as a '
-            'time jump (a bag loop, a clock reset): queued messages of the old timeline are '
-            'dropped and the next frame starts cold (no warm start)'))
+        # One cause for every input: a bag loop sends each input's stamps back at once.
+        self._warn(camera, STAMP_BACKWARDS, cause_line(
+            STAMP_BACKWARDS, count, subject=topic, text=(
+                f'{previous_ns / NS_PER_S:.3f} s, then {stamp_ns / NS_PER_S:.3f} s; treated '
+                'as a time jump (a bag loop, a clock reset): queued messages of the old '
+                'timeline are dropped and the next frame starts cold (no warm start)')))
 
     def _warn_throttled(self, key: str, message: str) -> None:
-        """Log ``message`` unless one with the same ``key`` was logged in the last seconds."""
-        now = time.monotonic()
-        if now - self._last_warning.get(key, -_THROTTLE_S) >= _THROTTLE_S:
-            self._last_warning[key] = now
-            self.get_logger().warning(message)
+        """Log ``message`` at once, then at most once a minute per ``key`` with a count."""
+        self._warnings.warn(key, message)
 
     def _warn(self, camera: Camera, key: str, message: str) -> None:
         """Warn about one camera, throttled per camera and ``key``."""
@@ -338,9 +337,8 @@ class CompletionCore:
         with self._stats_lock:
             camera.stats.dropped[reason] += 1
             count = camera.stats.dropped[reason]
-        what = f'{reason} {kind}' if kind else reason
         self._warn(camera, f'{reason}:{kind}',
-                   f'dropped frame ({what}, {count} {reason} so far): {message}')
+                   cause_line(reason, count, f'{kind} {message}' if kind else message))
 
     def _extrinsic(self, camera: Camera, cloud_frame: str, camera_frame: str,
                    stamp: Any) -> RigidTransform | None:
@@ -497,9 +495,10 @@ class CompletionCore:
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
                 frame_seconds: float) -> None:
         result = outputs.completion
-        latency = (self.get_clock().now() - Time.from_msg(image.header.stamp)).nanoseconds
+        latency = latency_or_reason(self.get_clock().now().nanoseconds,
+                                    stamp_to_ns(image.header.stamp))
         with self._stats_lock:
-            camera.stats.record(result, seconds, frame_seconds, latency * 1e-9,
+            camera.stats.record(result, seconds, frame_seconds, latency,
                                 stamp_text(image.header.stamp))
             camera.stats.last_fused_fraction = outputs.fused_fraction
         if self.settings.holdout_fraction > 0:
@@ -569,6 +568,7 @@ class CompletionCore:
                 statuses.append(completion_status(
                     camera.status_name(name), camera.stats, self._lifecycle_state(), context,
                     bool(choice and choice.is_demo_prior)))
+                camera.stats.close_window()
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = statuses

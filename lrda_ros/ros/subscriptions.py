@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 import threading
 from typing import Any, Callable, Sequence
 
+from ..messages.causes import cause_line
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
-    BEYOND_SLOP, describe_loss, NO_PARTNER, suggested_slop_s, SyncLoss, SyncLossTracker)
+    BEYOND_SLOP, describe_loss, suggested_slop_s, SyncLoss, SyncLossTracker, TIME_JUMP)
 
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
@@ -96,7 +97,7 @@ class _MessageFiltersLosses:
         with self.synchronizer.lock, self.lock:
             previous = self.losses.seen(index, stamp)
             if previous is not None and self._on_time_jump is not None:
-                self._drop_after(stamp + self._slop_ns)
+                self._drop_after(index, stamp + self._slop_ns)
             self._pending[index][stamp] += 1
         if previous is not None and self._on_time_jump is not None:
             self._on_time_jump(index, previous, stamp)
@@ -135,13 +136,13 @@ class _MessageFiltersLosses:
                 else:
                     del pending[stamp]
 
-    def _drop_after(self, limit_ns: int) -> None:
-        for index, (pending, queue) in enumerate(zip(self._pending, self.synchronizer.queues)):
-            for stamp in sorted(s for s in queue if s > limit_ns):
-                del queue[stamp]
-                self.losses.lost(index, stamp, NO_PARTNER)
-                pending.pop(stamp, None)
-        self.losses.forget_after(limit_ns)
+    def _drop_after(self, index: int, limit_ns: int) -> None:
+        queues = self.synchronizer.queues
+        for other, stamp in self.losses.old_timeline(index, queues, limit_ns):
+            del queues[other][stamp]
+            self.losses.lost(other, stamp, TIME_JUMP)
+            self._pending[other].pop(stamp, None)
+        self.losses.forget_after(index, limit_ns)
 
 
 @dataclass
@@ -227,14 +228,16 @@ class SynchronizedSubscriptions:
     def loss_message(self, reason: str, count: int, loss: SyncLoss, slop_s: float,
                      queue_size: int) -> str:
         """Describe a dropped message and what the settings would need to keep it."""
-        text = (f'unsynchronized ({reason}, {count} so far): {self.backend} dropped '
-                f'{self.offsets_text(loss)}')
+        text = cause_line(reason, count, f'{self.backend} dropped {self.offsets_text(loss)}')
         if reason == BEYOND_SLOP:
             spread = self.largest_spread_s()
             needed = suggested_slop_s(round(spread * NS_PER_S))
             return (f'{text}; stamps up to {spread:.3f} s apart are beyond sync.slop '
                     f'{slop_s:g} s: this data needs sync.slop {needed:g} (read-only: '
                     f'-p sync.slop:={needed:g}), or stamps fixed at the source')
+        if reason == TIME_JUMP:
+            return (f'{text}; stamps went back (a bag loop, a clock reset): the old timeline '
+                    'was dropped, not an offset between the inputs: no setting to change')
         return (f'{text}; no unused message of every input within the slop {slop_s:g} s: an '
                 f'input is silent or slower, or sync.queue_size {queue_size} is too small for '
                 'the delays between inputs')
@@ -277,7 +280,7 @@ def create_synchronized_subscriptions(
     (e.g. ``qos_overriding_options``) go to every underlying subscription. With
     ``on_time_jump(topic, previous_ns, stamp_ns)``, a stamp going backwards on a topic is a
     time jump: the queued messages of the old timeline are dropped (counted as
-    ``no_partner``) and the callback is told.
+    ``time_jump``) and the callback is told.
     """
     validate_sync_settings(len(topics), queue_size, slop_s, callback)
     monitor = _SyncMonitor(len(topics))

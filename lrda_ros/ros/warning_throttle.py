@@ -1,0 +1,57 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""Warnings rate-limited per cause: the first at once, then at most one a minute with a count."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+#: Seconds between two warnings of one cause: a looped replay repeats its causes every loop.
+WARNING_INTERVAL_S = 60.0
+
+
+class WarningThrottle:
+    """
+    Log the first warning of each cause at once, then at most one per ``interval_s``.
+
+    A warning logged after others of its cause were held back says how many (the counters
+    on /diagnostics have every one). Thread-safe: subscriber callbacks and the worker warn.
+    """
+
+    def __init__(self, log: Callable[[str], None], interval_s: float = WARNING_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._log = log
+        self._interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._logged_at: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def warn(self, cause: str, message: str) -> bool:
+        """Log ``message`` unless ``cause`` was logged within the interval; return if it was."""
+        now = self._clock()
+        with self._lock:
+            last = self._logged_at.get(cause)
+            if last is not None and now - last < self._interval_s:
+                self._held[cause] = self._held.get(cause, 0) + 1
+                return False
+            self._logged_at[cause] = now
+            held = self._held.pop(cause, 0)
+        if held:
+            message += f' ({held} more not logged since the last such warning)'
+        self._log(message)
+        return True
