@@ -229,8 +229,10 @@ def test_registry_errors(tmp_path):
                                   'void', 'ddad', 'folder', 'rosbag'}
     for kind, hint in (('kitti_dc', 'velodyne_raw'), ('nyuv2', 'sync_depth'),
                        ('ibims', 'gt.npy'), ('void', 'sparse_depth'), ('folder', 'sparse')):
-        with pytest.raises(FileNotFoundError, match=hint):
+        with pytest.raises(FileNotFoundError, match='the dataset root .* does not exist'):
             open_dataset(kind, tmp_path / 'missing')
+        with pytest.raises(FileNotFoundError, match=hint):  # there, but not laid out so
+            open_dataset(kind, tmp_path)
 
 
 def test_kitti_official_names(tmp_path):
