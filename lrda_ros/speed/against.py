@@ -66,11 +66,14 @@ def measure_in_checkout(path: Path, variant: str, resolution: str, config: TTOCo
     Time one frame with the package in checkout ``path``, in a fresh interpreter.
 
     As ``measure_configuration`` of this checkout, with the other's code: its working
-    directory and ``PYTHONPATH`` are that checkout.
+    directory is that checkout, and it comes first on ``PYTHONPATH``.
     """
     arguments = {'variant': variant, 'resolution': resolution, 'config': config.to_dict(),
                  'warm': warm, 'lidar': asdict(lidar), 'seed': seed, 'frame': frame_index}
-    environment = {**os.environ, 'PYTHONPATH': str(path)}
+    # The checkout first; what the environment adds after it (a ROS install's packages).
+    inherited = os.environ.get('PYTHONPATH')
+    environment = {**os.environ, 'PYTHONPATH': os.pathsep.join(
+        [str(path)] + ([inherited] if inherited else []))}
     completed = subprocess.run([sys.executable, '-c', _MEASURE, json.dumps(arguments)],
                                cwd=path, env=environment, capture_output=True, text=True,
                                check=False)
