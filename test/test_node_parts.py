@@ -180,8 +180,8 @@ def test_warnings_of_one_cause_log_once_then_once_a_minute_with_a_count():
         throttle.warn('stamp_backwards', f'stamp_backwards (image), {k + 1} so far')
     throttle.warn('dropped (malformed)', 'dropped (malformed), 1 so far')
     assert lines == ['stamp_backwards (image), 1 so far',
-                     'stamp_backwards (image), 61 so far (59 more not logged since the last '
-                     'such warning)',
+                     'stamp_backwards (image), 61 so far (59 more warnings of this cause held '
+                     'back since the last one; /diagnostics counts each)',
                      'dropped (malformed), 1 so far']
 
 

@@ -52,6 +52,8 @@ class WarningThrottle:
             self._logged_at[cause] = now
             held = self._held.pop(cause, 0)
         if held:
-            message += f' ({held} more not logged since the last such warning)'
+            # A cause may span inputs (a time jump on each): the count is the cause's.
+            message += (f' ({held} more warnings of this cause held back since the last one; '
+                        '/diagnostics counts each)')
         self._log(message)
         return True
