@@ -106,7 +106,7 @@ class DepthCompleter:
         self._stream: Hashable = None
         self._parked = ParkedStreams()
         #: This frame's sparse-head plans (_sparse_plan), emptied as each frame starts.
-        self._frame_plans: dict[tuple, SparseHeadPlan] = {}
+        self._frame_plans: dict[tuple[int, int], SparseHeadPlan] = {}
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         # Depth Anything V2's decoder, and its encoder where torch runs it (precision.py).
         self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
@@ -270,8 +270,9 @@ class DepthCompleter:
         if not self._uses_sparse_head:
             return None
         # One plan per frame and network input: a warm frame's start check and its steps
-        # share it (its window matrices are the costly part to build).
-        key = (id(samples), tuple(pixel_values.shape[-2:]))
+        # share it (its window matrices are the costly part to build); the frame's start
+        # empties the plans, so the input shape tells them apart.
+        key = tuple(pixel_values.shape[-2:])
         if key not in self._frame_plans:
             self._frame_plans[key] = SparseHeadPlan.build(
                 samples.rows, samples.cols, encoded.input_size, tuple(pixel_values.shape[-2:]))
