@@ -21,6 +21,7 @@ from collections import Counter
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.lora import LoraAdapters
+from lrda_ros.engine.lora_paths import delta_weight
 import numpy as np
 import pytest
 import torch
@@ -87,6 +88,20 @@ def test_the_merged_form_is_the_layer_with_w_plus_s_b_a_computed_by_hand():
     x = torch.randn(1, 4, 5, 7, dtype=torch.float64)
     expected = F.conv2d(x, weight, layer.base_layer.bias, padding=1)
     torch.testing.assert_close(layer(x), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_each_adapters_delta_weight_is_pefts_and_differentiable_alike():
+    network, adapters = adapted_layers()
+    for name in ('0', '2', '3', '4'):  # 3x3 (zero and reflect padding), 1x1, linear
+        layer = network[int(name)]
+        ours = delta_weight(layer, 'tto')
+        pefts = layer.get_delta_weight('tto')
+        torch.testing.assert_close(ours, pefts, rtol=1e-12, atol=1e-12)
+        probe = torch.randn_like(pefts)
+        parameters = [layer.lora_A['tto'].weight, layer.lora_B['tto'].weight]
+        for got, expected in zip(torch.autograd.grad((ours * probe).sum(), parameters),
+                                 torch.autograd.grad((pefts * probe).sum(), parameters)):
+            torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])

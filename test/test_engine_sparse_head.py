@@ -22,7 +22,8 @@ from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
 from lrda_ros.engine.sparse_head import (
-    bilinear_gather, bilinear_matrix, CROP_ROWS_BELOW, effective_conv, SparseHeadPlan)
+    _conv2_bfloat16, bilinear_gather, bilinear_matrix, CROP_ROWS_BELOW, effective_conv,
+    SparseHeadPlan, transpose_csr)
 from lrda_ros.engine.strips import conv1_size, tail_inputs
 import numpy as np
 import pytest
@@ -109,6 +110,22 @@ def test_the_window_gather_is_the_bilinear_upsampling():
                                matrix.to_dense().t() @ grad, rtol=1e-5, atol=1e-6)
 
 
+def test_the_transpose_is_pytorchs_conversion():
+    generator = torch.Generator().manual_seed(5)
+    positions = torch.randint(4 * 27, 20 * 27, (500,), generator=generator)  # rows 1-6 read
+    valid = torch.rand(500, generator=generator) > 0.1
+    matrix = bilinear_matrix(positions, (20, 27), (7, 9), valid, input_rows=(1, 7))
+    ours, pytorchs = transpose_csr(matrix), matrix.t().to_sparse_csr()
+    assert ours.shape == pytorchs.shape == (6 * 9, 500)
+    assert torch.equal(ours.crow_indices(), pytorchs.crow_indices())
+    assert torch.equal(ours.col_indices(), pytorchs.col_indices())
+    assert ours.col_indices().dtype == pytorchs.col_indices().dtype == torch.int64
+    # the same matrix (entries repeated within a row, e.g. an edge pixel's two equal corners,
+    # may come in another order; to_dense sums them)
+    assert torch.equal(ours.to_dense(), pytorchs.to_dense())
+    assert torch.equal(ours.to_dense(), matrix.to_dense().t())
+
+
 def test_effective_conv_folds_lora_into_the_weight():
     model, _ = _adapted(False, None)
     conv = model.network.head.conv2
@@ -119,6 +136,47 @@ def test_effective_conv_folds_lora_into_the_weight():
                                atol=1e-5)
     plain = torch.nn.Conv2d(3, 4, 3)
     assert effective_conv(plain)[0] is plain.weight
+
+
+def _window_weight(weight: torch.Tensor) -> torch.Tensor:
+    return weight.permute(0, 2, 3, 1).reshape(weight.shape[0], -1).double()
+
+
+@pytest.mark.parametrize('trained_base', [False, True])
+def test_conv2_over_bfloat16_windows_is_the_float64_product_and_its_gradients(trained_base):
+    model, _ = _adapted(False, None)
+    conv = model.network.head.conv2
+    down, up, base = conv.lora_A['tto'].weight, conv.lora_B['tto'].weight, conv.base_layer
+    base.weight.requires_grad_(trained_base)  # full decoder fine-tuning trains it
+    generator = torch.Generator().manual_seed(3)
+    patches = torch.randn(50, 9 * base.in_channels, generator=generator)
+    patches = patches.to(torch.bfloat16).requires_grad_()
+    output = _conv2_bfloat16(conv, patches)
+    probe = torch.randn(output.shape, generator=generator)
+    trained = [patches, down, up] + ([base.weight] if trained_base else [])
+    grads = torch.autograd.grad((output * probe).sum(), trained)
+    # The output against float64 from the same windows and float32 weights: the weights are
+    # rounded to bfloat16 (relative 2**-9), products accumulate in float32, so each output is
+    # within 2**-8 of the sum of its terms' magnitudes.
+    x = patches.detach().double()
+    frozen, low = _window_weight(base.weight.detach()), _window_weight(down.detach())
+    high = conv.scaling['tto'] * up.detach().flatten(1).double()
+    expected = x @ frozen.t() + base.bias.double() + (x @ low.t()) @ high.t()
+    bound = 2 ** -8 * (x.abs() @ frozen.abs().t() + (x.abs() @ low.abs().t()) @ high.abs().t())
+    assert ((output.double() - expected).abs() <= bound + 1e-6).all()
+    # The gradients against autograd through the one product of the concatenated weight (what
+    # the custom backward replaces): the same bfloat16 products, up to the rounding of a
+    # bfloat16 result (2**-8 relative).
+    weight = torch.cat([_window_weight(base.weight).float(),
+                        _window_weight(down).float()]).to(torch.bfloat16)
+    products = F.linear(patches, weight).float()
+    reference = (products[:, :base.out_channels] + base.bias
+                 + products[:, base.out_channels:] @ (conv.scaling['tto'] * up.flatten(1)).t())
+    reference_grads = torch.autograd.grad((reference * probe).sum(), trained)
+    for got, wanted in zip(grads, reference_grads):
+        assert got.dtype == wanted.dtype
+        torch.testing.assert_close(got.float(), wanted.float(), rtol=2 ** -8,
+                                   atol=2 ** -8 * float(wanted.abs().max()))
 
 
 def test_tto_with_the_sparse_head_follows_the_dense_trajectory():

@@ -80,6 +80,23 @@ def low_rank_term(layer: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
     return term
 
 
+def delta_weight(layer: nn.Module, adapter: str) -> torch.Tensor:
+    """
+    Return one adapter's ``s B A`` in the base layer's weight layout (peft's ``get_delta_weight``).
+
+    For a convolution (groups 1) peft composes A's kernels with B's 1x1 ones by a convolution,
+    a kernel launch costing more than the arithmetic (a few hundred thousand operations) on a
+    CPU, and more again in its backward: here it is one matrix product over the flattened
+    kernels, the same sums. Other layers use peft's formula.
+    """
+    base = layer.base_layer
+    if isinstance(base, nn.Conv2d) and base.groups == 1:
+        down, up = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
+        product = up.flatten(1) @ down.flatten(1)
+        return product.view(up.shape[0], *down.shape[1:]) * layer.scaling[adapter]
+    return layer.get_delta_weight(adapter)
+
+
 def merged_weight(layer: nn.Module) -> torch.Tensor:
     """
     Return ``W + sum of s B A`` over the active adapters (differentiable in the adapters).
@@ -90,7 +107,7 @@ def merged_weight(layer: nn.Module) -> torch.Tensor:
     weight = layer.base_layer.weight
     for adapter in layer.active_adapters:
         if adapter in layer.lora_A:
-            weight = layer.get_delta_weight(adapter) + weight
+            weight = delta_weight(layer, adapter) + weight
     return weight
 
 

@@ -35,9 +35,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from .lora_paths import merged_weight
 from .model import bilinear_source, DepthModel, EncodedImage
 from .precision import full_precision
-from .strips import conv1_rows, conv1_size, row_bands, source_rows, tail_inputs, TailInputs
+from .strips import (
+    conv1_band, conv1_size, row_bands, source_rows, tail_inputs, TailInputs)
 
 
 #: Below this share of conv1's rows, a step computes the decoder's tail on those rows only.
@@ -48,22 +50,50 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
     """
     Return (weight, bias) a Conv2d applies, folding in active peft LoRA adapters.
 
-    Uses peft's own delta-weight formula, which is differentiable in the adapter weights.
+    Differentiable in the adapter weights (lora_paths.merged_weight).
     """
     base = getattr(module, 'base_layer', None)
     if base is None:
         return module.weight, module.bias
-    weight = base.weight
-    if not getattr(module, 'disable_adapters', False):
-        for adapter in module.active_adapters:
-            if adapter in module.lora_A:
-                weight = weight + module.get_delta_weight(adapter)
-    return weight, base.bias
+    if getattr(module, 'disable_adapters', False):
+        return base.weight, base.bias
+    return merged_weight(module), base.bias
 
 
 def _window_rows(weight: torch.Tensor) -> torch.Tensor:
     """Return a conv weight (out, in, ky, kx) as rows ordered like the patches: window, channel."""
     return weight.permute(0, 2, 3, 1).reshape(weight.shape[0], -1)
+
+
+class _FrozenAndDownProducts(torch.autograd.Function):
+    """
+    ``patches @ [W; A]^T`` in bfloat16 (float32 accumulation), as float32 (frozen, down) parts.
+
+    One product applies the frozen rows ``W`` and the adapters' down rows ``A`` side by side.
+    The backward computes only what is trained: the windows' gradient, and the down rows' (a
+    few rows), never the frozen rows' weight gradient, which autograd through one
+    concatenated weight would compute and discard; the two parts come back without the
+    zero-filled gradients that slicing one output would cost.
+    """
+
+    @staticmethod
+    def forward(ctx, patches: torch.Tensor, frozen: torch.Tensor,
+                down: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        weight = torch.cat([frozen, down]).to(torch.bfloat16)
+        ctx.save_for_backward(patches, weight)
+        ctx.frozen_rows, ctx.down_dtype = frozen.shape[0], down.dtype
+        products = F.linear(patches, weight).float()
+        return products[:, :frozen.shape[0]], products[:, frozen.shape[0]:]
+
+    @staticmethod
+    def backward(ctx, grad_frozen: torch.Tensor, grad_down: torch.Tensor):
+        patches, weight = ctx.saved_tensors
+        grad = torch.cat([grad_frozen, grad_down], dim=1).to(torch.bfloat16)
+        grad_patches = grad @ weight if ctx.needs_input_grad[0] else None
+        grad_rows = None
+        if ctx.needs_input_grad[2]:
+            grad_rows = (grad[:, ctx.frozen_rows:].t() @ patches).to(ctx.down_dtype)
+        return grad_patches, None, grad_rows
 
 
 def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
@@ -77,21 +107,21 @@ def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tenso
     traffic of the (M, 9C) windows and their gradient, which bound the step's head.
     """
     base = getattr(conv, 'base_layer', conv)
-    rows = [_window_rows(base.weight)]
-    ups = []
+    downs, ups = [], []
     if base is not conv and not getattr(conv, 'disable_adapters', False):
         for adapter in conv.active_adapters:
             if adapter in conv.lora_A:
-                rows.append(_window_rows(conv.lora_A[adapter].weight))
+                downs.append(_window_rows(conv.lora_A[adapter].weight))
                 ups.append(conv.lora_B[adapter].weight.flatten(1) * conv.scaling[adapter])
-    products = F.linear(patches, torch.cat(rows).to(torch.bfloat16)).float()
-    out_channels = base.weight.shape[0]
-    output = products[:, :out_channels]
+    frozen = _window_rows(base.weight)
+    if downs and not frozen.requires_grad:
+        output, down = _FrozenAndDownProducts.apply(patches, frozen, torch.cat(downs))
+    else:  # no adapters, or a trained weight (full decoder fine-tuning): plain autograd
+        products = F.linear(patches, torch.cat([frozen, *downs]).to(torch.bfloat16)).float()
+        output, down = products[:, :frozen.shape[0]], products[:, frozen.shape[0]:]
     if base.bias is not None:
         output = output + base.bias
-    if ups:
-        output = output + F.linear(products[:, out_channels:], torch.cat(ups, dim=1))
-    return output
+    return torch.addmm(output, down, torch.cat(ups, dim=1).t()) if ups else output
 
 
 def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[int, int],
@@ -162,7 +192,9 @@ def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
     dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
     crow = matrix.crow_indices()
-    return F.embedding_bag(matrix.col_indices(), dense.to(dtype), offsets=crow[:-1],
+    # Detached: with a table that requires a gradient, embedding_bag also builds its own
+    # backward's bookkeeping (the bag of every index), unused here.
+    return F.embedding_bag(matrix.col_indices(), dense.detach().to(dtype), offsets=crow[:-1],
                            per_sample_weights=matrix.values().to(dtype), mode='sum')
 
 
@@ -237,11 +269,8 @@ class SparseHeadPlan:
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
                                      grid, self.window_inside.reshape(-1), grid_rows)
             matrix = matrix.to(features.device, torch.float32)
-            with warnings.catch_warnings():
-                warnings.simplefilter('ignore', UserWarning)
-                transposed = matrix.t().to_sparse_csr()
-                self._sampling[key] = (_with_values_in(matrix, dtype),
-                                       _with_values_in(transposed, dtype))
+            self._sampling[key] = (_with_values_in(matrix, dtype),
+                                   _with_values_in(transpose_csr(matrix), dtype))
         samples = _SparseProduct.apply(*self._sampling[key], _pixel_rows(features))
         return samples.reshape(-1, 9 * features.shape[1])
 
@@ -308,10 +337,10 @@ class SparseHeadPlan:
         """Predictions at one band of needed pixels, computing only the tail rows they need."""
         grid = inputs.conv1_size
         grid_rows = self._grid_rows(grid, band)
-        features = conv1_rows(model, inputs, grid_rows)
+        features, held_rows = conv1_band(model, inputs, grid_rows)
         positions, inside = self.window_positions[band], self.window_inside[band]
         matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
-                                 inside.reshape(-1), grid_rows)
+                                 inside.reshape(-1), held_rows)
         patches = sparse_product(matrix, _pixel_rows(features))
         return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
 
@@ -339,8 +368,8 @@ class SparseHeadPlan:
         if grid_rows[1] - grid_rows[0] <= CROP_ROWS_BELOW * grid[0]:
             # The LiDAR covers a band of the image (e.g. KITTI's lower two thirds): the tail
             # runs on the rows that band reads only.
-            features = conv1_rows(model, tail_inputs(model, encoded), grid_rows)
-            patches = self._sample_windows(features, grid, grid_rows)
+            features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows)
+            patches = self._sample_windows(features, grid, held_rows)
             return self._at_lidar_pixels(self._head_values(head, patches))
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
@@ -350,6 +379,29 @@ class SparseHeadPlan:
         # products over the windows.
         patches = self._sample_windows(head.conv1(fused))
         return self._at_lidar_pixels(self._head_values(head, patches))
+
+
+def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
+    """
+    Return the transpose of a CSR matrix, as CSR (``matrix.t().to_sparse_csr()``).
+
+    A stable sort of the entries by column (each column's entries in row order), with 32-bit
+    keys where the columns fit: half the memory traffic of PyTorch's conversion, whose 64-bit
+    sort of a frame's million entries was most of the per-frame set-up of the sparse head.
+    """
+    rows, columns = matrix.shape
+    crow, col = matrix.crow_indices(), matrix.col_indices()
+    keys = col.to(torch.int32) if columns < 2 ** 31 else col
+    order = torch.sort(keys, stable=True).indices
+    entry_rows = torch.repeat_interleave(torch.arange(rows, device=col.device), crow.diff())
+    counts = torch.bincount(col, minlength=columns)
+    transposed_crow = torch.zeros(columns + 1, dtype=crow.dtype, device=col.device)
+    torch.cumsum(counts, 0, out=transposed_crow[1:])
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', UserWarning)
+        return torch.sparse_csr_tensor(transposed_crow, entry_rows[order],
+                                       matrix.values()[order], size=(columns, rows),
+                                       check_invariants=False)
 
 
 def _with_values_in(matrix: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

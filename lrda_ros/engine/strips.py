@@ -65,6 +65,20 @@ def source_rows(first: int, stop: int, size_in: int, size_out: int) -> tuple[int
     return min(low, size_in - 1), high + 1
 
 
+def feature_rows(features: torch.Tensor, first: int, stop: int) -> torch.Tensor:
+    """
+    Return rows [first, stop) of (N, C, H, W) features, a view whose gradient keeps their layout.
+
+    Slicing a channels-last tensor along H gives a view; its backward pads the gradient with
+    zeros in the default (channels-first) layout, and every convolution before it then gets a
+    channels-first gradient against channels-last activations: a layout conversion and a
+    slower kernel. Slicing the channels-last view instead pads in channels-last.
+    """
+    if features.dim() == 4 and features.is_contiguous(memory_format=torch.channels_last):
+        return features.permute(0, 2, 3, 1)[:, first:stop].permute(0, 3, 1, 2)
+    return features[:, :, first:stop]
+
+
 def upsample_rows(band: torch.Tensor, band_first_row: int, size_in: int,
                   rows: tuple[int, int], size_out: tuple[int, int]) -> torch.Tensor:
     """
@@ -143,10 +157,10 @@ def _skip_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
     factor = resize.stride[0]  # output row r comes from input row r // factor alone
     first, stop = max(rows[0] - 1, 0), min(rows[1] + 1, inputs.fine_size[0])  # 3x3 halo
     source_first, source_stop = first // factor, (stop - 1) // factor + 1
-    resampled = resize(inputs.projected[:, :, source_first:source_stop])
+    resampled = resize(feature_rows(inputs.projected, source_first, source_stop))
     skip = model.network.neck.convs[0](resampled)
     offset = source_first * factor
-    return skip[:, :, rows[0] - offset:rows[1] - offset]
+    return feature_rows(skip, rows[0] - offset, rows[1] - offset)
 
 
 def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> torch.Tensor:
@@ -155,6 +169,18 @@ def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
 
     conv1 works at twice the finest level's resolution (the last fusion layer's 2x
     upsampling); only the band of rows those output rows depend on is computed, at every level.
+    """
+    features, (first, _) = conv1_band(model, inputs, rows)
+    return feature_rows(features, rows[0] - first, rows[1] - first)
+
+
+def conv1_band(model: DepthModel, inputs: TailInputs,
+               rows: tuple[int, int]) -> tuple[torch.Tensor, tuple[int, int]]:
+    """
+    Return conv1's output on rows [rows) and a row of halo each side, and the rows it holds.
+
+    For a reader that can skip the halo rows itself (the sparse head's window gather): no
+    slice, so no zero-padded gradient in the backward.
     """
     stage = model.network.neck.fusion_stage
     fine_h = inputs.fine_size[0]
@@ -165,11 +191,11 @@ def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
     high = min(needed_stop + FUSION_HALO_ROWS, fine_h)
     coarse_h = inputs.coarse.shape[2]
     coarse_first, coarse_stop = source_rows(low, high, coarse_h, fine_h)
-    fused = upsample_rows(inputs.coarse[:, :, coarse_first:coarse_stop], coarse_first, coarse_h,
-                          (low, high), inputs.fine_size)
+    coarse = feature_rows(inputs.coarse, coarse_first, coarse_stop)
+    fused = upsample_rows(coarse, coarse_first, coarse_h, (low, high), inputs.fine_size)
     hidden = fuse_level(stage.layers[-1], fused, _skip_rows(model, inputs, (low, high)))
     upsampled = upsample_rows(hidden, low, fine_h, (first, stop), grid)
-    return model.network.head.conv1(upsampled)[:, :, rows[0] - first:rows[1] - first]
+    return model.network.head.conv1(upsampled), (first, stop)
 
 
 def decode_in_strips(model: DepthModel, encoded: EncodedImage, strips: int) -> torch.Tensor:
