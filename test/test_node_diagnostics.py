@@ -29,6 +29,7 @@ from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from lrda_ros import world  # noqa: E402
 from lrda_ros.messages.causes import cause_line, STAMP_BACKWARDS, SYNC_LOSS_REASONS  # noqa
+from lrda_ros.messages.stamps import latency_or_reason  # noqa: E402
 from lrda_ros.messages.sync_losses import SUPERSEDED, SyncLoss  # noqa: E402
 from lrda_ros.ros.diagnostics import completion_status, NodeStatistics  # noqa: E402
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
@@ -167,3 +168,31 @@ def test_latency_from_another_clock_is_absent_with_its_reason():
                                  scene_cut=False), 0.2, 0.3, (0.25, ''), '2.0')
     values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
     assert values['latency (s)'] == '0.250'
+
+
+def _record_frame(stats: NodeStatistics, latency: tuple[float | None, str], stamp: str) -> None:
+    stats.record(SimpleNamespace(status=SimpleNamespace(value='optimized'), final_loss=0.1,
+                                 iterations=3, num_points=9, stopped_at_deadline=False,
+                                 scene_cut=False), 0.2, 0.3, latency, stamp)
+
+
+def test_a_replay_loop_tells_no_negative_latency_and_the_next_window_is_steady():
+    # A 10 Hz bag of 1 s looped under its /clock: its last frame (stamp 100.9 s) is done
+    # after the clock went back to 100.773 s, the bag's start plus what the new loop played.
+    stats = NodeStatistics(received=10, processed=9)
+    stats.stamp_backwards.update({'/image': 1, '/camera_info': 1, '/points': 1})
+    _record_frame(stats, latency_or_reason(100_773 * MS, 100_900 * MS), '100.900000000')
+    status = completion_status('/n', stats, 'active', {})
+    values = {v.key: v.value for v in status.values}
+    assert values['latency (s)'] == ('none: the stamp is 0.127 s ahead of the node clock '
+                                     "(clocks not synchronized, or a replay's clock jumped "
+                                     'back)')
+    assert status.level == DiagnosticStatus.OK
+    assert 'stamps went back on 3 inputs' in status.message
+    stats.close_window()
+    # The loop's first frame (stamp 100.0 s) done at 100.420 s: 0.420 s, steady again.
+    _record_frame(stats, latency_or_reason(100_420 * MS, 100_000 * MS), '100.000000000')
+    status = completion_status('/n', stats, 'active', {})
+    values = {v.key: v.value for v in status.values}
+    assert values['latency (s)'] == '0.420'
+    assert (status.level, status.message) == (DiagnosticStatus.OK, 'completing depth')

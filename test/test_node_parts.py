@@ -192,5 +192,18 @@ def test_latency_is_told_only_for_stamps_from_the_node_clock():
     latency, reason = latency_or_reason(now, 1_317_000_000 * NS_PER_S)
     assert latency is None
     assert 'another clock' in reason and 'use_sim_time' in reason
-    # A stamp ahead of the clock (a looped /clock went back) is none either.
+    # A stamp an hour ahead is from another clock too.
     assert latency_or_reason(now, now + 3600 * NS_PER_S)[0] is None
+
+
+def test_a_latency_is_never_negative():
+    now = 1_795_800_000 * NS_PER_S
+    # A looped replay's /clock went back: the frame of the loop's end is 127 ms ahead.
+    assert latency_or_reason(now, now + 127_000_000) == (
+        None, 'none: the stamp is 0.127 s ahead of the node clock (clocks not synchronized, '
+              "or a replay's clock jumped back)")
+    # Up to 5 ms ahead is the offset of clocks synchronized over a network: latency 0.
+    assert latency_or_reason(now, now + 3_000_000) == (0.0, '')
+    assert latency_or_reason(now, now + 5_000_000) == (0.0, '')
+    assert latency_or_reason(now, now + 6_000_000)[0] is None
+    assert latency_or_reason(now, now) == (0.0, '')

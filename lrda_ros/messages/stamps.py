@@ -71,6 +71,12 @@ def stamp_error(stamp: Any) -> str | None:
 #: The most a frame's latency (s) can plausibly be, either way: a stamp further from the
 #: node's clock is from another clock (a recording replayed without its /clock).
 PLAUSIBLE_LATENCY_S = 60.0
+#: How far (s) a stamp may lie ahead of the node's clock and still be of the same clock: hosts
+#: synchronized over a network (NTP on a LAN keeps them within about 1 ms, PTP much closer)
+#: stamp on one machine and read the clock on another. 5 ms covers that offset with a
+#: margin and is still far below a frame period (100 ms at 10 Hz), so a replay's clock that
+#: went back by a frame or more never passes as an offset.
+CLOCK_OFFSET_TOLERANCE_S = 0.005
 
 
 def latency_or_reason(now_ns: int, stamp_ns: int) -> tuple[float | None, str]:
@@ -79,9 +85,15 @@ def latency_or_reason(now_ns: int, stamp_ns: int) -> tuple[float | None, str]:
 
     A latency is only told where the stamp is from the node's clock: the same wall clock, or
     the simulated clock a replay publishes (``lrda play --clock`` with ``use_sim_time``).
+    It is never negative: a stamp within ``CLOCK_OFFSET_TOLERANCE_S`` ahead of the clock
+    is the clocks' offset (latency 0); further ahead it has none (a looped replay's /clock
+    went back to the bag's start while the frame of the loop's end was processed).
     """
     latency = (int(now_ns) - int(stamp_ns)) / NS_PER_S
-    if abs(latency) <= PLAUSIBLE_LATENCY_S:
-        return latency, ''
-    return None, (f'none: the stamps are {latency:+.3g} s from the node clock, from another '
-                  'clock (a replay needs lrda play --clock and use_sim_time:=true)')
+    if abs(latency) > PLAUSIBLE_LATENCY_S:
+        return None, (f'none: the stamps are {latency:+.3g} s from the node clock, from '
+                      'another clock (a replay needs lrda play --clock and use_sim_time:=true)')
+    if latency < -CLOCK_OFFSET_TOLERANCE_S:
+        return None, (f'none: the stamp is {-latency:.3f} s ahead of the node clock (clocks '
+                      "not synchronized, or a replay's clock jumped back)")
+    return max(latency, 0.0), ''
