@@ -205,6 +205,21 @@ def test_invalid_camera_lists_are_rejected_at_start_up_with_a_reason(
     assert caught.value.field == 'cameras'
 
 
+@pytest.mark.parametrize('topics, reason', [
+    ([], 'at least one'),
+    (['points', 'points'], 'more than once'),
+    (['points', '/lidar/rear'], 'not a relative topic name'),
+    (['points', 'depth'], "camera's own topics"),
+])
+def test_invalid_point_topics_are_rejected_at_start_up_with_a_reason(
+        ros_context, namespace, topics, reason):
+    with pytest.raises(InvalidParameterError, match=reason) as caught:
+        CompletionNode(context=ros_context, namespace=namespace, parameter_overrides=[
+            Parameter('model', value='demo'),
+            Parameter('point_topics', value=topics, type_=Parameter.Type.STRING_ARRAY)])
+    assert caught.value.field == 'point_topics'
+
+
 def test_every_camera_with_a_frame_is_served_once_per_round_and_first_in_turn():
     slots: LatestSlots[str, int] = LatestSlots(['front', 'left', 'right'])
     for k in range(5):  # a fast camera floods its slot: only its newest frame waits

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import threading
 from typing import Any, Callable, Sequence
 
-from ..messages.causes import cause_line
+from ..messages.causes import cause_line, MISSING
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
@@ -195,6 +195,27 @@ class SynchronizedSubscriptions:
         lock, losses = tracker
         with lock:
             return dict(losses.last)
+
+    def missing_counts(self) -> dict[str, int] | None:
+        """Return per input topic the frames lost for want of its message (None if unknown)."""
+        tracker = self._tracker()
+        if tracker is None:
+            return None
+        lock, losses = tracker
+        with lock:
+            return {self.topics[index]: n for index, n in sorted(losses.missing.items())}
+
+    def missing_message(self, topic: str, count: int, slop_s: float) -> str:
+        """Describe the frames lost for want of ``topic``'s message, the latest one first."""
+        tracker = self._tracker()
+        lock, losses = tracker if tracker is not None else (threading.Lock(), None)
+        with lock:
+            loss = losses.last_missing.get(self.topics.index(topic)) if losses else None
+        latest = f'{self.backend} dropped {self.offsets_text(loss)}; ' if loss else ''
+        return cause_line(MISSING, count, (
+            f'{latest}a frame needs a message of every input within sync.slop {slop_s:g} s, '
+            f'and {topic} had none near it: is it published (ros2 topic hz) and remapped?'),
+            subject=topic)
 
     def largest_spread_s(self) -> float:
         """Return the largest stamp spread of the messages dropped beyond the slop (s)."""

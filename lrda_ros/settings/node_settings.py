@@ -76,6 +76,34 @@ def camera_names(values: Sequence[str]) -> tuple[str, ...]:
     return names
 
 
+#: The node's own topics, relative to a camera: a point topic may not be one of them.
+CAMERA_TOPICS = ('image', 'image/compressed', 'camera_info', 'depth', 'depth/camera_info',
+                 'depth/confidence', 'sparse_depth', 'depth_colored', 'points_dense',
+                 'holdout_depth')
+
+
+def point_topic_names(values: Sequence[str]) -> tuple[str, ...]:
+    """Return the validated ``point_topics``; raise InvalidParameterError saying what is wrong."""
+    names = tuple(values)
+    if not names:
+        raise InvalidParameterError('point_topics', 'needs at least one topic (a frame projects '
+                                    'the LiDAR): [points] for one LiDAR')
+    for name in names:
+        if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
+            raise InvalidParameterError(
+                'point_topics', f'{name!r} is not a relative topic name: letters, digits and '
+                "underscores (not starting with a digit), tokens joined by '/', e.g. points or "
+                'lidar/rear/points; remap it to reach another topic')
+        if name in CAMERA_TOPICS:
+            raise InvalidParameterError('point_topics', f"{name!r} is one of the camera's own "
+                                        'topics (image, camera_info and the outputs)')
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise InvalidParameterError('point_topics', f'{", ".join(duplicates)} given more than '
+                                    'once: each LiDAR needs its own topic')
+    return names
+
+
 def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
                        matrix: Sequence[float]) -> RigidTransform | None:
     """Return the T_camera_lidar the override parameters give, or None when unset."""
@@ -132,6 +160,8 @@ class NodeSettings:
     fusion_fixed_frame: str = 'odom'
     #: How clouds are moved to the image's stamp (motion.*).
     motion: MotionConfig = MotionConfig()
+    #: Each camera's point cloud topics, relative: one per LiDAR.
+    point_topics: tuple[str, ...] = ('points',)
 
     @property
     def uses_tf_extrinsic(self) -> bool:
@@ -208,7 +238,7 @@ class NodeSettings:
             fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
             fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
                                          v['temporal_fusion.fixed_frame']),
-            motion=motion_config(v))
+            motion=motion_config(v), point_topics=point_topic_names(v['point_topics']))
 
 
 def motion_config(v: Mapping[str, Any]) -> MotionConfig:
