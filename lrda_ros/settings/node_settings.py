@@ -82,6 +82,11 @@ CAMERA_TOPICS = ('image', 'image/compressed', 'camera_info', 'depth', 'depth/cam
                  'holdout_depth')
 
 
+#: Why the offline commands refuse several ``point_topics``: a recording names its own topics.
+OFFLINE_POINT_TOPICS = ("names the node's live topics; give the recording's point topics with "
+                        '--points-topic, once per LiDAR')
+
+
 def point_topic_names(values: Sequence[str]) -> tuple[str, ...]:
     """Return the validated ``point_topics``; raise InvalidParameterError saying what is wrong."""
     names = tuple(values)
