@@ -180,7 +180,9 @@ def _cameras(context):
     actions = []
     for name in ('cameras', 'point_topics'):
         names = camera_list(LaunchConfiguration(name).perform(context))
-        actions += [SetParameter(name=name, value=names)] if names else []
+        # As YAML text: launch_ros passes a list value on as a Python tuple's text, which rcl
+        # reads as one string; '[a, b]' it reads as a string array.
+        actions += [SetParameter(name=name, value=f'[{", ".join(names)}]')] if names else []
     return actions
 
 
