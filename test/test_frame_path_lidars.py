@@ -48,6 +48,7 @@ from lrda_ros.ros.lidar_inputs import CloudInputs  # noqa: E402
 from lrda_ros.ros.motion_alignment import MotionAligner  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 from test_node import header  # noqa: E402
+from test_ros_motion_alignment import tf2_lookup, transform_message  # noqa: E402, F401
 
 MS = 1_000_000
 WIDTH, HEIGHT = 160, 120
@@ -192,59 +193,31 @@ def test_without_odom_both_paths_keep_the_static_extrinsic_counted(messages):
 # --- real tf2 ---------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def tf2_lookup():
-    pytest.importorskip('tf2_ros', reason='tf2_ros is not installed (ROS 2 install; not on PyPI)')
-    from lrda_ros.ros.tf_lookup import TransformLookup
-
-    rclpy.init()
-    node = rclpy.create_node('frame_path_lidars_test')
-    try:
-        yield TransformLookup(node)
-    finally:
-        node.destroy_node()
-        rclpy.shutdown()
-
-
 def fill(lookup, tree, with_odom):
     """Put the tree's transforms in a tf2 buffer: the mounts static, odom -> lidar timed."""
-    from geometry_msgs.msg import TransformStamped
-
-    def message(parent, child, transform, stamp_ns):
-        stamped = TransformStamped()
-        stamped.header.frame_id, stamped.child_frame_id = parent, child
-        stamped.header.stamp.sec, stamped.header.stamp.nanosec = divmod(stamp_ns, 10**9)
-        translation, rotation = stamped.transform.translation, stamped.transform.rotation
-        translation.x, translation.y, translation.z = transform.translation
-        rotation.x, rotation.y, rotation.z, rotation.w = transform.quaternion_xyzw()
-        return stamped
-
-    lookup.buffer.set_transform_static(message('lidar', 'camera', T_LIDAR_CAMERA, 0), 'test')
-    lookup.buffer.set_transform_static(message('lidar', 'lidar_rear', T_LIDAR_REAR, 0), 'test')
+    lookup.buffer.set_transform_static(transform_message('lidar', 'camera', T_LIDAR_CAMERA, 0),
+                                       'test')
+    lookup.buffer.set_transform_static(transform_message('lidar', 'lidar_rear', T_LIDAR_REAR, 0),
+                                       'test')
     if with_odom:
         for stamp in ODOM_SAMPLES:
-            lookup.buffer.set_transform(
-                message('odom', 'lidar', tree.lookup('odom', 'lidar', stamp), stamp), 'test')
+            lookup.buffer.set_transform(transform_message(
+                'odom', 'lidar', tree.lookup('odom', 'lidar', stamp), stamp), 'test')
 
 
-def test_a_tf2_buffer_with_an_odom_chain_gives_the_offline_sparse_map(messages, tf2_lookup):
-    tree = static_tree(with_odom=True)
-    fill(tf2_lookup, tree, with_odom=True)
-    node, camera, warnings = node_sparse(messages, tf2_lookup)
-    offline, _ = densify_sparse(messages, tree)
-    assert camera.stats.motion_aligned == 2 and not warnings
-    # tf2 and the tree interpolate the same samples in their own arithmetic (float64 rounding,
-    # far below a pixel): the same pixels, the same depths to float32 rounding.
-    np.testing.assert_array_equal(node > 0, offline > 0)
-    np.testing.assert_allclose(node, offline, rtol=1e-6, atol=0)
-
-
-def test_a_tf2_buffer_without_odom_gives_the_counted_fallback(messages, tf2_lookup):
-    tree = static_tree(with_odom=False)
-    fill(tf2_lookup, tree, with_odom=False)
+@pytest.mark.parametrize('with_odom', [True, False], ids=['odom', 'no_odom'])
+def test_a_tf2_buffer_gives_the_offline_sparse_map_aligned_or_the_counted_fallback(
+        messages, tf2_lookup, with_odom):  # noqa: F811
+    tree = static_tree(with_odom)
+    fill(tf2_lookup, tree, with_odom)
     node, camera, warnings = node_sparse(messages, tf2_lookup)
     offline, motion = densify_sparse(messages, tree)
-    assert motion == 'no_fixed_frame_pose'
-    assert camera.stats.motion_fallbacks['no_fixed_frame_pose'] == 2 and len(warnings) == 2
+    if with_odom:
+        assert motion == 'aligned' and camera.stats.motion_aligned == 2 and not warnings
+    else:  # the static extrinsic, counted per cloud and warned once per topic
+        assert motion == 'no_fixed_frame_pose' and len(warnings) == 2
+        assert camera.stats.motion_fallbacks['no_fixed_frame_pose'] == 2
+    # tf2 and the tree interpolate the same samples in their own arithmetic (float64 rounding,
+    # far below a pixel): the same pixels, the same depths to float32 rounding.
     np.testing.assert_array_equal(node > 0, offline > 0)
     np.testing.assert_allclose(node, offline, rtol=1e-6, atol=0)

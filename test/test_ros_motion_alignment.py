@@ -137,18 +137,23 @@ def tf2_lookup():
         rclpy.shutdown()
 
 
-def fill_buffer(lookup, tree_samples):
+def transform_message(parent, child, transform, stamp_ns):
+    """Return ``transform`` (T_parent_child) as a tf2 TransformStamped at ``stamp_ns``."""
     from geometry_msgs.msg import TransformStamped
 
+    message = TransformStamped()
+    message.header.frame_id, message.child_frame_id = parent, child
+    message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
+    (message.transform.translation.x, message.transform.translation.y,
+     message.transform.translation.z) = transform.translation
+    (message.transform.rotation.x, message.transform.rotation.y,
+     message.transform.rotation.z, message.transform.rotation.w) = transform.quaternion_xyzw()
+    return message
+
+
+def fill_buffer(lookup, tree_samples):
     for stamp_ns, pose in tree_samples:
-        message = TransformStamped()
-        message.header.frame_id, message.child_frame_id = 'odom', 'lidar'
-        message.header.stamp.sec, message.header.stamp.nanosec = divmod(stamp_ns, 1_000_000_000)
-        (message.transform.translation.x, message.transform.translation.y,
-         message.transform.translation.z) = pose.translation
-        (message.transform.rotation.x, message.transform.rotation.y,
-         message.transform.rotation.z, message.transform.rotation.w) = pose.quaternion_xyzw()
-        lookup.buffer.set_transform(message, 'test')
+        lookup.buffer.set_transform(transform_message('odom', 'lidar', pose, stamp_ns), 'test')
 
 
 def test_a_tf2_buffer_with_an_odom_chain_gives_the_offline_points(tf2_lookup):

@@ -60,20 +60,26 @@ def _is_unset(values: Sequence[float]) -> bool:
     return len(values) == 0 or (len(values) == 1 and values[0] == 0.0)
 
 
-def camera_names(values: Sequence[str]) -> tuple[str, ...]:
-    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
+def _names(parameter: str, values: Sequence[str], kind: str, examples: str,
+           each: str) -> tuple[str, ...]:
+    """Return ``values``: distinct ROS name tokens joined by '/'; raise naming ``parameter``."""
     names = tuple(values)
     for name in names:
         if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
             raise InvalidParameterError(
-                'cameras', f'{name!r} is not a camera name: use letters, digits and '
-                "underscores (not starting with a digit), tokens joined by '/', e.g. front or "
-                'rig/left')
+                parameter, f'{name!r} is not {kind}: use letters, digits and underscores (not '
+                f"starting with a digit), tokens joined by '/', e.g. {examples}")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise InvalidParameterError('cameras', f'{", ".join(duplicates)} given more than once: '
-                                    'each camera needs its own topics')
+        raise InvalidParameterError(parameter, f'{", ".join(duplicates)} given more than once: '
+                                    f'{each}')
     return names
+
+
+def camera_names(values: Sequence[str]) -> tuple[str, ...]:
+    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
+    return _names('cameras', values, 'a camera name', 'front or rig/left',
+                  'each camera needs its own topics')
 
 
 #: The node's own topics, relative to a camera: a point topic may not be one of them.
@@ -89,23 +95,16 @@ OFFLINE_POINT_TOPICS = ("names the node's live topics; give the recording's poin
 
 def point_topic_names(values: Sequence[str]) -> tuple[str, ...]:
     """Return the validated ``point_topics``; raise InvalidParameterError saying what is wrong."""
-    names = tuple(values)
-    if not names:
+    if not values:
         raise InvalidParameterError('point_topics', 'needs at least one topic (a frame projects '
                                     'the LiDAR): [points] for one LiDAR')
+    names = _names('point_topics', values, 'a relative topic name',
+                   'points or lidar/rear/points (remap it to reach another topic)',
+                   'each LiDAR needs its own topic')
     for name in names:
-        if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
-            raise InvalidParameterError(
-                'point_topics', f'{name!r} is not a relative topic name: letters, digits and '
-                "underscores (not starting with a digit), tokens joined by '/', e.g. points or "
-                'lidar/rear/points; remap it to reach another topic')
         if name in CAMERA_TOPICS:
             raise InvalidParameterError('point_topics', f"{name!r} is one of the camera's own "
                                         'topics (image, camera_info and the outputs)')
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise InvalidParameterError('point_topics', f'{", ".join(duplicates)} given more than '
-                                    'once: each LiDAR needs its own topic')
     return names
 
 
