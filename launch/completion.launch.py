@@ -171,14 +171,19 @@ def _given(name: str) -> IfCondition:
 
 
 def camera_list(text: str) -> list[str]:
-    """Return the camera names of the ``cameras`` argument: 'front,left', '[front, left]'."""
+    """Return the names of a list argument (cameras, point_topics): 'a,b', '[a, b]'."""
     return [name for name in text.strip().strip('[]').replace(',', ' ').split() if name]
 
 
 def _cameras(context):
-    """Set the node's ``cameras`` parameter from the argument (unset: one camera)."""
-    names = camera_list(LaunchConfiguration('cameras').perform(context))
-    return [SetParameter(name='cameras', value=names)] if names else []
+    """Set ``cameras`` and ``point_topics`` from their arguments (unset: the file's)."""
+    actions = []
+    for name in ('cameras', 'point_topics'):
+        names = camera_list(LaunchConfiguration(name).perform(context))
+        # As YAML text: launch_ros passes a list value on as a Python tuple's text, which rcl
+        # reads as one string; '[a, b]' it reads as a string array.
+        actions += [SetParameter(name=name, value=f'[{", ".join(names)}]')] if names else []
+    return actions
 
 
 def _completion_nodes():

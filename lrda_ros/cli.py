@@ -32,8 +32,9 @@ from pathlib import Path
 import sys
 
 from .cli_options import (add_engine_options, add_long_run, add_model, add_node_parameters,
-                          add_schedule, add_topics, common, csv, DefaultsHelpFormatter, floats,
-                          MODEL_HELP, node_default, number, OneLineParser, parameter)
+                          add_schedule, add_topics, bag_topics, common, csv,
+                          DefaultsHelpFormatter, floats, MODEL_HELP, node_default, number,
+                          OneLineParser, parameter)
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
 RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
@@ -134,7 +135,7 @@ def _add_eval(commands) -> None:
     parser.add_argument('--budgets', type=floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
-    add_topics(parser, ('image', 'camera-info', 'points', 'depth'))
+    add_topics(parser, ('image', 'camera-info', 'points', 'depth'), several_points=True)
     parser.add_argument('--image-is-rectified', action='store_true', default=None,
                         help='bags: the image is rectified (project with P, no distortion); '
                              "default: the node's image_is_rectified (false: raw, projected "
@@ -319,7 +320,7 @@ def _add_densify(commands) -> None:
     parser.add_argument('--processing-size', type=parameter('processing_size'),
                         help='longer side of the network input, 0: the image size (wins over '
                         '-p); ' + node_default('processing_size'))
-    add_topics(parser, ('image', 'camera-info', 'points'))
+    add_topics(parser, ('image', 'camera-info', 'points'), several_points=True)
     parser.add_argument('--namespace', help='write NS/depth, NS/depth/camera_info, '
                         "NS/depth/confidence (default: the image topic's namespace)")
     parser.add_argument('--chunk-frames', type=number(int, 0), default=0,
@@ -342,16 +343,14 @@ def _with_options(parameters: dict, **options) -> dict:
 def _run_densify(args) -> int:
     from .densify import DensifyOptions, run_densify
     from .eval.report import engine_line
-    from .messages.rosbag import BagTopics
     from .settings import load_parameters
 
     options = DensifyOptions(
         bags=tuple(args.bags), output=args.output,
         parameters=_with_options(load_parameters(args.params_file, args.parameters),
                                  model=args.model, processing_size=args.processing_size),
-        topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic),
-        namespace=args.namespace, chunk_frames=args.chunk_frames, storage=args.storage,
-        max_frames=args.max_frames,
+        topics=bag_topics(args), namespace=args.namespace, chunk_frames=args.chunk_frames,
+        storage=args.storage, max_frames=args.max_frames,
         ray_address=args.ray, workers=args.workers, resume=args.resume,
         overwrite=args.overwrite)
     try:
@@ -363,10 +362,13 @@ def _run_densify(args) -> int:
     if report.workers:
         print(engine_line(report.workers[0]['engine']))
     dropped = ', '.join(f'{reason} {count}' for reason, count in report.dropped.items())
+    motion = ', '.join(f'{how} {count}' for how, count in report.motion.items()
+                       if how != 'off')
     print(f'densified {report.completed} frames in {report.seconds:.1f} s '
           f'({report.frames_per_second:.2f} frames/s, {len(report.workers)} worker(s))'
           + (f', {report.reused} finished before' if report.reused else '')
-          + (f'; dropped as the node would: {dropped}' if dropped else ''))
+          + (f'; dropped as the node would: {dropped}' if dropped else '')
+          + (f'; motion alignment: {motion}' if motion else ''))
     print('wrote ' + ', '.join(str(path) for path in report.outputs))
     return 0
 
@@ -494,7 +496,6 @@ def _evaluate(args) -> int:
 def eval_options(args):
     """Return the EvalOptions of parsed ``lrda eval`` arguments."""
     from .eval.options import EvalOptions
-    from .messages.rosbag import BagTopics
     from .settings import load_parameters
 
     if args.dataset and args.root is None:
@@ -510,8 +511,7 @@ def eval_options(args):
         max_frames=args.max_frames, figures=args.figures, seed=args.seed,
         num_points=args.num_points, max_depth=args.max_depth, holdout_fraction=args.holdout,
         budgets=args.budgets,
-        topics=BagTopics(args.image_topic, args.camera_info_topic, args.points_topic,
-                         args.depth_topic),
+        topics=bag_topics(args),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
         extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
         dtype=args.dtype, save_depth=args.save_depth, compile=args.compile,

@@ -24,7 +24,10 @@ error is one line and exit status 2; ``--help`` shows every option's default.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, NoReturn
+from typing import Any, Callable, NoReturn, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .messages.rosbag import BagTopics
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -140,13 +143,33 @@ def add_node_parameters(parser: argparse.ArgumentParser, precedence: str) -> Non
                         f'file; {precedence}; default: none)')
 
 
-def add_topics(parser: argparse.ArgumentParser, roles: tuple[str, ...]) -> None:
-    """Add --<role>-topic for each role: unset, the bag's only topic of the role's type."""
+def add_topics(parser: argparse.ArgumentParser, roles: tuple[str, ...],
+               several_points: bool = False) -> None:
+    """
+    Add --<role>-topic for each role: unset, the bag's only topic of the role's type.
+
+    ``several_points``: --points-topic may be repeated, once per LiDAR (the node's
+    ``point_topics``); :func:`bag_topics` reads them.
+    """
     for role in roles:
         default = ('none (ground truth held out from the LiDAR)' if role == 'depth'
                    else "the bag's only one")
+        if role == 'points' and several_points:
+            parser.add_argument('--points-topic', action='append',
+                                help='bag topic of a LiDAR; once per LiDAR, their clouds merged '
+                                f'into one scan per frame; default: {default}')
+            continue
         parser.add_argument(f'--{role}-topic',
                             help=f'bag topic of the {role}; default: {default}')
+
+
+def bag_topics(args: argparse.Namespace) -> BagTopics:
+    """Return the bag topics of the options :func:`add_topics` added (points repeatable)."""
+    from .messages.rosbag import BagTopics
+
+    points = args.points_topic or [None]
+    return BagTopics(args.image_topic, args.camera_info_topic, points[0],
+                     getattr(args, 'depth_topic', None), tuple(points[1:]))
 
 
 #: What --model and --device take.

@@ -33,7 +33,8 @@ import numpy as np
 from .engine import CompletionResult, DepthCompleter, EncodedFrame
 from .errors import InputError
 from .geometry import (
-    CameraModel, lidar_to_sparse_depth, ProjectionConfig, RigidTransform, SparseProjection)
+    CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
+    SparseProjection)
 from .geometry.confidence import depth_confidence
 from .geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 
@@ -100,7 +101,13 @@ class HoldoutRule:
 
 @dataclass
 class FrameInputs:
-    """One synchronized camera + LiDAR frame, as arrays."""
+    """
+    One synchronized camera + LiDAR frame, as arrays.
+
+    ``points_lidar`` and ``T_cam_lidar`` are the first (or only) LiDAR's; ``more_clouds``
+    the other LiDARs of a camera with several point topics, merged with it before projection
+    (:func:`~lrda_ros.geometry.clouds_to_sparse_depth`).
+    """
 
     rgb: np.ndarray
     camera: CameraModel
@@ -111,6 +118,20 @@ class FrameInputs:
     #: The camera's pose in a fixed frame (4x4 ``T_world_cam``) at the stamp, None: unknown.
     #: Only temporal fusion uses it.
     T_world_cam: np.ndarray | None = field(default=None, repr=False)
+    more_clouds: tuple[LidarCloud, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def from_clouds(cls, rgb: np.ndarray, camera: CameraModel, clouds: Sequence[LidarCloud],
+                    stamp_ns: int = 0, T_world_cam: np.ndarray | None = None) -> 'FrameInputs':
+        """Return the frame of one or several LiDARs' clouds (at least one)."""
+        first, *more = clouds
+        return cls(rgb, camera, first.points, first.T_cam_lidar, stamp_ns, T_world_cam,
+                   tuple(more))
+
+    @property
+    def clouds(self) -> tuple[LidarCloud, ...]:
+        """Return every LiDAR's cloud, the first one first."""
+        return (LidarCloud(self.points_lidar, self.T_cam_lidar), *self.more_clouds)
 
 
 @dataclass
@@ -157,8 +178,7 @@ def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
     """Check a frame, project its LiDAR and withhold the hold-out pixels (the engine's input)."""
     height, width = inputs.rgb.shape[:2]
     check_camera_matches_image(inputs.camera, width, height)
-    projected = lidar_to_sparse_depth(inputs.points_lidar, inputs.T_cam_lidar, inputs.camera,
-                                      projection)
+    projected = clouds_to_sparse_depth(inputs.clouds, inputs.camera, projection)
     sparse, heldout = projected.depth, None
     if holdout.fraction > 0:
         sparse, heldout = holdout_split(sparse, holdout.fraction,

@@ -218,11 +218,48 @@ def test_max_frames_completes_the_first_frames_and_copies_all(model_dir, referen
     np.testing.assert_array_equal(depth, densified_depth(reference)[stamp])
 
 
+def test_clouds_are_moved_to_the_image_stamp_as_lrda_eval_moves_them(model_dir, tmp_path):
+    # KITTI's bag has /tf_static only: the LiDAR's poses come from KISS-ICP, as in lrda eval.
+    pytest.importorskip('kiss_icp', reason='KISS-ICP (the odometry extra) is not installed')
+    from lrda_ros.datasets.rosbag import RosbagDataset
+    from lrda_ros.densify.frames import FrameReader
+    from lrda_ros.densify.recordings import open_recording
+    from lrda_ros.messages.rosbag import BagTopics
+    from lrda_ros.pipeline import prepare_frame
+    from lrda_ros.settings import NodeSettings
+
+    settings = NodeSettings.from_values({'motion.azimuth_times': True})
+    recording = open_recording(BAG, BagTopics(), settings.sync_queue_size, settings.sync_slop,
+                               None, settings.motion)
+    assert recording.odometry
+    reader = FrameReader(settings)
+    reader.start(recording.odometry)
+    evaluated = RosbagDataset(BAG, projection=settings.projection, holdout_fraction=0.0,
+                              poses='lidar_odometry', motion=settings.motion)
+    notes = []
+    for frame, scored in zip(recording.read(recording.chunks(0, 0)[0]), evaluated):
+        sparse = prepare_frame(reader.inputs(frame), settings.projection).sparse_depth
+        notes.append(reader.motion)
+        assert reader.motion == scored.notes['motion_alignment']
+        # The same registration of the same clouds: the same map, to KISS-ICP's reductions.
+        same = np.isclose(sparse, scored.sparse_depth, rtol=1e-4, atol=0)
+        assert same.mean() > 0.999, same.mean()
+    # The first cloud has no velocity yet: the static extrinsic, as lrda eval counts it.
+    assert notes == ['no_fixed_frame_pose', 'aligned', 'aligned']
+    report = run_densify(DensifyOptions(
+        (BAG,), tmp_path, {**PARAMETERS, 'model': str(model_dir), 'motion.azimuth_times': True},
+        progress=False))
+    assert report.motion == {'no_fixed_frame_pose': 1, 'aligned': 2}
+
+
 @pytest.mark.parametrize('arguments, message', [
     (['-p', 'time_budget:=0.5'], "parameter 'time_budget': is 0.5, but densifying runs every"),
     (['-p', 'temporal_fusion.weight:=0.5'],
      "parameter 'temporal_fusion.weight': is 0.5, but temporal fusion takes the camera pose"),
     (['-p', 'iteratons:=3'], "did you mean 'iterations'"),
+    (['-p', 'point_topics:=[points, points_rear]'],
+     "parameter 'point_topics': names the node's live topics; give the recording's point topics "
+     'with --points-topic'),
     (['-p', 'iterations:=many'], "parameter 'iterations': expects an integer"),
     (['--workers', '2'], '--workers sets the Ray workers: give --ray ADDRESS too'),
     (['--namespace', '/kitti/..'], '--namespace must be an absolute ROS 2 namespace'),

@@ -101,7 +101,8 @@ def test_every_key_a_status_carries_is_a_listed_key():
     stats = diagnostics.NodeStatistics(
         received=3, processed=2, replaced=1, dropped=Counter(malformed=1, no_transform=2),
         statuses=Counter(optimized=2), sync_losses=Counter(beyond_slop=1, no_partner=2),
-        stamp_backwards=Counter({'/cam/points': 1}), recent_iterations=[4, 2])
+        stamp_backwards=Counter({'/cam/points': 1}), missing=Counter({'points_rear': 2}),
+        recent_iterations=[4, 2])
     context = dict.fromkeys(diagnostics.CONTEXT_KEYS, 'x')
     status = diagnostics.completion_status('/node', stats, 'active', context)
     patterns = {key: re.compile(re.sub(r'<[^>]+>', '.+', re.escape(key)) + '$')

@@ -146,8 +146,8 @@ def managed_launch():
     """
     Launch the managed node with autostart, use_sim_time:=1, log_level:=debug and rviz:=true.
 
-    With processing_size and time_budget overrides too. Ask the running node for its state and
-    those parameters, then Ctrl-C; return what was seen.
+    With processing_size and time_budget overrides and two point topics too. Ask the running
+    node for its state and those parameters, then Ctrl-C; return what was seen.
     """
     import rclpy
     from lifecycle_msgs.srv import GetState
@@ -157,7 +157,8 @@ def managed_launch():
     namespace = '/t' + uuid.uuid4().hex[:10]
     launch = launch_program(['model:=demo', 'device:=cpu', 'lifecycle:=true', 'use_sim_time:=1',
                              'log_level:=debug', 'rviz:=true', f'namespace:={namespace}',
-                             'processing_size:=266', 'time_budget:=2'])
+                             'processing_size:=266', 'time_budget:=2',
+                             'point_topics:=points,points_rear'])
     seen = SimpleNamespace(namespace=namespace)
     try:
         launch.wait_for('active; synchronization', 180)
@@ -172,10 +173,11 @@ def managed_launch():
                                GetState.Request()).current_state.label
             values = _call(executor, node, GetParameters, f'{target}/get_parameters',
                            GetParameters.Request(names=['use_sim_time', 'processing_size',
-                                                        'time_budget'])).values
+                                                        'time_budget', 'point_topics'])).values
             seen.use_sim_time = values[0].bool_value
             seen.processing_size = values[1].integer_value
             seen.time_budget = values[2].double_value
+            seen.point_topics = list(values[3].string_array_value)
         finally:
             executor.shutdown()
             node.destroy_node()
@@ -202,6 +204,11 @@ def test_use_sim_time_1_gives_the_node_sim_time(managed_launch):
 def test_processing_size_and_time_budget_override_the_params_file(managed_launch):
     # time_budget:=2 is an integer for a double parameter: the node takes it as 2.0.
     assert (managed_launch.processing_size, managed_launch.time_budget) == (266, 2.0)
+
+
+@pytest.mark.slow
+def test_point_topics_gives_each_camera_a_topic_per_lidar(managed_launch):
+    assert managed_launch.point_topics == ['points', 'points_rear']
 
 
 @pytest.mark.slow

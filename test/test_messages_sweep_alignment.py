@@ -142,3 +142,23 @@ def test_a_still_rig_leaves_the_points_bit_identical(image_offset_ns):
     result = align_cloud(points, cloud, CLOUD_NS + image_offset_ns, tree_pose(still),
                          MotionConfig())
     assert result.fallback is None and result.points is points
+
+
+def test_a_window_of_the_tree_looks_up_its_instants_bit_for_bit():
+    tree = odom_tree()
+    tree.add('lidar', 'camera', RigidTransform(np.eye(3), np.array([0.1, 0.0, -0.2])))
+    start, stop = CLOUD_NS - 37_000_000, CLOUD_NS + 60_000_000  # odom every 10 ms
+    part = tree.window(start, stop)
+    instants = [start, stop, CLOUD_NS, CLOUD_NS + 10_000_000, *RNG.integers(start, stop, 50)]
+    for stamp in instants:
+        for target, source in (('odom', 'lidar'), ('odom', 'camera'), ('camera', 'odom')):
+            expected = tree.lookup(target, source, stamp)
+            got = part.lookup(target, source, stamp)
+            assert got.rotation.tobytes() == expected.rotation.tobytes()
+            assert got.translation.tobytes() == expected.translation.tobytes()
+    # Only what those lookups read: 10 samples inside, one before, one after.
+    assert len(part._edges['odom']['lidar'][0].stamps) == 12
+    # A window past the end holds the last samples, as the whole tree does.
+    late = tree.window(CLOUD_NS + 10**9, CLOUD_NS + 2 * 10**9)
+    assert late.lookup('odom', 'lidar', CLOUD_NS + 10**9).translation.tobytes() == \
+        tree.lookup('odom', 'lidar', CLOUD_NS + 10**9).translation.tobytes()

@@ -191,18 +191,23 @@ def test_a_camera_that_stops_sending_does_not_stall_the_rest(fleet, sequences):
     assert spin_until(executor, lambda: front.processed + front.replaced == 4, 60)
 
 
-@pytest.mark.parametrize('names, reason', [
-    (['front', 'front'], 'more than once'),
-    (['front', '2nd'], 'not a camera name'),
-    (['front', '/abs'], 'not a camera name'),
-    (['front', ''], 'not a camera name'),
+@pytest.mark.parametrize('parameter, names, reason', [
+    ('cameras', ['front', 'front'], 'more than once'),
+    ('cameras', ['front', '2nd'], 'not a camera name'),
+    ('cameras', ['front', '/abs'], 'not a camera name'),
+    ('cameras', ['front', ''], 'not a camera name'),
+    ('point_topics', [], 'at least one'),
+    ('point_topics', ['points', 'points'], 'more than once'),
+    ('point_topics', ['points', '/lidar/rear'], 'not a relative topic name'),
+    ('point_topics', ['points', 'depth'], "camera's own topics"),
 ])
-def test_invalid_camera_lists_are_rejected_at_start_up_with_a_reason(
-        ros_context, namespace, names, reason):
+def test_invalid_camera_and_point_topic_lists_are_rejected_at_start_up_with_a_reason(
+        ros_context, namespace, parameter, names, reason):
     with pytest.raises(InvalidParameterError, match=reason) as caught:
         CompletionNode(context=ros_context, namespace=namespace, parameter_overrides=[
-            Parameter('model', value='demo'), Parameter('cameras', value=names)])
-    assert caught.value.field == 'cameras'
+            Parameter('model', value='demo'),
+            Parameter(parameter, value=names, type_=Parameter.Type.STRING_ARRAY)])
+    assert caught.value.field == parameter
 
 
 def test_every_camera_with_a_frame_is_served_once_per_round_and_first_in_turn():

@@ -39,7 +39,7 @@ def test_eval_summary_names_the_engine_and_keeps_options_typed(tmp_path, tiny_mo
     assert options['iterations'] == 2 and options['warm_iterations'] is None
     assert options['methods'] == ['lrda'] and options['independent'] is False
     assert options['topics'] == {'image': None, 'camera_info': None, 'points': None,
-                                 'depth': None}
+                                 'depth': None, 'more_points': []}
     markdown = (output / 'summary.md').read_text()
     assert f'Model `{tiny_model_dir}` (local folder ' in markdown
     assert f"device cpu, precision {engine['precision']} (dtype auto), schedule 'paper'" \

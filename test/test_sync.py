@@ -539,3 +539,20 @@ def test_message_filters_backend_counts_a_bag_loop_as_a_time_jump(monkeypatch):
     assert len(emitted) == 5  # every set of the second pass pairs again
     assert set(handle.loss_counts()) <= {'time_jump'}
     assert handle.largest_spread_s() == 0.0
+
+
+def test_frames_lost_without_one_cloud_are_counted_against_that_cloud():
+    # Image, camera_info and two clouds; the second cloud is silent for four frames, then back.
+    sync, recorder = make_sync(num_inputs=4, queue_size=2, slop_s=0.02)
+    for k in range(4):
+        feed(sync, [(0, k * 100 * MS), (1, k * 100 * MS), (2, k * 100 * MS + 3 * MS)])
+    for k in range(4, 6):
+        feed(sync, [(0, k * 100 * MS), (1, k * 100 * MS), (2, k * 100 * MS + 3 * MS),
+                    (3, k * 100 * MS + 5 * MS)])
+    assert recorder.sets == [(k * 100 * MS, k * 100 * MS, k * 100 * MS + 3 * MS,
+                              k * 100 * MS + 5 * MS) for k in (4, 5)]
+    # Every image before the cloud came back waited for it; none for the others.
+    assert sync.losses.missing == {3: 4} and sync.losses.counts['no_partner'] == 12
+    assert sync.losses.last_missing[3].stamp_ns == 300 * MS
+    summary = sync.losses.summary(['image', 'camera_info', 'points', 'points_rear'])
+    assert summary['missing'] == {'points_rear': 4}

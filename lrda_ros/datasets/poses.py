@@ -13,10 +13,13 @@
 # limitations under the License.
 
 """
-Camera poses of a recorded sequence, for the temporal alignment error (eval/temporal.py).
+Poses of a recorded sequence: the camera's, and the LiDAR's for motion alignment.
+
+The camera's serve the temporal alignment error (eval/temporal.py), the LiDAR's move clouds to
+their images' stamps (``lrda eval --bag``, ``lrda densify``).
 
 In order of preference: the bag's ``/tf`` chain from a fixed frame (``map``, ``odom`` or
-``world``, REP 105) to the camera; otherwise LiDAR odometry with KISS-ICP (the ``odometry``
+``world``, REP 105) to the sensor; otherwise LiDAR odometry with KISS-ICP (the ``odometry``
 extra) run on the bag's clouds, the camera following the LiDAR through the extrinsic. Datasets
 that carry poses (the synthetic world) set ``Frame.T_world_cam`` themselves.
 """
@@ -25,10 +28,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import importlib.util
+from typing import Any
 
 import numpy as np
 
 from ..geometry import RigidTransform, se3_exp, se3_log, TransformTree
+from ..messages.sweep_alignment import (
+    align_cloud, CloudAlignment, MotionConfig, NO_FIXED_FRAME_POSE)
 
 #: Fixed frames whose transform to the camera is a camera pose, in order of preference.
 FIXED_FRAMES = ('map', 'odom', 'world')
@@ -72,13 +78,17 @@ class LidarOdometry:
         #: (cloud stamp ns, T_world_lidar) of the last two registered clouds.
         self.recent: list[tuple[int, np.ndarray]] = []
 
-    def camera_pose(self, points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
-                    stamp_ns: int = 0) -> np.ndarray:
-        """Register one cloud (N x 3, LiDAR frame); return that frame's T_world_cam (4x4)."""
+    def register(self, points_lidar: np.ndarray, stamp_ns: int = 0) -> np.ndarray:
+        """Register one cloud (N x 3, LiDAR frame, as measured); return its T_world_lidar."""
         points = np.ascontiguousarray(points_lidar[:, :3], dtype=np.float64)
         self._odometry.register_frame(points, np.zeros(0))
         self.recent = (self.recent + [(stamp_ns, np.array(self._odometry.last_pose))])[-2:]
-        return self._odometry.last_pose @ T_cam_lidar.inverse().as_matrix()
+        return self._odometry.last_pose
+
+    def camera_pose(self, points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
+                    stamp_ns: int = 0) -> np.ndarray:
+        """Register one cloud (N x 3, LiDAR frame); return that frame's T_world_cam (4x4)."""
+        return self.register(points_lidar, stamp_ns) @ T_cam_lidar.inverse().as_matrix()
 
     def lidar_poses(self) -> Callable[[int], RigidTransform]:
         """
@@ -98,3 +108,43 @@ class LidarOdometry:
             return last @ se3_exp(twist * ((stamp_ns - t1) / (t1 - t0)))
 
         return pose_at
+
+
+def align_recorded_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
+                         config: MotionConfig, tree: TransformTree | None,
+                         odometry: LidarOdometry | None = None,
+                         odometry_frame: str = '') -> CloudAlignment:
+    """
+    Move a recorded cloud's ``points`` to its image's stamp, as the node moves a live one.
+
+    The LiDAR's poses come from the recording's /tf (``config.fixed_frame`` linked to the
+    cloud's frame in ``tree``), else from ``odometry`` registered on the clouds of
+    ``odometry_frame`` (constant velocity from its last two; another LiDAR follows it through
+    the static transform between the two), else nowhere: the points stay as measured and
+    ``fallback`` says why (``no_fixed_frame_pose``), as the node's missing odom chain does.
+    ``fallback`` is ``'off'`` when alignment is off.
+    """
+    if not config.enabled:
+        return CloudAlignment(points, 'off')
+    fixed, frame = config.fixed_frame, cloud.header.frame_id
+    if tree is not None and frame in tree.frames and fixed in tree.connected(frame):
+        return align_cloud(points, cloud, image_stamp_ns,
+                           lambda ns: tree.lookup(fixed, frame, ns), config)
+    if odometry is None:
+        return CloudAlignment(points, NO_FIXED_FRAME_POSE,
+                              f'no {fixed} frame linked to {frame} in /tf, no odometry')
+    try:
+        poses = odometry.lidar_poses()
+        mount = _mount(tree, odometry_frame, frame)
+    except LookupError as error:  # no velocity yet, or the LiDARs are not linked
+        return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error))
+    return align_cloud(points, cloud, image_stamp_ns, lambda ns: poses(ns) @ mount, config)
+
+
+def _mount(tree: TransformTree | None, odometry_frame: str, frame: str) -> RigidTransform:
+    """Return T_odometry-LiDAR_frame (static), identity for the odometry's own LiDAR."""
+    if frame == odometry_frame:
+        return RigidTransform.identity()
+    if tree is None:
+        raise LookupError(f'odometry follows {odometry_frame}, and no /tf links {frame} to it')
+    return tree.lookup(odometry_frame, frame)

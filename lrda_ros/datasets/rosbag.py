@@ -29,15 +29,14 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from .frame import Frame, FrameDataset
-from .poses import fixed_frame_of, lidar_odometry_available, LidarOdometry
-from ..geometry import CameraModel, InvalidCameraError, ProjectionConfig, RigidTransform
-from ..geometry import TransformTree
+from .poses import align_recorded_cloud, fixed_frame_of, lidar_odometry_available, LidarOdometry
+from ..geometry import CameraModel, InvalidCameraError, LidarCloud, ProjectionConfig
+from ..geometry import RigidTransform, TransformTree
 from ..messages.compressed import any_depth_to_array, any_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
 from ..messages.rosbag import BagError, BagTopics, RosbagSource
 from ..messages.stamps import header_stamp_ns, stamp_from_ns, stamp_text
-from ..messages.sweep_alignment import (
-    align_cloud, CloudAlignment, MotionConfig, NO_FIXED_FRAME_POSE)
+from ..messages.sweep_alignment import CloudAlignment, MotionConfig
 from ..pipeline import FrameInputs, FrameMismatchError, HoldoutRule, prepare_frame
 
 EXTRINSIC_HINT = ('give the extrinsic instead: lrda eval --lidar-to-camera-matrix (16 values) '
@@ -69,6 +68,10 @@ class RosbagDataset(FrameDataset):
     moves it, the LiDAR's poses from /tf (``motion.fixed_frame`` linked to the LiDAR) or else
     from the LiDAR odometry (constant velocity from the last two clouds); a frame that cannot
     be aligned keeps the static extrinsic. ``Frame.notes['motion_alignment']`` says which.
+
+    ``topics.more_points`` (the node's ``point_topics``): the clouds of further LiDARs,
+    synchronized with the others, each placed by its own transform and moved by its own
+    poses, merged with the first into one scan as the node merges them.
     """
 
     def __init__(self, root: str | Path, topics: BagTopics = BagTopics(),
@@ -86,12 +89,14 @@ class RosbagDataset(FrameDataset):
         self.seed = seed
         self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
         self._stamps, losses = self.source.synchronize(queue_size, slop_s)
-        roles = {'image': self.source.topics.image, 'camera_info': self.source.topics.camera_info,
-                 'points': self.source.topics.points, 'depth': self.source.topics.depth}
+        topics = self.source.topics
+        roles = {'image': topics.image, 'camera_info': topics.camera_info,
+                 'points': topics.points, 'depth': topics.depth,
+                 **({'more_points': list(topics.more_points)} if topics.more_points else {})}
         #: The topic read for each role (depth: None without a depth topic).
         self.topic_roles = roles
         #: What the synchronizer could not pair, per reason (the report's sync_losses).
-        self.sync_losses = {**losses.summary([t for t in roles.values() if t]),
+        self.sync_losses = {**losses.summary(self.source.synchronized_topics),
                             'slop_s': slop_s, 'queue_size': queue_size}
         if not self._stamps:
             raise BagError(f'{self.source.path}: no synchronized frames: '
@@ -138,24 +143,14 @@ class RosbagDataset(FrameDataset):
             return self._odometry.camera_pose(points, T_cam_lidar, cloud_stamp_ns)
         return None
 
-    def _aligned(self, cloud: Any, points, image_stamp_ns: int) -> CloudAlignment:
+    def _aligned(self, cloud: Any, points, image_stamp_ns: int,
+                 odometry_frame: str) -> CloudAlignment:
         """Move the cloud's points to the image's stamp (the node's motion alignment)."""
-        if not self.motion.enabled:
-            return CloudAlignment(points, 'off')
-        fixed, lidar_frame = self.motion.fixed_frame, cloud.header.frame_id
-        if self._tree is None:
+        if self.motion.enabled and self._tree is None:
             self._tree = self.source.transform_tree()
-        if lidar_frame in self._tree.frames and fixed in self._tree.connected(lidar_frame):
-            return align_cloud(points, cloud, image_stamp_ns,
-                               lambda ns: self._tree.lookup(fixed, lidar_frame, ns), self.motion)
-        if self.pose_source == 'lidar_odometry' and self._odometry is not None:
-            try:
-                poses = self._odometry.lidar_poses()
-            except LookupError as error:
-                return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error))
-            return align_cloud(points, cloud, image_stamp_ns, poses, self.motion)
-        return CloudAlignment(points, NO_FIXED_FRAME_POSE,
-                              f'no {fixed} frame linked to {lidar_frame} in /tf, no odometry')
+        odometry = self._odometry if self.pose_source == 'lidar_odometry' else None
+        return align_recorded_cloud(points, cloud, image_stamp_ns, self.motion, self._tree,
+                                    odometry, odometry_frame)
 
     def __len__(self) -> int:
         """Return the number of synchronized frames."""
@@ -181,17 +176,22 @@ class RosbagDataset(FrameDataset):
                            f'ns: field {error}') from None
 
     def _frame(self, index: int, messages: tuple[Any, ...]) -> Frame:
-        image, info, cloud = messages[:3]
+        image, info = messages[:2]
+        clouds = messages[2:2 + len(self.source.topics.point_topics)]
         stamp = self._stamps[index][0]
         camera = self._camera(info, stamp)
-        T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
-                                        self._stamps[index][2])
-        points = pointcloud2_to_xyz(cloud)
-        # Odometry registers the cloud as measured; the poses it gives then align it.
-        pose = self._camera_pose(image.header.frame_id, self._stamps[index][0], points,
-                                 T_cam_lidar, index, header_stamp_ns(cloud) or 0)
-        motion = self._aligned(cloud, points, stamp)
-        inputs = FrameInputs(any_image_to_rgb(image), camera, motion.points, T_cam_lidar, stamp)
+        lidar, fallbacks, pose = [], [], None
+        for position, cloud in enumerate(clouds):
+            T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
+                                            self._stamps[index][2 + position])
+            points = pointcloud2_to_xyz(cloud)
+            if position == 0:  # odometry registers the first LiDAR's clouds as measured
+                pose = self._camera_pose(image.header.frame_id, stamp, points, T_cam_lidar,
+                                         index, header_stamp_ns(cloud) or 0)
+            motion = self._aligned(cloud, points, stamp, clouds[0].header.frame_id)
+            lidar.append(LidarCloud(motion.points, T_cam_lidar))
+            fallbacks.append(motion.fallback or 'aligned')
+        inputs = FrameInputs.from_clouds(any_image_to_rgb(image), camera, lidar, stamp)
         with_depth_topic = bool(self.source.topics.depth)
         rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
                                                                   self.seed)
@@ -201,14 +201,14 @@ class RosbagDataset(FrameDataset):
             raise BagError(f'{self.source.path}: frame {index} ({self.source.topics.camera_info}'
                            f' on {self.source.topics.image}): {error}',
                            field=error.field) from None
-        gt = any_depth_to_array(messages[3]) if with_depth_topic else prepared.heldout_depth
+        gt = any_depth_to_array(messages[-1]) if with_depth_topic else prepared.heldout_depth
         # Named by the image stamp, as the live evaluator names the same frame.
         return Frame(name=stamp_text(stamp_from_ns(stamp)), rgb=inputs.rgb,
                      sparse_depth=prepared.sparse_depth, gt_depth=gt, K=camera.K,
                      sequence=self.source.path.name, stamp_ns=stamp,
                      notes={'outliers_removed': prepared.projection.num_dropped_outliers,
                             'pose_source': self.pose_source,
-                            'motion_alignment': motion.fallback or 'aligned'},
+                            'motion_alignment': ', '.join(dict.fromkeys(fallbacks))},
                      T_world_cam=pose)
 
     def __iter__(self) -> Iterator[Frame]:

@@ -33,7 +33,7 @@ from typing import Any, Mapping
 from ..cluster import check_ray_options
 from ..errors import ConfigError
 from ..messages.rosbag import BagTopics
-from ..settings import InvalidParameterError, NodeSettings
+from ..settings import InvalidParameterError, NodeSettings, OFFLINE_POINT_TOPICS
 
 STORAGES = ('mcap', 'sqlite3')
 NAMESPACE = re.compile(r'/|(/[A-Za-z_][A-Za-z0-9_]*)+')
@@ -84,6 +84,7 @@ def check_options(options: DensifyOptions) -> NodeSettings:
         (settings.fusion.enabled, 'temporal_fusion.weight',
          f'is {settings.fusion.weight:g}, but temporal fusion takes the camera pose from live '
          'tf at each frame, which lrda densify does not look up: set it to 0'),
+        (len(settings.point_topics) > 1, 'point_topics', OFFLINE_POINT_TOPICS),
         (not settings.use_tf and settings.extrinsic is None, 'lidar_to_camera.use_tf',
          'is false and no lidar_to_camera override is set: no frame could be completed'),
         (options.chunk_frames < 0, '--chunk-frames',

@@ -19,7 +19,11 @@ The frames of a recording, as the node's synchronizer matches them, split into c
 A recording is read twice before any completion: once for the header stamps (the
 synchronizer's matches) and once for the log times of those messages, which place each output
 in the written bag and bound the part of the bag a chunk's reader has to scan. Chunks are then
-read on their own, as raw CDR bytes, so workers decode the messages, not the driver.
+read on their own, as raw CDR bytes, so workers decode the messages, not the driver. With
+motion alignment each frame carries the part of the recording's /tf its clouds' poses are looked
+up in (:meth:`~lrda_ros.geometry.TransformTree.window`), and a recording without a fixed-frame
+chain to its LiDAR has its chunks run KISS-ICP odometry on the clouds instead, as
+``lrda eval --bag`` does.
 """
 
 from __future__ import annotations
@@ -30,9 +34,12 @@ from typing import Iterator
 
 import numpy as np
 
+from ..datasets.poses import lidar_odometry_available
 from ..geometry import RigidTransform, TransformTree
 from ..messages.rosbag import BagError, BagTopics, cdr_header_frame_id, cdr_header_stamp
 from ..messages.rosbag import RosbagSource
+from ..messages.stamps import NS_PER_S
+from ..messages.sweep_alignment import MotionConfig
 
 TRANSFORM_HINT = ('give it with -p lidar_to_camera.matrix:=[16 values] (or '
                   'lidar_to_camera.translation and .rotation)')
@@ -43,8 +50,8 @@ class FrameRef:
     """One synchronized set of a recording, by its place, header stamps and log times."""
 
     index: int
-    #: Header stamps (ns) of the image, camera_info and points messages.
-    stamps: tuple[int, int, int]
+    #: Header stamps (ns) of the image, the camera_info and each point topic's cloud.
+    stamps: tuple[int, ...]
     #: Earliest log time (ns) of the three messages.
     first_log_ns: int
     #: Latest log time (ns): when the set was complete, the output's log time.
@@ -62,15 +69,19 @@ class Chunk:
 
 @dataclass(frozen=True)
 class RawFrame:
-    """What a worker needs for one frame: the messages as CDR, and T_camera_lidar."""
+    """What a worker needs for one frame: the messages as CDR, transforms and poses."""
 
     index: int
-    #: (msgtype, CDR bytes) of the image, camera_info and points.
+    #: (msgtype, CDR bytes) of the image, the camera_info and each point topic's cloud.
     messages: tuple[tuple[str, bytes], ...]
-    #: 4x4 T_camera_lidar, or None when the recording has no transform for this frame.
-    T_cam_lidar: np.ndarray | None
+    #: 4x4 T_camera_lidar per cloud, or None when the recording has no transform for one.
+    T_cam_lidar: tuple[np.ndarray, ...] | None
     #: Why T_cam_lidar is None.
     missing_transform: str = ''
+    #: The recording's /tf around the frame's instants, for motion alignment (None: off).
+    poses: TransformTree | None = None
+    #: The bag topic of each cloud, for messages.
+    point_topics: tuple[str, ...] = ('points',)
 
 
 @dataclass
@@ -84,6 +95,9 @@ class Recording:
     extrinsic: RigidTransform | None
     queue_size: int
     slop_s: float
+    motion: MotionConfig = MotionConfig(enabled=False)
+    #: Whether chunks run LiDAR odometry for motion alignment (no fixed-frame chain in /tf).
+    odometry: bool = False
 
     @property
     def name(self) -> str:
@@ -120,29 +134,62 @@ class Recording:
                 yield self._raw_frame(frame, messages)
 
     def _raw_frame(self, frame: FrameRef, messages: tuple[tuple[str, bytes], ...]) -> RawFrame:
-        (_, image), _, (_, cloud) = messages
+        camera_frame = cdr_header_frame_id(messages[0][1])
+        cloud_frames = [cdr_header_frame_id(raw) for _, raw in messages[2:]]
+        poses = frame_poses(self.tree, frame.stamps, self.motion) if self.motion.enabled \
+            else None
         try:
-            T = self.transform(cdr_header_frame_id(image), cdr_header_frame_id(cloud),
-                               frame.stamps[2])
+            transforms = tuple(self._cloud_transform(camera_frame, cloud_frames, position,
+                                                     frame.stamps[2 + position]).as_matrix()
+                               for position in range(len(cloud_frames)))
         except BagError as error:  # the node drops such a frame (no_transform) and goes on
-            return RawFrame(frame.index, messages, None, str(error))
-        return RawFrame(frame.index, messages, T.as_matrix())
+            return RawFrame(frame.index, messages, None, str(error), poses,
+                            self.topics.point_topics)
+        return RawFrame(frame.index, messages, transforms, '', poses, self.topics.point_topics)
+
+    def _cloud_transform(self, camera_frame: str, cloud_frames: list[str], position: int,
+                         stamp_ns: int) -> RigidTransform:
+        """Return one cloud's T_camera_lidar; raise BagError as the node drops the frame."""
+        topics = self.topics.point_topics
+        if self.extrinsic is not None and cloud_frames[position] != cloud_frames[0]:
+            raise BagError(f'{topics[position]} is in frame {cloud_frames[position]!r}, '
+                           f'{topics[0]} in {cloud_frames[0]!r}: the lidar_to_camera override '
+                           "is one transform for every cloud; give the LiDARs' transforms on "
+                           '/tf_static instead')
+        return self.transform(camera_frame, cloud_frames[position], stamp_ns)
+
+
+def frame_poses(tree: TransformTree, stamps: tuple[int, ...],
+                motion: MotionConfig) -> TransformTree:
+    """
+    Return the part of ``tree`` a frame's motion alignment looks up, lookups bit for bit.
+
+    ``stamps``: the image's, the camera_info's, each cloud's (ns). Poses are looked up between
+    a sweep's point times, at most ``motion.max_point_offset_s`` from its cloud's stamp (later
+    ones count as the stamp), and the image's stamp.
+    """
+    reach = int(np.ceil(motion.max_point_offset_s * NS_PER_S))
+    clouds, image = stamps[2:], stamps[0]
+    return tree.window(min(min(clouds) - reach, image), max(max(clouds) + reach, image))
 
 
 def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float,
-                   extrinsic: RigidTransform | None) -> Recording:
+                   extrinsic: RigidTransform | None,
+                   motion: MotionConfig = MotionConfig(enabled=False)) -> Recording:
     """
     Synchronize a recording's headers as the node would and check its first transform.
 
     Raise BagError when no set synchronizes or the first frame's LiDAR cannot be placed in the
-    camera (every frame would be dropped).
+    camera (every frame would be dropped). With ``motion`` on, LiDAR poses come from /tf where
+    ``motion.fixed_frame`` links to the first LiDAR, else from odometry where KISS-ICP is
+    installed, else nowhere (every frame then keeps the static extrinsic, counted).
     """
     with RosbagSource(path, topics) as source:
         stamps = source.synchronized_stamps(queue_size, slop_s)
         if not stamps:
             raise BagError(f'{path}: no synchronized frames: '
                            f'{source.no_match_reason(queue_size, slop_s)}')
-        synchronized = [source.topics.image, source.topics.camera_info, source.topics.points]
+        synchronized = source.synchronized_topics
         log_times: dict[tuple[str, int], int] = {}
         for topic, _, log_ns, raw in source.raw_messages(synchronized):
             log_times.setdefault((topic, cdr_header_stamp(raw)), log_ns)
@@ -150,9 +197,12 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
         for index, match in enumerate(stamps):
             logged = [log_times[key] for key in zip(synchronized, match)]
             frames.append(FrameRef(index, tuple(match), min(logged), max(logged)))
-        tree = source.transform_tree() if extrinsic is None else None
+        tree = source.transform_tree() if extrinsic is None or motion.enabled else None
         camera_frame, lidar_frame = source.first_frame_ids()
+        chained = tree is not None and lidar_frame in tree.frames \
+            and motion.fixed_frame in tree.connected(lidar_frame)
         recording = Recording(Path(path), source.topics, frames, tree, extrinsic, queue_size,
-                              slop_s)
+                              slop_s, motion, motion.enabled and not chained
+                              and lidar_odometry_available())
     recording.transform(camera_frame, lidar_frame, frames[0].stamps[2])
     return recording

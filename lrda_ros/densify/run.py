@@ -56,6 +56,8 @@ class DensifyReport:
     reused: int = 0
     #: Frames dropped (no output), per the node's reason.
     dropped: Counter = field(default_factory=Counter)
+    #: Completed frames per motion alignment: 'aligned', why not (the node's causes) or 'off'.
+    motion: Counter = field(default_factory=Counter)
     #: Seconds from the first frame sent to the last one back (model loading excluded).
     seconds: float = 0.0
     #: What each worker loaded (model, device).
@@ -72,7 +74,7 @@ def run_densify(options: DensifyOptions,
     """Densify ``options.bags`` into ``options.output`` (see the module docstring)."""
     settings = check_options(options)
     recordings = [open_recording(Path(bag), options.topics, settings.sync_queue_size,
-                                 settings.sync_slop, settings.extrinsic)
+                                 settings.sync_slop, settings.extrinsic, settings.motion)
                   for bag in options.bags]
     if options.max_frames is not None:
         recordings = [replace(r, frames=r.frames[:options.max_frames]) for r in recordings]
@@ -86,7 +88,10 @@ def run_densify(options: DensifyOptions,
                               'with --namespace', field='--namespace')
     manifest = {'bags': [str(Path(bag).resolve()) for bag in options.bags],
                 'parameters': dict(sorted(options.parameters.items())),
-                'topics': asdict(options.topics), 'namespace': options.namespace,
+                # more_points as JSON reads it back (a list), so a resume compares equal.
+                'topics': {**asdict(options.topics),
+                           'more_points': list(options.topics.more_points)},
+                'namespace': options.namespace,
                 'chunk_frames': options.chunk_frames, 'storage': options.storage,
                 **({'max_frames': options.max_frames} if options.max_frames else {})}
     store = PartialStore(options.output, manifest, [r.name for r in recordings],
@@ -150,13 +155,16 @@ def _complete(options: DensifyOptions, device: str,
             report.completed += 1
             if result.dropped:
                 report.dropped[result.dropped] += 1
+            else:
+                report.motion[result.motion] += 1
             report.seconds = time.perf_counter() - started
             bar.update(1)
             if on_frame is not None:
                 on_frame(result)
 
         # Chunks are read only when a worker takes them (a generator reads nothing until then).
-        run_units(pool, [Unit((warm_state,), ((frame,) for frame in recording.read(chunk, start)),
+        run_units(pool, [Unit((warm_state, recording.odometry),
+                              ((frame,) for frame in recording.read(chunk, start)),
                               (recording.name, chunk))
                          for recording, chunk, start, warm_state in todo], finished)
     finally:

@@ -17,8 +17,9 @@
 A densifying worker: the node's model and frame path, without ROS, one frame at a time.
 
 :class:`FrameWorker` loads the model once and completes the frames of one chunk after another,
-in order, so warm start carries from frame to frame as in the node. It turns messages into
-arrays with the readers ``lrda eval --bag`` uses and runs
+in order, so warm start carries from frame to frame as in the node. It reads each frame as
+the node reads its messages (:class:`~lrda_ros.densify.frames.FrameReader`: the clouds moved to
+the image's stamp as ``lrda eval --bag`` moves them) and runs
 :class:`~lrda_ros.pipeline.CompletionPipeline` with the node's settings; frames the node would
 drop (unreadable messages, too few LiDAR points under ``few_points: skip``, a non-finite
 result, no transform) are dropped with the node's reason. The same class runs in the driver
@@ -34,17 +35,14 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from .frames import FrameDropped, FrameReader
 from .recordings import RawFrame
 from ..engine import (
     DepthCompleter, InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
 from ..eval.report import engine_metadata
-from ..geometry import InvalidCameraError, RigidTransform
-from ..messages.compressed import any_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
-from ..messages.stamps import stamp_error, stamp_to_ns
-from ..pipeline import CompletionPipeline, FrameInputs, HoldoutRule
+from ..pipeline import CompletionPipeline, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings
 
 
@@ -65,6 +63,8 @@ class FrameResult:
     warm_state: bytes | None
     #: Seconds the worker spent on the frame.
     seconds: float
+    #: Motion alignment of its clouds: 'aligned', why not (no_fixed_frame_pose, ...) or 'off'.
+    motion: str = 'off'
 
 
 def pack_warm_state(state: dict | None) -> bytes | None:
@@ -91,8 +91,6 @@ class FrameWorker:
     """Load the node's model once; complete frames in order (see the module docstring)."""
 
     def __init__(self, parameters: Mapping[str, Any]) -> None:
-        from rosbags.typesys import get_typestore, Stores
-
         settings = NodeSettings.from_values(parameters)
         self.settings = settings
         self.choice = load_depth_model(settings.model, settings.tto.device)
@@ -104,7 +102,7 @@ class FrameWorker:
         self.pipeline = CompletionPipeline(
             completer, settings.projection,
             HoldoutRule(settings.holdout_fraction, settings.tto.seed))
-        self._typestore = get_typestore(Stores.ROS2_KILTED)
+        self.reader = FrameReader(settings)
         self._last_stamp_ns: int | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -115,10 +113,16 @@ class FrameWorker:
                 'engine': engine_metadata(self.choice.source, str(self.choice.device),
                                           self.settings.tto)}
 
-    def start(self, warm_state: bytes | None) -> None:
-        """Begin a chunk: cold, or from the warm state its previous frame left."""
+    def start(self, warm_state: bytes | None, odometry: bool = False) -> None:
+        """
+        Begin a chunk: cold, or from the warm state its previous frame left.
+
+        ``odometry``: LiDAR poses for motion alignment from KISS-ICP on the chunk's clouds (the
+        recording's /tf has no fixed-frame chain); the chunk's first frame has no velocity yet.
+        """
         self.pipeline.completer.load_warm_state(unpack_warm_state(warm_state))
         self._last_stamp_ns = None
+        self.reader.start(odometry)
 
     def complete(self, frame: RawFrame) -> FrameResult:
         """Complete one frame as the node would; a frame it would drop comes back dropped."""
@@ -126,58 +130,25 @@ class FrameWorker:
         try:
             depth, confidence = self._complete(frame)
             dropped, message = '', ''
-        except _Dropped as drop:
+        except FrameDropped as drop:
             depth = confidence = None
             dropped, message = drop.reason, drop.message
         completer = self.pipeline.completer
         return FrameResult(frame.index, depth, confidence, dropped, message,
                            pack_warm_state(completer.warm_state()),
-                           time.perf_counter() - start)
+                           time.perf_counter() - start, self.reader.motion)
 
     def _complete(self, frame: RawFrame) -> tuple[np.ndarray, np.ndarray | None]:
-        inputs = self._inputs(frame)
+        inputs = self.reader.inputs(frame)
         if self._last_stamp_ns is not None and inputs.stamp_ns < self._last_stamp_ns:
             self.pipeline.reset()  # time went back, as the node resets
         self._last_stamp_ns = inputs.stamp_ns
         try:
             outputs = self.pipeline.process(inputs)
         except InsufficientSparseDepthError as error:
-            raise _Dropped('too_few_points', str(error)) from None
+            raise FrameDropped('too_few_points', str(error)) from None
         except NonFiniteDepthError as error:
-            raise _Dropped('non_finite', str(error)) from None
+            raise FrameDropped('non_finite', str(error)) from None
         except InputError as error:
-            raise _Dropped('malformed', f'{type(error).__name__}: {error}') from None
+            raise FrameDropped('malformed', f'{type(error).__name__}: {error}') from None
         return outputs.depth, outputs.confidence
-
-    def _inputs(self, frame: RawFrame) -> FrameInputs:
-        """Read the messages into arrays in the node's order of checks."""
-        image, info, cloud = (self._typestore.deserialize_cdr(raw, msgtype)
-                              for msgtype, raw in frame.messages)
-        for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
-            problem = stamp_error(message.header.stamp)
-            if problem:
-                raise _Dropped('malformed', f'{topic}: {problem}')
-        try:
-            camera = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
-        except InvalidCameraError as error:
-            raise _Dropped('bad_camera_info', f'camera_info field {error}') from None
-        try:
-            rgb = any_image_to_rgb(image)
-        except InputError as error:
-            raise _Dropped('malformed', f'image: {error}') from None
-        try:
-            points = pointcloud2_to_xyz(cloud)
-        except InputError as error:
-            raise _Dropped('malformed', f'points: {error}') from None
-        if frame.T_cam_lidar is None:
-            raise _Dropped('no_transform', frame.missing_transform)
-        return FrameInputs(rgb, camera, points, RigidTransform.from_matrix(frame.T_cam_lidar),
-                           stamp_to_ns(image.header.stamp))
-
-
-class _Dropped(Exception):
-    """A frame the node would drop, with its reason."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason, self.message = reason, message

@@ -43,6 +43,7 @@ from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..geometry import SPARSE_INPUT_FILTER
 from ..messages.sync_losses import LOSS_REASONS
+from ..settings import InvalidParameterError, OFFLINE_POINT_TOPICS
 
 
 def open_source(options: EvalOptions) -> FrameDataset:
@@ -54,6 +55,8 @@ def open_source(options: EvalOptions) -> FrameDataset:
     # The node's projection: occlusion-aware by default, as for a bag.
     occlusion_aware = replace(settings.projection, outlier_filter=lidar_filter)
     if options.kind == 'rosbag':
+        if len(settings.point_topics) > 1:
+            raise InvalidParameterError('point_topics', OFFLINE_POINT_TOPICS)
         if holdout is None:
             holdout = settings.holdout_fraction or DEFAULT_HOLDOUT
         return open_dataset(

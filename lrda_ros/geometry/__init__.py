@@ -43,15 +43,17 @@ from .motion import (
 from .outliers import (
     DDAD_GROUND_TRUTH_FILTER, filter_outliers, outlier_mask, OutlierFilter, SPARSE_INPUT_FILTER)
 from .projection import (
-    backproject_depth, lidar_to_sparse_depth, MIN_DEPTH_M, ProjectionConfig, SparseProjection)
+    backproject_depth, clouds_to_sparse_depth, lidar_to_sparse_depth, LidarCloud, MIN_DEPTH_M,
+    ProjectionConfig, SparseProjection)
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
     'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image',
-    'CameraModel', 'check_times',
+    'CameraModel', 'check_times', 'clouds_to_sparse_depth',
     'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'InvalidCameraError',
     'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
-    'lidar_to_sparse_depth', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',
+    'lidar_to_sparse_depth', 'LidarCloud', 'MIN_DEPTH_M', 'move_points', 'outlier_mask',
+    'OutlierFilter',
     'pixels_to_normalized', 'points_at_instant', 'pose_window', 'project_points',
     'ProjectionConfig', 'RigidTransform', 'se3_exp', 'se3_log', 'SPARSE_INPUT_FILTER',
     'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'SweepTimes', 'TransformTree',

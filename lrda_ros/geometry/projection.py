@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -94,6 +95,14 @@ class SparseProjection:
     num_dropped_outliers: int = 0
 
 
+@dataclass(frozen=True, eq=False)
+class LidarCloud:
+    """One LiDAR's points (its own frame, at the image's instant) and ``T_cam_lidar``."""
+
+    points: np.ndarray
+    T_cam_lidar: RigidTransform
+
+
 def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
                           camera: CameraModel, config: ProjectionConfig) -> SparseProjection:
     """
@@ -106,17 +115,33 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
     camera). With distortion, points that fold back into the image from outside the lens' valid
     field of view (where undistort(distort(p)) != p) count as outside the image.
     """
-    points = as_points(points_lidar, 'points_lidar')
-    height, width = camera.height, camera.width
-    num_in = points.shape[0]
+    return clouds_to_sparse_depth([LidarCloud(points_lidar, T_cam_lidar)], camera, config)
 
-    finite = np.all(np.isfinite(points), axis=1)
-    points = points[finite]
-    ranges = np.linalg.norm(points, axis=1)
-    in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
-    points_cam = T_cam_lidar.apply(points[in_range])
-    in_front = points_cam[:, 2] > MIN_DEPTH_M
-    points_cam = points_cam[in_front]
+
+def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
+                           config: ProjectionConfig) -> SparseProjection:
+    """
+    Project several LiDARs' clouds into one sparse z-depth map, as one scan.
+
+    Each cloud is range-filtered from its own LiDAR's origin and moved into the camera with its
+    own transform; the points are then merged, so the z-buffer and the occlusion test see all
+    of them: a near point of one LiDAR hides a far point of another at the same pixel or
+    beside it. The counts are the merged scan's. One cloud gives exactly
+    :func:`lidar_to_sparse_depth`'s result (the merge of one array is that array).
+    """
+    if not clouds:
+        raise InvalidPointsError('no LiDAR cloud to project')
+    height, width = camera.height, camera.width
+    counts = np.zeros(4, dtype=np.int64)  # in, non-finite, out of range, behind the camera
+    in_camera = []
+    for index, cloud in enumerate(clouds):
+        name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
+        points_cam, cloud_counts = _cloud_in_camera(as_points(cloud.points, name),
+                                                    cloud.T_cam_lidar, config)
+        in_camera.append(points_cam)
+        counts += cloud_counts
+    points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
+    num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
 
     uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
@@ -147,14 +172,34 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
         depth=depth_map,
         num_points_in=num_in,
         num_projected=num_first_hits - num_occluded - num_outliers,
-        num_dropped_non_finite=int(num_in - points.shape[0]),
-        num_dropped_out_of_range=int(np.count_nonzero(~in_range)),
-        num_dropped_behind_camera=int(np.count_nonzero(~in_front)),
+        num_dropped_non_finite=num_non_finite,
+        num_dropped_out_of_range=num_out_of_range,
+        num_dropped_behind_camera=num_behind,
         num_dropped_outside_image=int(np.count_nonzero(~inside)),
         num_dropped_same_pixel=int(depth.size - num_first_hits),
         num_dropped_occluded=num_occluded,
         num_dropped_outliers=num_outliers,
     )
+
+
+def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,
+                     config: ProjectionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return one cloud's usable points in the camera frame and its counts.
+
+    The counts: points in, non-finite, out of range (from this LiDAR's origin), behind the
+    camera.
+    """
+    num_in = points.shape[0]
+    finite = np.all(np.isfinite(points), axis=1)
+    points = points[finite]
+    ranges = np.linalg.norm(points, axis=1)
+    in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
+    points_cam = T_cam_lidar.apply(points[in_range])
+    in_front = points_cam[:, 2] > MIN_DEPTH_M
+    counts = np.array([num_in, num_in - points.shape[0], np.count_nonzero(~in_range),
+                       np.count_nonzero(~in_front)], dtype=np.int64)
+    return points_cam[in_front], counts
 
 
 def _distortion_invertible(points_cam: np.ndarray, camera: CameraModel) -> np.ndarray:

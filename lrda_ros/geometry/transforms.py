@@ -187,6 +187,18 @@ class _TimedEdge:
         self.stamps.insert(index, stamp_ns)
         self.transforms.insert(index, transform)
 
+    def window(self, start_ns: int, stop_ns: int) -> list[tuple[int, RigidTransform]]:
+        """
+        Return the samples a lookup in [``start_ns``, ``stop_ns``] reads.
+
+        Those inside, the last one at or before the start and the first one after the stop.
+        The first sample after the stop is needed even for a lookup at the stop itself: at a
+        sample's own stamp :meth:`at` interpolates towards the next one (fraction 0).
+        """
+        first = max(int(np.searchsorted(self.stamps, start_ns, side='right')) - 1, 0)
+        last = min(int(np.searchsorted(self.stamps, stop_ns, side='right')) + 1, len(self.stamps))
+        return list(zip(self.stamps[first:last], self.transforms[first:last]))
+
     def at(self, stamp_ns: int | None) -> RigidTransform:
         """Interpolate between the samples around ``stamp_ns``; hold the first / last outside."""
         if stamp_ns is None or stamp_ns >= self.stamps[-1]:
@@ -233,6 +245,26 @@ class TransformTree:
             edge.add(int(stamp_ns), T_parent_child)
         self._edges.setdefault(parent, {})[child] = (edge, False)
         self._edges.setdefault(child, {})[parent] = (edge, True)
+
+    def window(self, start_ns: int, stop_ns: int) -> 'TransformTree':
+        """
+        Return a tree whose lookups between ``start_ns`` and ``stop_ns`` equal this one's.
+
+        It holds every static transform and, of each timed edge, only the samples those lookups
+        read (:meth:`_TimedEdge.window`): a small picklable part of a long recording's /tf for
+        one frame, looked up elsewhere (a densifying worker) bit for bit as here.
+        """
+        part = TransformTree()
+        for parent, neighbours in self._edges.items():
+            for child, (edge, inverted) in neighbours.items():
+                if inverted:
+                    continue  # each edge once, in the direction it was added
+                if isinstance(edge, RigidTransform):
+                    part.add(parent, child, edge)
+                    continue
+                for stamp_ns, transform in edge.window(start_ns, stop_ns):
+                    part.add(parent, child, transform, stamp_ns)
+        return part
 
     @property
     def frames(self) -> set[str]:

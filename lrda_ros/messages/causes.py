@@ -17,9 +17,10 @@ The one name of every counted cause of a lost message or frame, in log lines and
 
 A cause is shown as ``<counter> (<cause>)``: ``unsynchronized (beyond_slop)`` for what the
 synchronizer dropped, ``dropped (superseded)`` or ``dropped (malformed)`` for frames,
-``stamp_backwards (<input>)`` for time jumps per input topic. The /diagnostics key is that
-name, and each warning starts with it (:func:`cause_line`), so a log line leads to its
-counter.
+``stamp_backwards (<input>)`` for time jumps per input topic, ``missing (<input>)`` for frames
+the synchronizer dropped because that input had no message (which of several point clouds).
+The /diagnostics key is that name, and each warning starts with it (:func:`cause_line`), so a
+log line leads to its counter.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from .sync_losses import BEYOND_SLOP, NO_PARTNER, SUPERSEDED, TIME_JUMP
 UNSYNCHRONIZED = 'unsynchronized'
 DROPPED = 'dropped'
 STAMP_BACKWARDS = 'stamp_backwards'
+MISSING = 'missing'
+#: Causes counted per input topic, the subject: ``<cause> (<input>)``.
+PER_INPUT = (STAMP_BACKWARDS, MISSING)
 #: The synchronizer's losses, each counted per input message (not per frame).
 SYNC_LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, TIME_JUMP)
 #: The counter each cause is shown under; any other cause is a dropped frame's.
@@ -39,10 +43,10 @@ def cause_name(cause: str, subject: str = '') -> str:
     """
     Return the name of ``cause``: its /diagnostics key and the start of its warnings.
 
-    ``subject`` is the input topic of ``stamp_backwards``, counted per input.
+    ``subject`` is the input topic of the causes counted per input (:data:`PER_INPUT`).
     """
-    if cause == STAMP_BACKWARDS:
-        return f'{STAMP_BACKWARDS} ({subject})'
+    if cause in PER_INPUT:
+        return f'{cause} ({subject})'
     return f'{COUNTERS.get(cause, DROPPED)} ({cause})'
 
 

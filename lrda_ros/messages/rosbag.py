@@ -55,12 +55,23 @@ class BagError(InputError):
 
 @dataclass(frozen=True)
 class BagTopics:
-    """Topic names; None picks the bag's only topic of that type (depth: none)."""
+    """
+    Topic names; None picks the bag's only topic of that type (depth: none).
+
+    ``more_points``: the point topics of further LiDARs, synchronized with the others and
+    merged with ``points`` into one scan per frame, as the node's ``point_topics``.
+    """
 
     image: str | None = None
     camera_info: str | None = None
     points: str | None = None
     depth: str | None = None
+    more_points: tuple[str, ...] = ()
+
+    @property
+    def point_topics(self) -> tuple[str, ...]:
+        """Return every point topic, ``points`` first."""
+        return (self.points, *self.more_points)
 
 
 def cdr_header_stamp(raw: bytes) -> int:
@@ -185,12 +196,18 @@ class RosbagSource:
         skip = {t for t in images if t == depth or t.endswith('/compressedDepth')
                 or (t.endswith('/compressed') and t[:-len('/compressed')] in images)}
         image = pick(topics.image, IMAGE_TYPES, 'image', skip)
+        more = tuple(pick(topic, (POINT_CLOUD,), 'points', set()) for topic in topics.more_points)
+        points = pick(topics.points, (POINT_CLOUD,), 'points', set(more))
+        if len({points, *more}) != 1 + len(more):
+            raise BagError(f'{self.path}: a point topic is given twice ({points}, '
+                           f'{", ".join(more)}): each LiDAR needs its own', field='points')
         return BagTopics(image, pick(topics.camera_info, (CAMERA_INFO,), 'camera_info', set()),
-                         pick(topics.points, (POINT_CLOUD,), 'points', set()), depth)
+                         points, depth, more)
 
     @property
-    def _synchronized_topics(self) -> list[str]:
-        topics = [self.topics.image, self.topics.camera_info, self.topics.points]
+    def synchronized_topics(self) -> list[str]:
+        """Return the topics of a synchronized set: image, camera_info, points..., [depth]."""
+        topics = [self.topics.image, self.topics.camera_info, *self.topics.point_topics]
         return topics + ([self.topics.depth] if self.topics.depth else [])
 
     def transform_tree(self) -> TransformTree:
@@ -213,7 +230,7 @@ class RosbagSource:
         return [topic for topic in TF_TOPICS if topic in recorded]
 
     def first_frame_ids(self) -> tuple[str, str]:
-        """Return the header frame_id of the first image and the first cloud."""
+        """Return the header frame_id of the first image and the first cloud (of ``points``)."""
         ids = {}
         for topic, _, _, raw in self.raw_messages([self.topics.image, self.topics.points]):
             ids.setdefault(topic, cdr_header_frame_id(raw))
@@ -224,7 +241,7 @@ class RosbagSource:
     def raw_messages(self, topics: list[str] | None = None, start_ns: int | None = None,
                      stop_ns: int | None = None) -> Iterator[tuple[str, str, int, bytes]]:
         """Yield (topic, msgtype, log time ns, CDR bytes) in log-time order, [start, stop)."""
-        wanted = set(topics or self._synchronized_topics)
+        wanted = set(topics or self.synchronized_topics)
         connections = [c for c in self._reader.connections if c.topic in wanted]
         for connection, timestamp, raw in self._reader.messages(connections=connections,
                                                                 start=start_ns, stop=stop_ns):
@@ -243,7 +260,7 @@ class RosbagSource:
         A stamp going back on a topic is a time jump, as in the node. Messages still queued
         at the end of the bag are lost too (classified like the rest).
         """
-        topics = self._synchronized_topics
+        topics = self.synchronized_topics
         matches: list[tuple[int, ...]] = []
         sync = ApproximateTimeSync(len(topics), queue_size, slop_s,
                                    lambda *msgs: matches.append(tuple(m.stamp_ns for m in msgs)),
@@ -260,7 +277,7 @@ class RosbagSource:
         Reports the smallest stamp spread of an image with the nearest message of each other
         synchronized topic (the best any synchronizer could do) against the slop.
         """
-        topics = self._synchronized_topics
+        topics = self.synchronized_topics
         stamps: dict[str, list[int]] = {topic: [] for topic in topics}
         for topic, _, _, raw in self.raw_messages(topics):
             stamps[topic].append(cdr_header_stamp(raw))
@@ -290,13 +307,13 @@ class RosbagSource:
                      start_ns: int | None = None, stop_ns: int | None = None
                      ) -> Iterator[tuple[Any, ...]]:
         """
-        Yield deserialized (image, camera_info, points[, depth]) sets in time order.
+        Yield deserialized (image, camera_info, points, *more_points[, depth]) sets in order.
 
         ``order`` is synchronized_stamps' result when the caller already has it (or a run of
         it, read from the log times [``start_ns``, ``stop_ns``) that hold its messages).
         ``raw``: yield (msgtype, CDR bytes) pairs instead of messages.
         """
-        topics = self._synchronized_topics
+        topics = self.synchronized_topics
         if order is None:
             order = self.synchronized_stamps(queue_size, slop_s)
         pending = {(topic, stamp): None for match in order for topic, stamp in zip(topics, match)}

@@ -30,6 +30,10 @@ other inputs' recent messages that no set used:
   message belonged to the old timeline, or was lost while the inputs were on different
   timelines. Its offsets are the jump, not an offset between sensors: no slop advice.
 
+A ``no_partner`` loss of the first input (the image: what makes a frame) is also counted
+against each input that had no message in range (:attr:`SyncLossTracker.missing`): with
+several point clouds, which cloud the lost frame waited for.
+
 The node adds ``superseded`` itself: a synchronized set replaced by a newer one before it was
 processed (its worker was busy).
 """
@@ -123,6 +127,10 @@ class SyncLossTracker:
         self.last: dict[str, SyncLoss] = {}
         #: The largest spread among ``beyond_slop`` losses (ns): what the slop must exceed.
         self.largest_spread_ns = 0
+        #: Per input index, first-input messages lost without a message of that input in range,
+        #: and the latest such loss.
+        self.missing: Counter[int] = Counter()
+        self.last_missing: dict[int, SyncLoss] = {}
 
     def seen(self, index: int, stamp_ns: int) -> int | None:
         """Note a message; return the input's newest earlier stamp when this one is older."""
@@ -181,6 +189,11 @@ class SyncLossTracker:
             self.largest_spread_ns = max(self.largest_spread_ns, spread)
         self.counts[loss.reason] += 1
         self.last[loss.reason] = loss
+        if loss.reason == NO_PARTNER and index == 0:
+            for other, offset in enumerate(offsets):
+                if offset is None:
+                    self.missing[other] += 1
+                    self.last_missing[other] = loss
         return loss
 
     def unpairable(self, queues: Sequence[Mapping[int, Any]]) -> list[tuple[int, int]]:
@@ -239,13 +252,16 @@ class SyncLossTracker:
         """
         Return the counts as a report records them (JSON-ready), naming ``topics``.
 
-        ``suggested_slop_s`` is set when messages were lost beyond the slop; ``examples`` has
-        the latest loss of each reason, described by :func:`describe_loss`.
+        ``suggested_slop_s`` is set when messages were lost beyond the slop; ``missing``
+        counts per topic the frames (first-input messages) lost without a message of that
+        topic in range; ``examples`` has the latest loss of each reason, described by
+        :func:`describe_loss`.
         """
         spread = self.largest_spread_ns
         return {
             **{reason: self.counts[reason] for reason in LOSS_REASONS},
             'stamp_backwards': {topics[i]: n for i, n in sorted(self.time_jumps.items())},
+            'missing': {topics[i]: n for i, n in sorted(self.missing.items())},
             'largest_offset_s': spread / NS_PER_S if spread else None,
             'suggested_slop_s': suggested_slop_s(spread) if spread else None,
             'examples': {reason: describe_loss(loss, topics)

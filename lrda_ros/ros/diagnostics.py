@@ -25,7 +25,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from ..messages.causes import (
-    cause_name, DROPPED, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
+    cause_name, DROPPED, MISSING, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
 from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
 from ..messages.sync_losses import BEYOND_SLOP, SUPERSEDED
 
@@ -57,6 +57,8 @@ class NodeStatistics:
     sync_losses: Counter = field(default_factory=Counter)
     #: Stamps older than the previous one on the same input, per input topic.
     stamp_backwards: Counter = field(default_factory=Counter)
+    #: Frames (images) the synchronizer dropped without a message of an input, per input topic.
+    missing: Counter = field(default_factory=Counter)
     last_loss: float = float('nan')
     last_iterations: int = 0
     last_points: int = 0
@@ -90,7 +92,7 @@ class NodeStatistics:
     def window_counts(self) -> Counter:
         """Return the totals whose growth a status message reports (the recent window)."""
         return Counter(
-            beyond_slop=self.sync_losses[BEYOND_SLOP],
+            beyond_slop=self.sync_losses[BEYOND_SLOP], missing=sum(self.missing.values()),
             errors=sum(n for reason, n in self.dropped.items() if reason not in _BENIGN_DROPS),
             time_jumps=sum(self.stamp_backwards.values()))
 
@@ -156,6 +158,7 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         (f'{UNSYNCHRONIZED} (<reason>)',
          {reason: stats.sync_losses[reason] for reason in SYNC_LOSS_REASONS}),
         (cause_name(STAMP_BACKWARDS, '<input>'), dict(sorted(stats.stamp_backwards.items()))),
+        (cause_name(MISSING, '<input>'), dict(sorted(stats.missing.items()))),
         ('status <status>', dict(sorted(stats.statuses.items()))),
         ('frame rate (Hz)', f'{stats.output_rate_hz:.2f}'),
         (KEY_PROCESSING_S, f'{stats.last_processing_s:.3f}'),
@@ -223,6 +226,10 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
                    'a clock reset): synchronizer reset, next frame cold')
     if recent['errors']:
         level, message = DiagnosticStatus.WARN, f'{recent["errors"]} frames dropped for errors'
+    if recent['missing']:
+        level = DiagnosticStatus.WARN
+        message = (f'{recent["missing"]} frames lost without a message of '
+                   f'{" or ".join(sorted(stats.missing))}')
     if recent['beyond_slop']:
         level = DiagnosticStatus.WARN
         message = (f'{recent["beyond_slop"]} input messages beyond sync.slop (the log names the '

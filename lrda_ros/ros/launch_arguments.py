@@ -51,6 +51,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    'node and one model for all, each camera on <camera>/image, '
                    '<camera>/camera_info, <camera>/points -> <camera>/depth, ... (empty: one '
                    'camera on image, camera_info, points).'),
+    LaunchArgument('point_topics', '', 'Point cloud topics of each camera, one per LiDAR, e.g. '
+                   '"points,points_rear" (relative names; merged into one scan per frame; '
+                   "empty: the params file's, points by default)."),
     LaunchArgument('image', 'image', 'Input image topic.'),
     LaunchArgument('camera_info', 'camera_info', 'Input CameraInfo topic.'),
     LaunchArgument('points', 'points', 'Input PointCloud2 topic.'),

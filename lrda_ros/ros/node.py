@@ -20,7 +20,8 @@ thread; the worker converts messages to arrays, looks up the LiDAR->camera trans
 :class:`~lrda_ros.pipeline.CompletionPipeline` and publishes. Bad input is logged (throttled),
 counted and dropped; it never stops the node.
 
-Topics (all remappable): subscribes ``image``, ``camera_info``, ``points``; publishes ``depth``
+Topics (all remappable): subscribes ``image``, ``camera_info``, ``points`` (or each of
+``point_topics``, one per LiDAR, merged: lrda_ros/ros/lidar_inputs.py); publishes ``depth``
 (32FC1 metres, NaN = no depth, REP 118), ``depth/camera_info``, ``sparse_depth``,
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
 pixels withheld for live evaluation, when enabled), ``depth/confidence`` (32FC1, the depth's
@@ -61,9 +62,11 @@ from .declaration import (
     warn_unknown_parameters)
 from .diagnostics import completion_status
 from .latest_slot import LatestSlots
+from .lidar_inputs import CloudInputs
 from .motion_alignment import MotionAligner
 from .startup import run_node
-from .subscriptions import create_synchronized_subscriptions, SynchronizedSubscriptions
+from .subscriptions import create_synchronized_subscriptions
+from .sync_report import report_sync_losses
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
 from .warning_throttle import WarningThrottle
 from ..engine import (
@@ -71,7 +74,7 @@ from ..engine import (
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
-from ..geometry import InvalidCameraError, RigidTransform
+from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
 from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model
@@ -132,11 +135,13 @@ class CompletionCore:
         self._warnings = WarningThrottle(lambda message: self.get_logger().warning(message))
         self._stop = threading.Event()      # the worker ends
         self._active = threading.Event()    # frames are processed only while set
-        self._slots: LatestSlots[str, tuple[Image, CameraInfo, PointCloud2, float]] = \
+        # Per camera: image, camera_info, a cloud per point topic, arrival time.
+        self._slots: LatestSlots[str, tuple[Image, CameraInfo, tuple, float]] = \
             LatestSlots([])  # the cameras' once the parameters are read
         self._tf: TransformLookup | None = None
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
-        self._motion = MotionAligner(self.get_logger().warning, self._stats_lock)
+        self._clouds = CloudInputs(self._reader, MotionAligner(self.get_logger().warning,
+                                                               self._stats_lock), self._drop)
         declare_parameters(self, PARAMETERS)
         self.settings = NodeSettings.from_values(parameter_values(self, PARAMETERS))
         self.cameras = node_cameras(self.settings.cameras)  # read-only: fixed from here on
@@ -186,10 +191,12 @@ class CompletionCore:
         for camera in self.cameras:
             camera.subscriptions_handle = create_synchronized_subscriptions(
                 self, [self._image_input(camera), (CameraInfo, camera.topic('camera_info')),
-                       (PointCloud2, camera.topic('points'))],
+                       *[(PointCloud2, camera.topic(topic))
+                         for topic in self.settings.point_topics]],
                 qos_profile_sensor_data, self.settings.sync_queue_size,
                 self.settings.sync_slop,
-                lambda *msgs, camera=camera: self._on_synchronized(camera, *msgs),
+                lambda image, info, *clouds, camera=camera: self._on_synchronized(
+                    camera, image, info, clouds),
                 on_time_jump=lambda *jump, camera=camera: self._on_time_jump(camera, *jump),
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
@@ -293,10 +300,10 @@ class CompletionCore:
         return lookup
 
     def _on_synchronized(self, camera: Camera, image: Image, info: CameraInfo,
-                         cloud: PointCloud2) -> None:
+                         clouds: tuple[PointCloud2, ...]) -> None:
         with self._stats_lock:
             camera.stats.received += 1
-        if self._slots.put(camera.name, (image, info, cloud, time.monotonic())):
+        if self._slots.put(camera.name, (image, info, clouds, time.monotonic())):
             with self._stats_lock:
                 camera.stats.replaced += 1
                 replaced = camera.stats.replaced
@@ -340,21 +347,6 @@ class CompletionCore:
         self._warn(camera, f'{reason}:{kind}',
                    cause_line(reason, count, f'{kind} {message}' if kind else message))
 
-    def _extrinsic(self, camera: Camera, cloud_frame: str, camera_frame: str,
-                   stamp: Any) -> RigidTransform | None:
-        settings = self.settings
-        if settings.extrinsic is not None:
-            return settings.extrinsic
-        if self._tf is None or not settings.use_tf:
-            self._drop(camera, 'no_transform', 'no LiDAR->camera transform: tf2 unavailable '
-                       'and no lidar_to_camera override')
-            return None
-        try:
-            return self._tf.lookup(camera_frame, cloud_frame, stamp, settings.tf_timeout)
-        except TransformUnavailable as error:
-            self._drop(camera, 'no_transform', f'{cloud_frame} -> {camera_frame}: {error}')
-            return None
-
     def _camera_pose(self, camera: Camera, camera_frame: str, stamp: Any) -> np.ndarray | None:
         """Return the camera's pose for temporal fusion (None: off, or counted as unknown)."""
         settings = self.settings
@@ -373,9 +365,10 @@ class CompletionCore:
             return None
 
     def _inputs(self, camera: Camera, image: Image, info: CameraInfo,
-                cloud: PointCloud2) -> FrameInputs | None:
+                clouds: tuple[PointCloud2, ...]) -> FrameInputs | None:
         """Read the messages into arrays; an unusable one is a counted drop (None)."""
-        for topic, message in zip(('image', 'camera_info', 'points'), (image, info, cloud)):
+        topics = ('image', 'camera_info', *self.settings.point_topics)
+        for topic, message in zip(topics, (image, info, *clouds)):
             problem = stamp_error(message.header.stamp)
             if problem:
                 self._drop(camera, 'malformed', f'{topic}: {problem}', topic)
@@ -391,18 +384,11 @@ class CompletionCore:
         except InputError as error:
             self._drop(camera, 'malformed', f'image: {error}', 'image')
             return None
-        try:
-            points = self._reader.pointcloud2_to_xyz(cloud)
-        except InputError as error:
-            self._drop(camera, 'malformed', f'points: {error}', 'points')
+        lidar = self._clouds.read(camera, self.settings, self._tf, image, clouds)
+        if lidar is None:
             return None
-        transform = self._extrinsic(camera, cloud.header.frame_id, image.header.frame_id,
-                                    cloud.header.stamp)
-        if transform is None:
-            return None
-        points = self._motion.align(camera, self.settings, self._tf, cloud, image, points)
         pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
-        return FrameInputs(rgb, model, points, transform, stamp_to_ns(image.header.stamp), pose)
+        return FrameInputs.from_clouds(rgb, model, lidar, stamp_to_ns(image.header.stamp), pose)
 
     # --- processing -------------------------------------------------------------------------
 
@@ -445,11 +431,11 @@ class CompletionCore:
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
 
-    def _prepare(self, camera: Camera, image: Image, info: CameraInfo, cloud: PointCloud2,
-                 received_at: float) -> PendingFrame | None:
+    def _prepare(self, camera: Camera, image: Image, info: CameraInfo,
+                 clouds: tuple[PointCloud2, ...], received_at: float) -> PendingFrame | None:
         """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
-        inputs = self._inputs(camera, image, info, cloud)
+        inputs = self._inputs(camera, image, info, clouds)
         if inputs is None:
             return None
         with self._settings_lock:
@@ -515,40 +501,13 @@ class CompletionCore:
 
     # --- diagnostics ------------------------------------------------------------------------
 
-    def _check_synchronization(self, camera: Camera) -> None:
-        """Count what the synchronizer dropped, per reason; warn naming offsets and slop."""
-        handle = camera.subscriptions_handle
-        counts = handle.loss_counts() if handle is not None else None
-        if counts is None:
-            return
-        with self._stats_lock:
-            stats = camera.stats
-            stats.sync_losses.update({reason: n - stats.sync_losses[reason]
-                                      for reason, n in counts.items()})
-            stats.unsynchronized = sum(counts.values())
-        last = handle.last_losses()
-        for reason, count in counts.items():
-            if count > camera.reported_losses[reason] and reason in last:
-                camera.reported_losses[reason] = count
-                self._warn(camera, f'unsynchronized:{reason}',
-                           handle.loss_message(reason, count, last[reason],
-                                               self.settings.sync_slop,
-                                               self.settings.sync_queue_size))
-        self._check_first_sets(camera, handle)
-
-    def _check_first_sets(self, camera: Camera, handle: SynchronizedSubscriptions) -> None:
-        """Warn early when the first messages cannot pair, before the queues overflow."""
-        problem = handle.first_sets_problem(self.settings.sync_slop)
-        if problem:
-            self._warn(camera, 'unsynchronized:first_sets', problem)
-
     def _lifecycle_state(self) -> str:
         """Return the lifecycle state label; a plain node is active from construction."""
         return 'active'
 
     def _publish_diagnostics(self) -> None:
         for camera in self.cameras:
-            self._check_synchronization(camera)
+            report_sync_losses(camera, self.settings, self._stats_lock, self._warn)
         statuses = []
         with self._stats_lock, self._settings_lock:
             choice = self.model_choice

@@ -23,14 +23,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 import threading
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
-from ..messages.causes import cause_line
+from ..messages.causes import cause_line, MISSING
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
     BEYOND_SLOP, describe_loss, suggested_slop_s, SyncLoss, SyncLossTracker, TIME_JUMP)
 
+_T = TypeVar('_T')
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
 
@@ -165,12 +166,16 @@ class SynchronizedSubscriptions:
     #: message_filters only: what its synchronizer dropped (None where it cannot be told).
     dropped: _MessageFiltersLosses | None = field(default=None, repr=False)
 
-    def _tracker(self) -> tuple[threading.Lock, SyncLossTracker] | None:
+    def _read(self, read: Callable[[SyncLossTracker], _T], unknown: _T) -> _T:
+        """Return ``read(losses)`` under the backend's loss tracker's lock, else ``unknown``."""
         if isinstance(self.synchronizer, ApproximateTimeSync):
-            return self.synchronizer.lock, self.synchronizer.losses
-        if self.dropped is not None:
-            return self.dropped.lock, self.dropped.losses
-        return None
+            lock, losses = self.synchronizer.lock, self.synchronizer.losses
+        elif self.dropped is not None:
+            lock, losses = self.dropped.lock, self.dropped.losses
+        else:
+            return unknown  # a message_filters that cannot tell its losses
+        with lock:
+            return read(losses)
 
     @property
     def num_evicted(self) -> int | None:
@@ -180,30 +185,30 @@ class SynchronizedSubscriptions:
 
     def loss_counts(self) -> dict[str, int] | None:
         """Return the dropped messages per reason (None if unknown)."""
-        tracker = self._tracker()
-        if tracker is None:
-            return None
-        lock, losses = tracker
-        with lock:
-            return dict(losses.counts)
+        return self._read(lambda losses: dict(losses.counts), None)
 
     def last_losses(self) -> dict[str, SyncLoss]:
         """Return the latest dropped message of each reason."""
-        tracker = self._tracker()
-        if tracker is None:
-            return {}
-        lock, losses = tracker
-        with lock:
-            return dict(losses.last)
+        return self._read(lambda losses: dict(losses.last), {})
+
+    def missing_counts(self) -> dict[str, int] | None:
+        """Return per input topic the frames lost for want of its message (None if unknown)."""
+        return self._read(lambda losses: {self.topics[index]: n for index, n
+                                          in sorted(losses.missing.items())}, None)
+
+    def missing_message(self, topic: str, count: int, slop_s: float) -> str:
+        """Describe the frames lost for want of ``topic``'s message, the latest one first."""
+        index = self.topics.index(topic)
+        loss = self._read(lambda losses: losses.last_missing.get(index), None)
+        latest = f'{self.backend} dropped {self.offsets_text(loss)}; ' if loss else ''
+        return cause_line(MISSING, count, (
+            f'{latest}a frame needs a message of every input within sync.slop {slop_s:g} s, '
+            f'and {topic} had none near it: is it published (ros2 topic hz) and remapped?'),
+            subject=topic)
 
     def largest_spread_s(self) -> float:
         """Return the largest stamp spread of the messages dropped beyond the slop (s)."""
-        tracker = self._tracker()
-        if tracker is None:
-            return 0.0
-        lock, losses = tracker
-        with lock:
-            return losses.largest_spread_ns / NS_PER_S
+        return self._read(lambda losses: losses.largest_spread_ns / NS_PER_S, 0.0)
 
     def offsets_text(self, loss: SyncLoss) -> str:
         """Describe a dropped message: its topic and stamp, and each other input's offset."""

@@ -22,9 +22,9 @@ defaults and read the same parameters files (:mod:`.params_file`), so a recordin
 and scored with the settings the node would use.
 """
 
-from .node_settings import extrinsic_override, NodeSettings
+from .node_settings import extrinsic_override, NodeSettings, OFFLINE_POINT_TOPICS
 from .parameters import InvalidParameterError, PARAMETERS, SPECS
 from .params_file import load_parameters
 
 __all__ = ['extrinsic_override', 'InvalidParameterError', 'load_parameters', 'NodeSettings',
-           'PARAMETERS', 'SPECS']
+           'OFFLINE_POINT_TOPICS', 'PARAMETERS', 'SPECS']

@@ -60,19 +60,51 @@ def _is_unset(values: Sequence[float]) -> bool:
     return len(values) == 0 or (len(values) == 1 and values[0] == 0.0)
 
 
-def camera_names(values: Sequence[str]) -> tuple[str, ...]:
-    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
+def _names(parameter: str, values: Sequence[str], kind: str, examples: str,
+           each: str) -> tuple[str, ...]:
+    """Return ``values``: distinct ROS name tokens joined by '/'; raise naming ``parameter``."""
     names = tuple(values)
     for name in names:
         if not isinstance(name, str) or not CAMERA_NAME.fullmatch(name):
             raise InvalidParameterError(
-                'cameras', f'{name!r} is not a camera name: use letters, digits and '
-                "underscores (not starting with a digit), tokens joined by '/', e.g. front or "
-                'rig/left')
+                parameter, f'{name!r} is not {kind}: use letters, digits and underscores (not '
+                f"starting with a digit), tokens joined by '/', e.g. {examples}")
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
-        raise InvalidParameterError('cameras', f'{", ".join(duplicates)} given more than once: '
-                                    'each camera needs its own topics')
+        raise InvalidParameterError(parameter, f'{", ".join(duplicates)} given more than once: '
+                                    f'{each}')
+    return names
+
+
+def camera_names(values: Sequence[str]) -> tuple[str, ...]:
+    """Return the validated ``cameras``; raise InvalidParameterError saying what is wrong."""
+    return _names('cameras', values, 'a camera name', 'front or rig/left',
+                  'each camera needs its own topics')
+
+
+#: The node's own topics, relative to a camera: a point topic may not be one of them.
+CAMERA_TOPICS = ('image', 'image/compressed', 'camera_info', 'depth', 'depth/camera_info',
+                 'depth/confidence', 'sparse_depth', 'depth_colored', 'points_dense',
+                 'holdout_depth')
+
+
+#: Why the offline commands refuse several ``point_topics``: a recording names its own topics.
+OFFLINE_POINT_TOPICS = ("names the node's live topics; give the recording's point topics with "
+                        '--points-topic, once per LiDAR')
+
+
+def point_topic_names(values: Sequence[str]) -> tuple[str, ...]:
+    """Return the validated ``point_topics``; raise InvalidParameterError saying what is wrong."""
+    if not values:
+        raise InvalidParameterError('point_topics', 'needs at least one topic (a frame projects '
+                                    'the LiDAR): [points] for one LiDAR')
+    names = _names('point_topics', values, 'a relative topic name',
+                   'points or lidar/rear/points (remap it to reach another topic)',
+                   'each LiDAR needs its own topic')
+    for name in names:
+        if name in CAMERA_TOPICS:
+            raise InvalidParameterError('point_topics', f"{name!r} is one of the camera's own "
+                                        'topics (image, camera_info and the outputs)')
     return names
 
 
@@ -132,6 +164,8 @@ class NodeSettings:
     fusion_fixed_frame: str = 'odom'
     #: How clouds are moved to the image's stamp (motion.*).
     motion: MotionConfig = MotionConfig()
+    #: Each camera's point cloud topics, relative: one per LiDAR.
+    point_topics: tuple[str, ...] = ('points',)
 
     @property
     def uses_tf_extrinsic(self) -> bool:
@@ -208,7 +242,7 @@ class NodeSettings:
             fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
             fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
                                          v['temporal_fusion.fixed_frame']),
-            motion=motion_config(v))
+            motion=motion_config(v), point_topics=point_topic_names(v['point_topics']))
 
 
 def motion_config(v: Mapping[str, Any]) -> MotionConfig:

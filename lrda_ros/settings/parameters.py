@@ -93,6 +93,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'with its own synchronizer, warm start, counters and /diagnostics status, '
                   'on one model. [] = one camera on image, camera_info, points.',
                   read_only=True, value_type='string array'),
+    ParameterSpec('point_topics', ['points'], "Each camera's PointCloud2 topics, relative "
+                  "names (under the camera's name with cameras): one per LiDAR. A frame takes a "
+                  'cloud of each, every cloud moved to the image stamp with its own frame and '
+                  'point times, then all merged and projected as one scan (one z-buffer, one '
+                  'occlusion test). [points] = one LiDAR.', read_only=True),
     ParameterSpec('batch_encoding', True, 'Encode frames of several cameras that are ready '
                   'together in one encoder batch (per network input shape).', read_only=True),
     ParameterSpec('model', 'auto', 'Depth model: a Hugging Face hub id, a local Hugging Face '
