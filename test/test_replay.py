@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import threading
+import time
 
 from conftest import spin_until
 import numpy as np
@@ -41,6 +42,7 @@ from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.replay import play_timed  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2  # noqa: E402
 from test_bag_inputs import (  # noqa: E402
@@ -155,6 +157,48 @@ def test_clock_makes_use_sim_time_and_the_latency_meaningful(tmp_path, frames, r
         assert node.stats.latency_note == ''
         assert node.get_clock().now().nanoseconds < START_NS + 10**9
     finally:
+        node.destroy_node()
+
+
+def test_a_clock_that_jumps_back_during_a_frame_leaves_its_latency_its_own(
+        tmp_path, frames, ros_context, namespace, tiny_model_dir):
+    # A looped replay's /clock goes back while a frame is processed: the frame's latency is the
+    # clock at its arrival minus its stamp, plus the seconds spent since, not now - stamp
+    # (negative here, or a point of a later loop).
+    bag = write_scene_bag(tmp_path / 'bag', frames[:1], images=('jpeg',))
+    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
+    node = _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
+                 use_sim_time=True, iterations=30, **{'lidar_to_camera.matrix': T})
+    harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
+    harness.create_subscription(Image, 'depth', lambda _: None, 10)  # someone wants depth
+    clock = harness.create_publisher(Clock, '/clock', 10)
+    player = rclpy.create_node('player', context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(harness)
+
+    def tick(ns: int) -> bool:
+        clock.publish(Clock(clock=Time(sec=ns // 10**9, nanosec=ns % 10**9)))
+        return spin_until(executor, lambda: node.get_clock().now().nanoseconds == ns, 10)
+
+    try:
+        assert spin_until(executor, lambda: clock.get_subscription_count() > 0, 10)
+        arrival_ns = START_NS + 20_000_000  # the bag's first message is at its start
+        assert tick(arrival_ns)
+        before_arrival = time.monotonic()
+        with RosbagSource(bag) as source:
+            play_timed(player, source, prefix=namespace, wait_for_subscribers_s=10)
+        assert spin_until(executor, lambda: node.stats.received >= 1, 30), node.stats
+        assert tick(START_NS - 10 * 10**9)  # the loop: 10 s back, while the frame runs
+        assert spin_until(executor, lambda: node.stats.processed >= 1, 60), node.stats
+        since_arrival = time.monotonic() - before_arrival  # bounds the seconds the node spent
+        assert node.stats.latency_note == ''
+        # arrival - stamp (20 ms) plus the seconds spent since the arrival
+        assert 0.02 <= node.stats.last_latency_s <= 0.02 + since_arrival
+    finally:
+        executor.shutdown()
+        harness.destroy_node()
+        player.destroy_node()
         node.destroy_node()
 
 

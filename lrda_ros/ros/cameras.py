@@ -127,6 +127,8 @@ class PendingFrame:
     pipeline: CompletionPipeline
     #: When the synchronized set arrived (time.monotonic): the time budget starts there.
     received_at: float
+    #: The node clock (ROS time, simulated under use_sim_time) when it arrived (ns).
+    received_clock_ns: int
     #: Seconds reading and preparing it took.
     prepare_seconds: float
 

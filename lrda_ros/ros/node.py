@@ -303,7 +303,8 @@ class CompletionCore:
                          clouds: tuple[PointCloud2, ...]) -> None:
         with self._stats_lock:
             camera.stats.received += 1
-        if self._slots.put(camera.name, (image, info, clouds, time.monotonic())):
+        arrival = (time.monotonic(), self.get_clock().now().nanoseconds)
+        if self._slots.put(camera.name, (image, info, clouds, *arrival)):
             with self._stats_lock:
                 camera.stats.replaced += 1
                 replaced = camera.stats.replaced
@@ -432,7 +433,8 @@ class CompletionCore:
                 self._complete(frame, encoded)
 
     def _prepare(self, camera: Camera, image: Image, info: CameraInfo,
-                 clouds: tuple[PointCloud2, ...], received_at: float) -> PendingFrame | None:
+                 clouds: tuple[PointCloud2, ...], received_at: float,
+                 received_clock_ns: int) -> PendingFrame | None:
         """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
         inputs = self._inputs(camera, image, info, clouds)
@@ -454,7 +456,7 @@ class CompletionCore:
         if not camera.wants_completion():
             return None
         return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
-                            time.perf_counter() - start)
+                            received_clock_ns, time.perf_counter() - start)
 
     def _complete(self, frame: PendingFrame, encoded: EncodedFrame | None) -> None:
         """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
@@ -474,15 +476,17 @@ class CompletionCore:
         camera.publish_outputs(frame.image, frame.info, outputs, settings)
         camera.publish_seconds = time.monotonic() - publish_start
         ahead = encoded.seconds if encoded is not None else 0.0
+        frame_seconds = time.monotonic() - frame.received_at
+        # The node clock at the arrival plus the seconds since: a clock that jumps meanwhile
+        # (a looped replay's /clock) does not enter the frame's latency.
         self._record(camera, frame.image, outputs,
-                     frame.prepare_seconds + ahead + time.perf_counter() - start,
-                     time.monotonic() - frame.received_at)
+                     frame.prepare_seconds + ahead + time.perf_counter() - start, frame_seconds,
+                     frame.received_clock_ns + round(frame_seconds * NS_PER_S))
 
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
-                frame_seconds: float) -> None:
+                frame_seconds: float, clock_ns: int) -> None:
         result = outputs.completion
-        latency = latency_or_reason(self.get_clock().now().nanoseconds,
-                                    stamp_to_ns(image.header.stamp))
+        latency = latency_or_reason(clock_ns, stamp_to_ns(image.header.stamp))
         with self._stats_lock:
             camera.stats.record(result, seconds, frame_seconds, latency,
                                 stamp_text(image.header.stamp))
