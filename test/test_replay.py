@@ -34,6 +34,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('cv2', reason='opencv-python-headless is not installed '
                                   '(pip install -r requirements-dev.txt)')
 
+from builtin_interfaces.msg import Time  # noqa: E402
 from lrda_ros.geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform  # noqa
 from lrda_ros.messages.conversions import depth_image_to_array  # noqa: E402
 from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402, I100
@@ -42,7 +43,6 @@ from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.replay import play_timed  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
-from builtin_interfaces.msg import Time  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2  # noqa: E402
 from test_bag_inputs import (  # noqa: E402
