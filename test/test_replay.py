@@ -34,7 +34,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 pytest.importorskip('cv2', reason='opencv-python-headless is not installed '
                                   '(pip install -r requirements-dev.txt)')
 
-from builtin_interfaces.msg import Time  # noqa: E402
+from builtin_interfaces.msg import Time  # noqa: E402, I100 (after the rclpy skip)
 from lrda_ros.geometry import lidar_to_sparse_depth, ProjectionConfig, RigidTransform  # noqa
 from lrda_ros.messages.conversions import depth_image_to_array  # noqa: E402
 from lrda_ros.messages.rosbag import RosbagSource  # noqa: E402, I100
