@@ -97,17 +97,21 @@ def delta_weight(layer: nn.Module, adapter: str) -> torch.Tensor:
     return layer.get_delta_weight(adapter)
 
 
-def merged_weight(layer: nn.Module) -> torch.Tensor:
+def merged_weight(layer: nn.Module, peft_formula: bool = False) -> torch.Tensor:
     """
     Return ``W + sum of s B A`` over the active adapters (differentiable in the adapters).
 
     In the adapters' precision (float32) or the weight's if wider: the sum promotes a held
-    lower-precision ``W`` inside the addition, without a cast copy of it.
+    lower-precision ``W`` inside the addition, without a cast copy of it. ``peft_formula``:
+    each ``s B A`` as peft's ``get_delta_weight`` rounds it, where a float32 result must be
+    peft's to the last digit (:func:`delta_weight` sums in another order).
     """
     weight = layer.base_layer.weight
     for adapter in layer.active_adapters:
         if adapter in layer.lora_A:
-            weight = delta_weight(layer, adapter) + weight
+            delta = (layer.get_delta_weight(adapter) if peft_formula
+                     else delta_weight(layer, adapter))
+            weight = delta + weight
     return weight
 
 

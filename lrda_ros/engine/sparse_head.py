@@ -57,7 +57,8 @@ def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor 
         return module.weight, module.bias
     if getattr(module, 'disable_adapters', False):
         return base.weight, base.bias
-    return merged_weight(module), base.bias
+    # peft's rounding: the float32 head's numbers stay those of peft's layers to the last digit
+    return merged_weight(module, peft_formula=True), base.bias
 
 
 def _window_rows(weight: torch.Tensor) -> torch.Tensor:
