@@ -157,6 +157,8 @@ def test_the_message_tells_the_last_window_and_the_values_the_totals():
 
 def test_latency_from_another_clock_is_absent_with_its_reason():
     stats = NodeStatistics()
+    values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
+    assert values['latency (s)'] == 'none yet: no frame completed'
     stats.record(SimpleNamespace(status=SimpleNamespace(value='optimized'), final_loss=0.1,
                                  iterations=3, num_points=9, stopped_at_deadline=False,
                                  scene_cut=False), 0.2, 0.3,

@@ -65,7 +65,7 @@ class NodeStatistics:
     last_processing_s: float = float('nan')
     #: Seconds from the last image's stamp to its depth (NaN: none, ``latency_note`` says why).
     last_latency_s: float = float('nan')
-    latency_note: str = ''
+    latency_note: str = 'none yet: no frame completed'
     last_stamp: str = ''
     #: Seconds from the synchronized set's arrival to the end of its publishing.
     last_frame_s: float = float('nan')
