@@ -124,6 +124,12 @@ def test_the_transpose_is_pytorchs_conversion():
     # may come in another order; to_dense sums them)
     assert torch.equal(ours.to_dense(), pytorchs.to_dense())
     assert torch.equal(ours.to_dense(), matrix.to_dense().t())
+    # any CSR: empty rows (first, inner, last) and empty columns
+    dense = torch.randn(7, 5, generator=generator) * (torch.rand(7, 5, generator=generator) > 0.5)
+    dense[[0, 3, 6]] = 0
+    dense[:, 2] = 0
+    torch.testing.assert_close(transpose_csr(dense.to_sparse_csr()).to_dense(), dense.t(),
+                               rtol=0, atol=0)
 
 
 def test_effective_conv_folds_lora_into_the_weight():

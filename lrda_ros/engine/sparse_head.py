@@ -394,8 +394,13 @@ def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
     crow, col = matrix.crow_indices(), matrix.col_indices()
     keys = col.to(torch.int32) if columns < 2 ** 31 else col
     order = torch.sort(keys, stable=True).indices
-    entry_rows = torch.repeat_interleave(torch.arange(rows, device=col.device), crow.diff())
-    counts = torch.bincount(col, minlength=columns)
+    # Sizes from the host (no read of the device, which would wait for it mid-step).
+    # Each entry's row: a count of the row starts at or before it.
+    starts = torch.zeros(col.numel() + 1, dtype=crow.dtype, device=col.device)
+    starts.index_add_(0, crow[1:-1], torch.ones_like(crow[1:-1]))
+    entry_rows = starts[:-1].cumsum(0)
+    counts = torch.zeros(columns, dtype=crow.dtype, device=col.device)
+    counts.index_add_(0, col, torch.ones_like(col, dtype=crow.dtype))
     transposed_crow = torch.zeros(columns + 1, dtype=crow.dtype, device=col.device)
     torch.cumsum(counts, 0, out=transposed_crow[1:])
     with warnings.catch_warnings():
