@@ -393,16 +393,16 @@ def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
     rows, columns = matrix.shape
     crow, col = matrix.crow_indices(), matrix.col_indices()
     keys = col.to(torch.int32) if columns < 2 ** 31 else col
-    order = torch.sort(keys, stable=True).indices
+    sorted_keys, order = torch.sort(keys, stable=True)
     # Sizes from the host (no read of the device, which would wait for it mid-step).
     # Each entry's row: a count of the row starts at or before it.
     starts = torch.zeros(col.numel() + 1, dtype=crow.dtype, device=col.device)
     starts.index_add_(0, crow[1:-1], torch.ones_like(crow[1:-1]))
     entry_rows = starts[:-1].cumsum(0)
-    counts = torch.zeros(columns, dtype=crow.dtype, device=col.device)
-    counts.index_add_(0, col, torch.ones_like(col, dtype=crow.dtype))
-    transposed_crow = torch.zeros(columns + 1, dtype=crow.dtype, device=col.device)
-    torch.cumsum(counts, 0, out=transposed_crow[1:])
+    # Each column's first entry among the sorted ones.
+    transposed_crow = torch.searchsorted(
+        sorted_keys, torch.arange(columns + 1, dtype=keys.dtype, device=col.device),
+        out_int32=crow.dtype == torch.int32)
     with warnings.catch_warnings():
         warnings.simplefilter('ignore', UserWarning)
         return torch.sparse_csr_tensor(transposed_crow, entry_rows[order],
