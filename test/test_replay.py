@@ -112,6 +112,13 @@ def _node(ros_context, namespace, tiny_model_dir, **values) -> CompletionNode:
                           parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
 
 
+def _jpeg_node(ros_context, namespace, tiny_model_dir, frames, **values) -> CompletionNode:
+    """Return a node for the scene bags with jpeg images, the rig's extrinsic given."""
+    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
+    return _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
+                 **{'lidar_to_camera.matrix': T}, **values)
+
+
 def _play_into(node, bag, ros_context, namespace, outputs, **play_options):
     """Play ``bag`` at its pace while spinning ``node``; return what ``outputs`` received."""
     received = {name: [] for name in outputs}
@@ -146,9 +153,7 @@ def _play_into(node, bag, ros_context, namespace, outputs, **play_options):
 def test_clock_makes_use_sim_time_and_the_latency_meaningful(tmp_path, frames, ros_context,
                                                              namespace, tiny_model_dir):
     bag = write_scene_bag(tmp_path / 'bag', frames, images=('jpeg',))
-    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
-    node = _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
-                 use_sim_time=True, **{'lidar_to_camera.matrix': T})
+    node = _jpeg_node(ros_context, namespace, tiny_model_dir, frames, use_sim_time=True)
     try:
         _play_into(node, bag, ros_context, namespace, ('depth',), clock_hz=50.0)
         assert node.stats.processed >= 1, node.stats
@@ -166,9 +171,8 @@ def test_a_clock_that_jumps_back_during_a_frame_leaves_its_latency_its_own(
     # clock at its arrival minus its stamp, plus the seconds spent since, not now - stamp
     # (negative here, or a point of a later loop).
     bag = write_scene_bag(tmp_path / 'bag', frames[:1], images=('jpeg',))
-    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
-    node = _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
-                 use_sim_time=True, iterations=30, **{'lidar_to_camera.matrix': T})
+    node = _jpeg_node(ros_context, namespace, tiny_model_dir, frames, use_sim_time=True,
+                      iterations=30)
     harness = rclpy.create_node('harness', namespace=namespace, context=ros_context)
     harness.create_subscription(Image, 'depth', lambda _: None, 10)  # someone wants depth
     clock = harness.create_publisher(Clock, '/clock', 10)
@@ -205,9 +209,7 @@ def test_a_clock_that_jumps_back_during_a_frame_leaves_its_latency_its_own(
 def test_without_the_clock_the_latency_is_absent_with_its_reason(tmp_path, frames, ros_context,
                                                                  namespace, tiny_model_dir):
     bag = write_scene_bag(tmp_path / 'bag', frames, images=('jpeg',))
-    T = [float(v) for v in frames[0].T_cam_lidar.ravel()]
-    node = _node(ros_context, namespace, tiny_model_dir, image_transport='compressed',
-                 **{'lidar_to_camera.matrix': T})
+    node = _jpeg_node(ros_context, namespace, tiny_model_dir, frames)
     try:
         _play_into(node, bag, ros_context, namespace, ('depth',))
         assert node.stats.processed >= 1, node.stats
