@@ -21,7 +21,7 @@ import itertools
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import (
     CompletionStatus, DepthCompleter, DepthModel, TTOConfig, UnsupportedPrecisionError)
-from lrda_ros.engine import sparse_head
+from lrda_ros.engine import resampling
 from lrda_ros.engine.precision import check_precision
 import numpy as np
 import pytest
@@ -115,7 +115,7 @@ def test_a_precision_kernel_the_device_lacks_is_rejected_at_start_up(monkeypatch
     def low_precision_product(matrix, dense):
         return torch.sparse.mm(matrix.to(dense.dtype), dense)
 
-    monkeypatch.setattr(sparse_head, 'bilinear_gather', low_precision_product)
+    monkeypatch.setattr(resampling, 'bilinear_gather', low_precision_product)
     with pytest.raises(UnsupportedPrecisionError, match="dtype 'bfloat16'.*addmm"):
         DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
     DepthCompleter(DepthModel(tiny_network()),

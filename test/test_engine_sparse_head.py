@@ -21,9 +21,9 @@ import copy
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
+from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
-    _conv2_bfloat16, bilinear_gather, bilinear_matrix, CROP_ROWS_BELOW, effective_conv,
-    SparseHeadPlan, transpose_csr)
+    _conv2_bfloat16, CROP_ROWS_BELOW, effective_conv, SparseHeadPlan)
 from lrda_ros.engine.strips import conv1_size, tail_inputs
 import numpy as np
 import pytest

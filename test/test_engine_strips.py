@@ -20,6 +20,7 @@ import copy
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
+from lrda_ros.engine.resampling import BandResizes
 from lrda_ros.engine.strips import decode_in_strips, row_bands, source_rows, upsample_rows
 import numpy as np
 import pytest
@@ -41,6 +42,37 @@ def test_upsampling_a_band_matches_the_whole_image(size_in, size_out):
         first, stop = source_rows(*rows, size_in, size_out)
         band = upsample_rows(image[:, :, first:stop], first, size_in, rows, (size_out, 11))
         torch.testing.assert_close(band, full[:, :, rows[0]:rows[1]], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize('size_in,size_out', [(7, 14), (9, 31), (20, 13)])
+def test_a_band_resized_by_gathers_is_pytorchs_resize_and_its_gradient(dtype, size_in, size_out):
+    generator = torch.Generator().manual_seed(size_in)
+    image = torch.randn(1, 4, size_in, 6, generator=generator)
+    resizes = BandResizes()
+    for rows in [(0, 3), (4, size_out - 2), (size_out - 1, size_out), (4, size_out - 2)]:
+        first, stop = source_rows(*rows, size_in, size_out)
+        band = image[:, :, first:stop].to(dtype).contiguous(memory_format=torch.channels_last)
+        band.requires_grad_()
+        resized = resizes.upsample_rows(band, first, size_in, rows, (size_out, 11))
+        assert resized.dtype == dtype
+        assert resized.is_contiguous(memory_format=torch.channels_last)
+        # the reference: PyTorch's resize of the whole image in float32 (its source coordinates
+        # in float32 too), and its gradient
+        whole = band.detach().float().requires_grad_()
+        padded = F.pad(whole, (0, 0, first, size_in - stop))
+        expected = F.interpolate(padded, size=(size_out, 11), mode='bilinear',
+                                 align_corners=True)[:, :, rows[0]:rows[1]]
+        weights = torch.randn(expected.shape, generator=generator)
+        (expected_grad,) = torch.autograd.grad((weights * expected).sum(), whole)
+        (grad,) = torch.autograd.grad((weights.to(dtype) * resized).sum(), band)
+        # float32: rounding of the bilinear weights; bfloat16: the weights and the output
+        # rounded to 8 bits (relative 2**-8 each), on values of order 1
+        tolerance = 1e-6 if dtype == torch.float32 else 2e-2
+        torch.testing.assert_close(resized.float(), expected, rtol=tolerance, atol=tolerance)
+        torch.testing.assert_close(grad.float(), expected_grad, rtol=tolerance,
+                                   atol=tolerance * float(expected_grad.abs().max()))
+    assert len(resizes._matrices) == 3  # the repeated band reused its matrices
 
 
 def _adapted_model(seed: int) -> tuple[DepthModel, list[torch.Tensor]]:

@@ -29,15 +29,17 @@ convolutions done only where LiDAR pixels need them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-import warnings
 
 import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from .lora_paths import merged_weight
-from .model import bilinear_source, DepthModel, EncodedImage
+from .model import DepthModel, EncodedImage
 from .precision import full_precision
+from .resampling import (
+    BandResizes, bilinear_corners, bilinear_matrix, GatheredProduct, pixel_rows, transpose_csr,
+    with_values_in)
 from .strips import (
     conv1_band, conv1_size, row_bands, source_rows, tail_inputs, TailInputs)
 
@@ -125,50 +127,6 @@ def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tenso
     return torch.addmm(output, down, torch.cat(ups, dim=1).t()) if ups else output
 
 
-def bilinear_corners(rows: torch.Tensor, cols: torch.Tensor, output_size: tuple[int, int],
-                     input_size: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """
-    Return the (P, 4) source indices and weights of ``F.interpolate(align_corners=True)``.
-
-    For output pixels (rows, cols) of a resize from ``input_size`` to ``output_size``: the
-    flat indices of the four input pixels each one interpolates, and their bilinear weights.
-    Source coordinates are computed in float32 the way PyTorch's kernel does.
-    """
-    (out_h, out_w), (in_h, in_w) = output_size, input_size
-    y0, y1, wy = bilinear_source(rows, in_h, out_h)
-    x0, x1, wx = bilinear_source(cols, in_w, out_w)
-    indices = torch.stack([y0 * in_w + x0, y0 * in_w + x1, y1 * in_w + x0, y1 * in_w + x1], 1)
-    weights = torch.stack([(1 - wy) * (1 - wx), (1 - wy) * wx, wy * (1 - wx), wy * wx], 1)
-    return indices, weights
-
-
-def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
-                    input_size: tuple[int, int], valid: torch.Tensor | None = None,
-                    input_rows: tuple[int, int] | None = None) -> torch.Tensor:
-    """
-    Return the (P, h*w) sparse matrix of ``F.interpolate(..., align_corners=True)``.
-
-    Row p holds the bilinear weights, over the flattened ``input_size`` grid, of the value
-    upsampled to ``output_size`` at flat output position ``positions[p]``; rows where ``valid``
-    is False are zero (a convolution's zero padding). With ``input_rows`` (first, stop), the
-    columns cover only that band of input rows, which must hold every source row.
-    """
-    out_w, in_w = output_size[1], input_size[1]
-    first, stop = input_rows or (0, input_size[0])
-    columns, weights = bilinear_corners(positions // out_w, positions % out_w, output_size,
-                                        input_size)
-    columns = columns - first * in_w
-    if valid is not None:
-        columns = torch.where(valid[:, None], columns, 0)
-        weights = torch.where(valid[:, None], weights, 0)
-    row_starts = torch.arange(0, 4 * len(positions) + 1, 4, device=positions.device)
-    with warnings.catch_warnings():  # CSR support is flagged beta; these products are tested
-        warnings.simplefilter('ignore', UserWarning)
-        return torch.sparse_csr_tensor(row_starts, columns.reshape(-1), weights.reshape(-1),
-                                       size=(len(positions), (stop - first) * in_w),
-                                       check_invariants=False)
-
-
 def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
     Return ``matrix @ dense`` for a float32 sparse matrix, in float32.
@@ -181,40 +139,6 @@ def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
     """
     with full_precision(dense.device):
         return torch.sparse.mm(matrix, dense.to(torch.float32))
-
-
-def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
-    """
-    Return ``matrix @ dense`` for a CSR ``matrix``: bfloat16 for bfloat16 ``dense``, else float32.
-
-    A weighted gather (``embedding_bag``, accumulating in float32): ``torch.sparse.mm``
-    zero-fills its output and copies it once more, which here costs twice the product itself.
-    Not differentiable.
-    """
-    dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
-    crow = matrix.crow_indices()
-    # Detached: with a table that requires a gradient, embedding_bag also builds its own
-    # backward's bookkeeping (the bag of every index), unused here.
-    return F.embedding_bag(matrix.col_indices(), dense.detach().to(dtype), offsets=crow[:-1],
-                           per_sample_weights=matrix.values().to(dtype), mode='sum')
-
-
-class _SparseProduct(torch.autograd.Function):
-    """
-    ``matrix @ dense`` for a bilinear matrix (:func:`bilinear_gather`).
-
-    The backward, a scatter, is a gather with the transpose, built once, not every step.
-    """
-
-    @staticmethod
-    def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
-                dense: torch.Tensor) -> torch.Tensor:
-        ctx.transposed, ctx.dtype = transposed, dense.dtype
-        return bilinear_gather(matrix, dense)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        return None, None, bilinear_gather(ctx.transposed, grad.contiguous()).to(ctx.dtype)
 
 
 @dataclass
@@ -237,6 +161,8 @@ class SparseHeadPlan:
     _rows_read: dict = field(default_factory=dict, repr=False)
     #: The bands of needed pixels, per strip count (frame constants).
     _band_slices: dict = field(default_factory=dict, repr=False)
+    #: The decoder tail's resizes of the conv1 rows read (frame constants), as gathers.
+    _band_resizes: BandResizes = field(default_factory=BandResizes, repr=False)
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
@@ -270,9 +196,9 @@ class SparseHeadPlan:
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
                                      grid, self.window_inside.reshape(-1), grid_rows)
             matrix = matrix.to(features.device, torch.float32)
-            self._sampling[key] = (_with_values_in(matrix, dtype),
-                                   _with_values_in(transpose_csr(matrix), dtype))
-        samples = _SparseProduct.apply(*self._sampling[key], _pixel_rows(features))
+            self._sampling[key] = (with_values_in(matrix, dtype),
+                                   with_values_in(transpose_csr(matrix), dtype))
+        samples = GatheredProduct.apply(*self._sampling[key], pixel_rows(features))
         return samples.reshape(-1, 9 * features.shape[1])
 
     def _head_values(self, head: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
@@ -338,11 +264,11 @@ class SparseHeadPlan:
         """Predictions at one band of needed pixels, computing only the tail rows they need."""
         grid = inputs.conv1_size
         grid_rows = self._grid_rows(grid, band)
-        features, held_rows = conv1_band(model, inputs, grid_rows)
+        features, held_rows = conv1_band(model, inputs, grid_rows, self._band_resizes)
         positions, inside = self.window_positions[band], self.window_inside[band]
         matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
                                  inside.reshape(-1), held_rows)
-        patches = sparse_product(matrix, _pixel_rows(features))
+        patches = sparse_product(matrix, pixel_rows(features))
         return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
 
     def evaluate(self, model: DepthModel, encoded: EncodedImage, strips: int = 1,
@@ -369,7 +295,8 @@ class SparseHeadPlan:
         if grid_rows[1] - grid_rows[0] <= CROP_ROWS_BELOW * grid[0]:
             # The LiDAR covers a band of the image (e.g. KITTI's lower two thirds): the tail
             # runs on the rows that band reads only.
-            features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows)
+            features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows,
+                                             self._band_resizes)
             patches = self._sample_windows(features, grid, held_rows)
             return self._at_lidar_pixels(self._head_values(head, patches))
         fused = model.decode_features(encoded)[head.head_in_index]
@@ -380,52 +307,3 @@ class SparseHeadPlan:
         # products over the windows.
         patches = self._sample_windows(head.conv1(fused))
         return self._at_lidar_pixels(self._head_values(head, patches))
-
-
-def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
-    """
-    Return the transpose of a CSR matrix, as CSR (``matrix.t().to_sparse_csr()``).
-
-    A stable sort of the entries by column (each column's entries in row order), with 32-bit
-    keys where the columns fit: half the memory traffic of PyTorch's conversion, whose 64-bit
-    sort of a frame's million entries was most of the per-frame set-up of the sparse head.
-    """
-    rows, columns = matrix.shape
-    crow, col = matrix.crow_indices(), matrix.col_indices()
-    keys = col.to(torch.int32) if columns < 2 ** 31 else col
-    sorted_keys, order = torch.sort(keys, stable=True)
-    # Sizes from the host (no read of the device, which would wait for it mid-step).
-    # Each entry's row: a count of the row starts at or before it.
-    starts = torch.zeros(col.numel() + 1, dtype=crow.dtype, device=col.device)
-    starts.index_add_(0, crow[1:-1], torch.ones_like(crow[1:-1]))
-    entry_rows = starts[:-1].cumsum(0)
-    # Each column's first entry among the sorted ones.
-    transposed_crow = torch.searchsorted(
-        sorted_keys, torch.arange(columns + 1, dtype=keys.dtype, device=col.device),
-        out_int32=crow.dtype == torch.int32)
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', UserWarning)
-        return torch.sparse_csr_tensor(transposed_crow, entry_rows[order],
-                                       matrix.values()[order], size=(columns, rows),
-                                       check_invariants=False)
-
-
-def _with_values_in(matrix: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Return a CSR matrix with its values in ``dtype`` (cast once, not at every gather)."""
-    if matrix.values().dtype == dtype:
-        return matrix
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', UserWarning)
-        return torch.sparse_csr_tensor(matrix.crow_indices(), matrix.col_indices(),
-                                       matrix.values().to(dtype), size=matrix.shape,
-                                       check_invariants=False)
-
-
-def _pixel_rows(features: torch.Tensor) -> torch.Tensor:
-    """
-    Return (1, C, h, w) features as (h*w, C) rows.
-
-    A free view of channels-last features, whose gradient flows back channels-last too (no
-    layout conversion before conv1's backward).
-    """
-    return features.permute(0, 2, 3, 1).reshape(-1, features.shape[1])

@@ -39,6 +39,7 @@ import torch.nn.functional as F
 
 from .model import (
     bilinear_source, DepthModel, EncodedImage, fuse_features, fuse_level, head_output)
+from .resampling import BandResizes
 
 #: Rows a band of the last fusion layer's output loses at a cut edge: its two residual units
 #: apply four 3x3 convolutions.
@@ -174,14 +175,16 @@ def conv1_rows(model: DepthModel, inputs: TailInputs, rows: tuple[int, int]) -> 
     return feature_rows(features, rows[0] - first, rows[1] - first)
 
 
-def conv1_band(model: DepthModel, inputs: TailInputs,
-               rows: tuple[int, int]) -> tuple[torch.Tensor, tuple[int, int]]:
+def conv1_band(model: DepthModel, inputs: TailInputs, rows: tuple[int, int],
+               resizes: BandResizes | None = None) -> tuple[torch.Tensor, tuple[int, int]]:
     """
     Return conv1's output on rows [rows) and a row of halo each side, and the rows it holds.
 
     For a reader that can skip the halo rows itself (the sparse head's window gather): no
-    slice, so no zero-padded gradient in the backward.
+    slice, so no zero-padded gradient in the backward. With ``resizes`` (a frame's, kept
+    across its steps) the two bilinear resizes are weighted gathers (engine/resampling.py).
     """
+    resize = resizes.upsample_rows if resizes is not None else upsample_rows
     stage = model.network.neck.fusion_stage
     fine_h = inputs.fine_size[0]
     grid = inputs.conv1_size
@@ -192,9 +195,9 @@ def conv1_band(model: DepthModel, inputs: TailInputs,
     coarse_h = inputs.coarse.shape[2]
     coarse_first, coarse_stop = source_rows(low, high, coarse_h, fine_h)
     coarse = feature_rows(inputs.coarse, coarse_first, coarse_stop)
-    fused = upsample_rows(coarse, coarse_first, coarse_h, (low, high), inputs.fine_size)
+    fused = resize(coarse, coarse_first, coarse_h, (low, high), inputs.fine_size)
     hidden = fuse_level(stage.layers[-1], fused, _skip_rows(model, inputs, (low, high)))
-    upsampled = upsample_rows(hidden, low, fine_h, (first, stop), grid)
+    upsampled = resize(hidden, low, fine_h, (first, stop), grid)
     return model.network.head.conv1(upsampled), (first, stop)
 
 
