@@ -23,8 +23,8 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
 from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
-    _conv2_bfloat16, CROP_ROWS_BELOW, effective_conv, SparseHeadPlan)
-from lrda_ros.engine.strips import conv1_size, tail_inputs
+    _conv2_bfloat16, effective_conv, SparseHeadPlan)
+from lrda_ros.engine.strips import conv1_size, tail_inputs, tail_runs_in_bands
 import numpy as np
 import pytest
 import torch
@@ -64,7 +64,7 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
     if lidar_rows is not None:  # the band path runs (on fewer rows than the whole tail)
         grid = conv1_size(model, encoded)
         assert grid == tail_inputs(model, encoded).conv1_size
-        assert plan._grid_rows(grid)[1] - plan._grid_rows(grid)[0] <= CROP_ROWS_BELOW * grid[0]
+        assert plan._grid_rows(grid)[1] - plan._grid_rows(grid)[0] < 0.9 * grid[0]
 
     dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
     sparse = plan.evaluate(model, encoded, strips)
@@ -83,6 +83,26 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
                                    atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
         checked += 1
     assert checked > 10
+
+
+def test_a_tail_that_cannot_run_in_bands_is_decoded_whole():
+    # A head that reads a coarser fusion level (transformers' head_in_index): no band rule
+    # holds, the steps decode the neck whole and gather only the head's windows.
+    network = tiny_network(seed=2)
+    network.head.head_in_index = 2
+    assert not tail_runs_in_bands(DepthModel(network))
+    assert tail_runs_in_bands(DepthModel(tiny_network(seed=2)))
+    model = DepthModel(network)
+    DepthCompleter(model, TTOConfig(device='cpu'))  # the adapters
+    image = smooth_image(3, 61, 83)
+    pixel_values = model.preprocess(image, None)
+    encoded = model.encode(pixel_values, image.shape[:2])
+    generator = torch.Generator().manual_seed(2)
+    rows = torch.randint(0, 61, (200,), generator=generator)
+    cols = torch.randint(0, 83, (200,), generator=generator)
+    plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+    dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
+    torch.testing.assert_close(plan.evaluate(model, encoded), dense, rtol=1e-5, atol=1e-5)
 
 
 def test_the_window_gather_is_the_bilinear_upsampling():

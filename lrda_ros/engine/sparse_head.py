@@ -41,11 +41,7 @@ from .resampling import (
     BandResizes, bilinear_corners, bilinear_matrix, GatheredProduct, pixel_rows, transpose_csr,
     with_values_in)
 from .strips import (
-    conv1_band, conv1_size, row_bands, source_rows, tail_inputs, TailInputs)
-
-
-#: Below this share of conv1's rows, a step computes the decoder's tail on those rows only.
-CROP_ROWS_BELOW = 0.9
+    conv1_band, conv1_size, row_bands, source_rows, tail_inputs, tail_runs_in_bands, TailInputs)
 
 
 def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -291,10 +287,11 @@ class SparseHeadPlan:
                       for band in self._bands(strips)]
             return self._at_lidar_pixels(torch.cat(values))
         grid = conv1_size(model, encoded)
-        grid_rows = self._grid_rows(grid)
-        if grid_rows[1] - grid_rows[0] <= CROP_ROWS_BELOW * grid[0]:
-            # The LiDAR covers a band of the image (e.g. KITTI's lower two thirds): the tail
-            # runs on the rows that band reads only.
+        if tail_runs_in_bands(model):
+            # The tail runs on the rows the LiDAR pixels read (e.g. KITTI's lower two thirds,
+            # all rows under a LiDAR that covers the image), its resizes as gathers built once
+            # per frame: cheaper than PyTorch's resizes even on every row.
+            grid_rows = self._grid_rows(grid)
             features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows,
                                              self._band_resizes)
             patches = self._sample_windows(features, grid, held_rows)

@@ -132,22 +132,36 @@ def conv1_size(model: DepthModel, encoded: EncodedImage) -> tuple[int, int]:
     return 2 * factor * encoded.patch_grid[0], 2 * factor * encoded.patch_grid[1]
 
 
-def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
-    """Run the decoder up to its high-resolution tail."""
+def _band_obstacle(model: DepthModel) -> str | None:
+    """Return why the model's tail cannot run on a band of rows (None: it can)."""
     network = model.network
     resize = network.neck.reassemble_stage.layers[0].resize
     if not (isinstance(resize, torch.nn.ConvTranspose2d) and resize.kernel_size == resize.stride
             and resize.padding == (0, 0)):
-        raise ValueError('strips need the finest reassemble level to upsample with a '
-                         'non-overlapping transposed convolution (as Depth Anything V2)')
+        return ('strips need the finest reassemble level to upsample with a non-overlapping '
+                'transposed convolution (as Depth Anything V2)')
     if network.head.head_in_index not in (-1, len(network.neck.fusion_stage.layers) - 1):
-        raise ValueError('strips need a head that reads the finest fusion level')
+        return 'strips need a head that reads the finest fusion level'
+    return None
+
+
+def tail_runs_in_bands(model: DepthModel) -> bool:
+    """Return whether the model's tail is row-local as this module needs (Depth Anything V2)."""
+    return _band_obstacle(model) is None
+
+
+def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
+    """Run the decoder up to its high-resolution tail."""
+    obstacle = _band_obstacle(model)
+    if obstacle is not None:
+        raise ValueError(obstacle)
+    network = model.network
     pyramid = model.neck_inputs(encoded, first_level=1)
     stage = network.neck.fusion_stage
     fused = fuse_features(stage, pyramid, levels=len(pyramid) - 1)[-1]
     coarse = fuse_level(stage.layers[len(pyramid) - 1], fused, pyramid[0])
     projected = model.reassembled(encoded, 0, resize=False)
-    factor = resize.stride
+    factor = network.neck.reassemble_stage.layers[0].resize.stride
     return TailInputs(coarse, projected, (projected.shape[2] * factor[0],
                                           projected.shape[3] * factor[1]))
 
