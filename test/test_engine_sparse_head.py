@@ -85,6 +85,29 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
     assert checked > 10
 
 
+
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
+def test_a_lidar_on_every_row_runs_the_band_path_in_bfloat16_only(dtype):
+    # bfloat16 runs the tail on the LiDAR's rows even when they are all of them (its resizes
+    # are gathers); float32 decodes the neck whole there, as it always did.
+    model, _ = _adapted(False, None)
+    image = smooth_image(4, 61, 83)
+    pixel_values = model.preprocess(image, None)
+    generator = torch.Generator().manual_seed(4)
+    rows = torch.randint(0, 61, (300,), generator=generator)
+    cols = torch.randint(0, 83, (300,), generator=generator)
+    rows[:2] = torch.tensor([0, 60])
+    plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+    with torch.autocast('cpu', dtype=torch.bfloat16, enabled=dtype == torch.bfloat16):
+        encoded = model.encode(pixel_values, image.shape[:2])
+        dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
+        sparse = plan.evaluate(model, encoded)
+    assert bool(plan._band_resizes._matrices) == (dtype == torch.bfloat16)
+    # bfloat16: the two paths round differently (8-bit mantissas, relative 2**-8 per rounding)
+    tolerance = 1e-5 if dtype == torch.float32 else 3e-2
+    torch.testing.assert_close(sparse, dense.float(), rtol=tolerance,
+                               atol=tolerance * float(dense.detach().abs().max()))
+
 def test_a_tail_that_cannot_run_in_bands_is_decoded_whole():
     # A head that reads a coarser fusion level (transformers' head_in_index): no band rule
     # holds, the steps decode the neck whole and gather only the head's windows.

@@ -19,8 +19,9 @@ Bilinear resizes as weighted gathers: sparse sampling matrices built once, appli
 four entries per row. Applied as a weighted gather (``embedding_bag``, float32 accumulation),
 with its transpose as the backward, it replaces PyTorch's resize where the same pixels are
 resampled at every optimization step: the sparse head's windows, and the decoder tail's bands
-of rows (:class:`BandResizes`), whose CPU kernels (a row blend and a width resize, and their
-backward passes, which accumulate through a float32 buffer) cost several times as much.
+of rows (:class:`BandResizes`, bfloat16), where PyTorch's CPU kernels (:func:`upsample_rows`:
+a row blend and a width resize, and their backward passes, which accumulate through a float32
+buffer) cost several times as much.
 """
 
 from __future__ import annotations
@@ -161,23 +162,56 @@ def pixel_rows(features: torch.Tensor) -> torch.Tensor:
     return features.permute(0, 2, 3, 1).reshape(-1, features.shape[1])
 
 
+def upsample_rows(band: torch.Tensor, band_first_row: int, size_in: int,
+                  rows: tuple[int, int], size_out: tuple[int, int]) -> torch.Tensor:
+    """
+    Return rows [rows) of ``F.interpolate(image, size_out, bilinear, align_corners=True)``.
+
+    ``band`` holds rows [band_first_row, ...) of an image ``size_in`` rows high and must cover
+    the source rows (see :func:`~lrda_ros.engine.strips.source_rows`). Each output row blends
+    its two source rows with the full image's weights (a small dense matrix product over rows:
+    a free view of channels-last features), then the width is resized as a whole.
+    """
+    low, high, fraction = bilinear_source(torch.arange(*rows, device=band.device), size_in,
+                                          size_out[0])
+    blend = torch.zeros(len(fraction), band.shape[2], dtype=band.dtype, device=band.device)
+    output_rows = torch.arange(len(fraction), device=band.device)
+    blend.index_put_((output_rows, low - band_first_row), (1 - fraction).to(band.dtype),
+                     accumulate=True)
+    blend.index_put_((output_rows, high - band_first_row), fraction.to(band.dtype),
+                     accumulate=True)
+    batch, channels, _, width = band.shape
+    if band.is_contiguous(memory_format=torch.channels_last):  # rows of (width * channels)
+        flat = band.permute(0, 2, 3, 1).reshape(batch, band.shape[2], width * channels)
+        tall = (blend @ flat).reshape(batch, -1, width, channels).permute(0, 3, 1, 2)
+    else:
+        tall = blend @ band
+    return F.interpolate(tall, size=(tall.shape[2], size_out[1]), mode='bilinear',
+                         align_corners=True)
+
+
 @dataclass
 class BandResizes:
     """
-    Bands of rows of bilinear resizes (``strips.upsample_rows``) as weighted gathers.
+    Bands of rows of bilinear resizes (:func:`upsample_rows`) of bfloat16 features, as gathers.
 
     A frame's bands are constants (they follow its LiDAR rows), so each sampling matrix and its
     transpose are built on first use and reused by every step. The same numbers as
-    ``upsample_rows`` to rounding: one rounding to the activation's precision instead of two,
-    the bilinear weights rounded to it as the row blend's are.
+    :func:`upsample_rows` to rounding: one rounding to bfloat16 instead of two, the bilinear
+    weights rounded to it as the row blend's are. Float32 features keep
+    :func:`upsample_rows`, whose rounding a float32 run reproduces to the last digit: the steps
+    amplify any change of it (Adam's first steps move each weight by about the learning rate
+    whatever the size of its gradient, so a gradient near zero takes the sign of its rounding).
     """
 
     _matrices: dict = field(default_factory=dict, repr=False)
 
     def upsample_rows(self, band: torch.Tensor, band_first_row: int, size_in: int,
                       rows: tuple[int, int], size_out: tuple[int, int]) -> torch.Tensor:
-        """Return rows [rows) of the resize of a (1, C, h, w) band (as ``upsample_rows``)."""
-        dtype = torch.bfloat16 if band.dtype == torch.bfloat16 else torch.float32
+        """Return rows [rows) of a (1, C, h, w) band's resize (as :func:`upsample_rows`)."""
+        if band.dtype != torch.bfloat16:
+            return upsample_rows(band, band_first_row, size_in, rows, size_out)
+        dtype = torch.bfloat16
         in_rows, in_w = band.shape[2:]
         key = (band_first_row, in_rows, size_in, in_w, rows, size_out, band.device, dtype)
         if key not in self._matrices:

@@ -44,6 +44,12 @@ from .strips import (
     conv1_band, conv1_size, row_bands, source_rows, tail_inputs, tail_runs_in_bands, TailInputs)
 
 
+#: Outside bfloat16 a step runs the tail on a band only below this share of conv1's rows, and
+#: decodes the neck whole above it: the band's resizes are PyTorch's there (BandResizes), which
+#: on nearly every row gain nothing over the whole decode.
+FLOAT32_BAND_ROWS = 0.9
+
+
 def effective_conv(module: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
     """
     Return (weight, bias) a Conv2d applies, folding in active peft LoRA adapters.
@@ -287,11 +293,15 @@ class SparseHeadPlan:
                       for band in self._bands(strips)]
             return self._at_lidar_pixels(torch.cat(values))
         grid = conv1_size(model, encoded)
-        if tail_runs_in_bands(model):
-            # The tail runs on the rows the LiDAR pixels read (e.g. KITTI's lower two thirds,
-            # all rows under a LiDAR that covers the image), its resizes as gathers built once
-            # per frame: cheaper than PyTorch's resizes even on every row.
-            grid_rows = self._grid_rows(grid)
+        grid_rows = self._grid_rows(grid)
+        device = model.device.type
+        bfloat16 = (torch.is_autocast_enabled(device)
+                    and torch.get_autocast_dtype(device) == torch.bfloat16)
+        if tail_runs_in_bands(model) and (
+                bfloat16 or grid_rows[1] - grid_rows[0] <= FLOAT32_BAND_ROWS * grid[0]):
+            # The tail runs on the rows the LiDAR pixels read (e.g. KITTI's lower two thirds);
+            # in bfloat16, whose resizes are gathers built once per frame (BandResizes), on
+            # every row too, which then beats decoding the neck whole.
             features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows,
                                              self._band_resizes)
             patches = self._sample_windows(features, grid, held_rows)

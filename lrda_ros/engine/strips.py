@@ -35,11 +35,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from .model import (
-    bilinear_source, DepthModel, EncodedImage, fuse_features, fuse_level, head_output)
-from .resampling import BandResizes
+from .model import DepthModel, EncodedImage, fuse_features, fuse_level, head_output
+from .resampling import BandResizes, upsample_rows
 
 #: Rows a band of the last fusion layer's output loses at a cut edge: its two residual units
 #: apply four 3x3 convolutions.
@@ -78,34 +76,6 @@ def feature_rows(features: torch.Tensor, first: int, stop: int) -> torch.Tensor:
     if features.dim() == 4 and features.is_contiguous(memory_format=torch.channels_last):
         return features.permute(0, 2, 3, 1)[:, first:stop].permute(0, 3, 1, 2)
     return features[:, :, first:stop]
-
-
-def upsample_rows(band: torch.Tensor, band_first_row: int, size_in: int,
-                  rows: tuple[int, int], size_out: tuple[int, int]) -> torch.Tensor:
-    """
-    Return rows [rows) of ``F.interpolate(image, size_out, bilinear, align_corners=True)``.
-
-    ``band`` holds rows [band_first_row, ...) of an image ``size_in`` rows high and must cover
-    the source rows (see :func:`source_rows`). Each output row blends its two source rows with
-    the full image's weights (a small dense matrix product over rows: a free view of
-    channels-last features), then the width is resized as a whole.
-    """
-    low, high, fraction = bilinear_source(torch.arange(*rows, device=band.device), size_in,
-                                          size_out[0])
-    blend = torch.zeros(len(fraction), band.shape[2], dtype=band.dtype, device=band.device)
-    output_rows = torch.arange(len(fraction), device=band.device)
-    blend.index_put_((output_rows, low - band_first_row), (1 - fraction).to(band.dtype),
-                     accumulate=True)
-    blend.index_put_((output_rows, high - band_first_row), fraction.to(band.dtype),
-                     accumulate=True)
-    batch, channels, _, width = band.shape
-    if band.is_contiguous(memory_format=torch.channels_last):  # rows of (width * channels)
-        flat = band.permute(0, 2, 3, 1).reshape(batch, band.shape[2], width * channels)
-        tall = (blend @ flat).reshape(batch, -1, width, channels).permute(0, 3, 1, 2)
-    else:
-        tall = blend @ band
-    return F.interpolate(tall, size=(tall.shape[2], size_out[1]), mode='bilinear',
-                         align_corners=True)
 
 
 @dataclass
@@ -196,9 +166,9 @@ def conv1_band(model: DepthModel, inputs: TailInputs, rows: tuple[int, int],
 
     For a reader that can skip the halo rows itself (the sparse head's window gather): no
     slice, so no zero-padded gradient in the backward. With ``resizes`` (a frame's, kept
-    across its steps) the two bilinear resizes are weighted gathers (engine/resampling.py).
+    across its steps) the two bilinear resizes of bfloat16 features are weighted gathers
+    (engine/resampling.py).
     """
-    resize = resizes.upsample_rows if resizes is not None else upsample_rows
     stage = model.network.neck.fusion_stage
     fine_h = inputs.fine_size[0]
     grid = inputs.conv1_size
@@ -209,6 +179,7 @@ def conv1_band(model: DepthModel, inputs: TailInputs, rows: tuple[int, int],
     coarse_h = inputs.coarse.shape[2]
     coarse_first, coarse_stop = source_rows(low, high, coarse_h, fine_h)
     coarse = feature_rows(inputs.coarse, coarse_first, coarse_stop)
+    resize = resizes.upsample_rows if resizes is not None else upsample_rows
     fused = resize(coarse, coarse_first, coarse_h, (low, high), inputs.fine_size)
     hidden = fuse_level(stage.layers[-1], fused, _skip_rows(model, inputs, (low, high)))
     upsampled = resize(hidden, low, fine_h, (first, stop), grid)
