@@ -20,8 +20,8 @@ The compute floor of a frame: its floating-point work against what this machine 
 Prints the machine first (precision, torch's CPU capability, threads, CPU model:
 lrda_ros.speed.machine). Counts the floating-point operations of whole frames with PyTorch's
 FlopCounterMode around each completion, as each step schedule runs them (``--schedules``,
-default: the engine's default beside the paper's): a cold frame, then the warm frames of the
-same panning sequence.
+default: the engine's default beside the paper's) with lrda speed's engine settings (every
+frame runs its steps): a cold frame, then the warm frames of the same panning sequence.
 Also counts the parts of a frame (an encoder pass, one full-size optimization step forward and
 backward, the final dense decode, a warm frame's scene-cut check), on lrda speed's model and
 frames (random weights at the official size, the KITTI-like LiDAR pattern). Measures this
@@ -30,18 +30,21 @@ dominant convolution, and times a cold and a warm frame under each schedule. Pri
 operations, the throughputs, and each frame's floor beside its measured time: its operations
 at the convolution's rate, what the same arithmetic would take were all of it computed as
 efficiently as that one large convolution (an algorithm doing less arithmetic, such as
-Winograd convolution, could go below it).
+Winograd convolution, could go below it). Where the timed frames ran other step counts than
+the counted ones (the plateau rule ends a frame where rounding puts it), the line says so.
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import statistics
 import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.engine.lora_paths import median_seconds
+from lrda_ros.speed import SpeedOptions
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 import torch
@@ -109,8 +112,15 @@ def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[
 
 
 def schedule_config(schedule: str, dtype: str, warm: bool) -> TTOConfig:
-    """Return the engine settings of a frame under ``schedule`` (defaults otherwise)."""
-    return TTOConfig(device='cpu', dtype=dtype, schedule=schedule, warm_start=warm)
+    """
+    Return lrda speed's engine settings under ``schedule``, warm-started or not.
+
+    Every frame runs its schedule's steps: on random weights the loss means nothing, and a
+    divergence stop or an undone collapse would cut a warm frame short and send the next one
+    through a scene cut's cold restart, timing other work than a warm frame's.
+    """
+    options = SpeedOptions(dtype=dtype, schedule=schedule, device='cpu')
+    return replace(options.tto_config(), warm_start=warm)
 
 
 def whole_frame_flops(backbone: str, frames, dtype: str, schedule: str) -> dict[str, list]:
@@ -149,22 +159,24 @@ def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
 
 
 def frame_seconds(backbone: str, frames, dtype: str, schedule: str,
-                  repeats: int) -> dict[str, float]:
-    """Return the median seconds of a cold and a warm frame of the sequence."""
+                  repeats: int) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """Return the median seconds of a cold and a warm frame of the sequence, and their steps."""
     cold = _completer(backbone, schedule_config(schedule, dtype, warm=False))
     warm = _completer(backbone, schedule_config(schedule, dtype, warm=True))
     cold.complete(*frames[0])
     warm.complete(*frames[0])
     times = {'cold': [], 'warm': []}
+    steps = {'cold': [], 'warm': []}
     for index in range(repeats):
         frame = frames[1 + index]
         for name, completer in (('cold', cold), ('warm', warm)):
             start = time.perf_counter()
             result = completer.complete(*frame)
             times[name].append(time.perf_counter() - start)
+            steps[name].append(result.iterations)
             print(f'  {schedule}, {name} frame {index + 1}: {times[name][-1]:.2f} s, '
                   f'{result.iterations} steps, warm started: {result.warm_started}', flush=True)
-    return {name: statistics.median(values) for name, values in times.items()}
+    return {name: statistics.median(values) for name, values in times.items()}, steps
 
 
 def main() -> None:
@@ -201,7 +213,8 @@ def main() -> None:
     for schedule in args.schedules:
         counted = whole_frame_flops(args.backbone, frames[:args.warm_frames + 1], args.dtype,
                                     schedule)
-        work[schedule] = {'cold': counted['cold'][0], 'warm': statistics.mean(counted['warm'])}
+        work[schedule] = {'cold': counted['cold'][0], 'warm': statistics.mean(counted['warm']),
+                          'steps': {'cold': counted['steps'][:1], 'warm': counted['steps'][1:]}}
         warm_steps = ', '.join(str(steps) for steps in counted['steps'][1:])
         print(f'{schedule}: cold frame ({counted["steps"][0]} steps): '
               f'{work[schedule]["cold"] / GIGA:.0f} GFLOP; warm frame (mean of '
@@ -225,13 +238,21 @@ def main() -> None:
         print(f'throughput, {name}: {rate / GIGA:.0f} GFLOP/s', flush=True)
 
     for schedule in args.schedules:
-        seconds = frame_seconds(args.backbone, frames, args.dtype, schedule, args.repeats)
+        seconds, timed_steps = frame_seconds(args.backbone, frames, args.dtype, schedule,
+                                             args.repeats)
         for name in ('cold', 'warm'):
             operations = work[schedule][name]
             floor = operations / rates['conv']
+            # The plateau rule ends a frame where rounding puts it: the timed frames may run
+            # other step counts than the counted ones, and then the ratio compares other work.
+            counted_steps = work[schedule]['steps'][name]
+            unlike = (f'; timed frames ran {timed_steps[name]} steps, counted {counted_steps}: '
+                      'not the same work' if sorted(set(timed_steps[name])) !=
+                      sorted(set(counted_steps)) else '')
             print(f'{schedule}, {name} frame: measured {seconds[name]:.2f} s, floor {floor:.2f} s '
                   f'at the convolution throughput ({seconds[name] / floor:.2f}x the floor; '
-                  f'achieved {operations / seconds[name] / GIGA:.0f} GFLOP/s)', flush=True)
+                  f'achieved {operations / seconds[name] / GIGA:.0f} GFLOP/s{unlike})',
+                  flush=True)
 
 
 if __name__ == '__main__':

@@ -85,7 +85,6 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
     assert checked > 10
 
 
-
 @pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
 def test_a_lidar_on_every_row_runs_the_band_path_in_bfloat16_only(dtype):
     # bfloat16 runs the tail on the LiDAR's rows even when they are all of them (its resizes
@@ -107,6 +106,7 @@ def test_a_lidar_on_every_row_runs_the_band_path_in_bfloat16_only(dtype):
     tolerance = 1e-5 if dtype == torch.float32 else 3e-2
     torch.testing.assert_close(sparse, dense.float(), rtol=tolerance,
                                atol=tolerance * float(dense.detach().abs().max()))
+
 
 def test_a_tail_that_cannot_run_in_bands_is_decoded_whole():
     # A head that reads a coarser fusion level (transformers' head_in_index): no band rule
