@@ -211,16 +211,15 @@ class BandResizes:
         """Return rows [rows) of a (1, C, h, w) band's resize (as :func:`upsample_rows`)."""
         if band.dtype != torch.bfloat16:
             return upsample_rows(band, band_first_row, size_in, rows, size_out)
-        dtype = torch.bfloat16
         in_rows, in_w = band.shape[2:]
-        key = (band_first_row, in_rows, size_in, in_w, rows, size_out, band.device, dtype)
+        key = (band_first_row, in_rows, size_in, in_w, rows, size_out, band.device)
         if key not in self._matrices:
             out_w = size_out[1]
             positions = torch.arange(rows[0] * out_w, rows[1] * out_w, device=band.device)
             matrix = bilinear_matrix(positions, size_out, (size_in, in_w),
                                      input_rows=(band_first_row, band_first_row + in_rows))
-            self._matrices[key] = (with_values_in(matrix, dtype),
-                                   with_values_in(transpose_csr(matrix), dtype))
+            self._matrices[key] = (with_values_in(matrix, torch.bfloat16),
+                                   with_values_in(transpose_csr(matrix), torch.bfloat16))
         samples = GatheredProduct.apply(*self._matrices[key], pixel_rows(band))
         channels_last = samples.view(1, rows[1] - rows[0], size_out[1], band.shape[1])
         return channels_last.permute(0, 3, 1, 2)

@@ -135,8 +135,9 @@ class CompletionCore:
         self._warnings = WarningThrottle(lambda message: self.get_logger().warning(message))
         self._stop = threading.Event()      # the worker ends
         self._active = threading.Event()    # frames are processed only while set
-        # Per camera: image, camera_info, a cloud per point topic, arrival time.
-        self._slots: LatestSlots[str, tuple[Image, CameraInfo, tuple, float]] = \
+        # Per camera: image, camera_info, a cloud per point topic, and the arrival: monotonic
+        # seconds and the node clock (ns).
+        self._slots: LatestSlots[str, tuple[Image, CameraInfo, tuple, float, int]] = \
             LatestSlots([])  # the cameras' once the parameters are read
         self._tf: TransformLookup | None = None
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
