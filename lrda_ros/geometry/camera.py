@@ -243,6 +243,13 @@ def _fisheye_theta_scale(theta: np.ndarray, coefficients: np.ndarray) -> np.ndar
     return 1 + theta2 * (k1 + theta2 * (k2 + theta2 * (k3 + theta2 * k4)))
 
 
+def _fisheye_theta_slope(theta: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """Return ``d theta_d / d theta`` (OpenCV fisheye), ``1 + 3 k1 t^2 + ... 9 k4 t^8``."""
+    theta2 = theta * theta
+    k1, k2, k3, k4 = coefficients
+    return 1 + theta2 * (3 * k1 + theta2 * (5 * k2 + theta2 * (7 * k3 + theta2 * 9 * k4)))
+
+
 def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
     """
     Apply lens distortion to normalized image coordinates ``(x/z, y/z)``.
@@ -265,6 +272,92 @@ def distort_normalized(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
         return points * scale[:, None]
     radial, tangential = _radial_tangential_terms(points, coefficients)
     return points * radial[:, None] + tangential
+
+
+# Points of the ray from the optical axis at which :func:`before_fold` checks the Jacobian:
+# enough to see a real lens' fold; a fold that opens and closes again within 1/16 of the ray
+# would go unseen.
+_FOLD_SAMPLES = 16
+
+
+def before_fold(xy: np.ndarray, model: str, D: np.ndarray) -> np.ndarray:
+    """
+    Return a mask of the normalized coordinates ``(x/z, y/z)`` that lie before the lens' fold.
+
+    A strong distortion stops pushing points outwards at its fold (plumb_bob with k1 = -0.3
+    at ``r^2 = 1 / (3 * 0.3)``): past it the image shrinks back towards the centre, and a
+    direction there lands on a pixel that a direction before the fold already holds. A point is
+    before the fold when the distortion map is locally invertible (its Jacobian determinant is
+    positive) all along the ray from the optical axis to it: the point is on the branch of the
+    image centre. The test samples the ray at ``_FOLD_SAMPLES`` points, the point itself
+    included. Without distortion every point is before the fold.
+    """
+    points = as_points(xy, 'normalized coordinates', columns=2)
+    coefficients = check_distortion(model, np.ravel(D), calibration=False)
+    keep = np.ones(points.shape[0], dtype=bool)
+    if coefficients is None:
+        return keep
+    unfolded = _fisheye_unfolded if model == _EQUIDISTANT else _radial_tangential_unfolded
+    # Far points overflow; inf and NaN determinants fail the test, which is right for them.
+    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
+        for step in range(1, _FOLD_SAMPLES + 1):
+            keep &= unfolded(points * (step / _FOLD_SAMPLES), coefficients)
+    return keep
+
+
+def _radial_tangential_unfolded(xy: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """
+    Return where OpenCV's radial-tangential map is locally invertible and on the centre's side.
+
+    On the centre's branch the radial factor's numerator and denominator stay positive too: a
+    negative radial factor flips the point through the centre, and where a rational model's
+    denominator crosses zero the map jumps to infinity and comes back on another branch.
+    """
+    determinant, numerator, denominator = _radial_tangential_jacobian(xy, coefficients)
+    return (numerator > 0) & (denominator > 0) & (determinant > 0)
+
+
+def _radial_tangential_jacobian(xy: np.ndarray, coefficients: np.ndarray
+                                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return the Jacobian determinant of OpenCV's radial-tangential map and its radial factor.
+
+    With ``s = r^2``, radial factor ``R(s)`` and the tangential offset's (symmetric) Jacobian
+    ``B``, the map's Jacobian is ``R I + 2 R'(s) x x^T + B``; its determinant expands to
+    ``R (R + 2 s R') + l (8 R + 4 s R') + det B`` with ``l = p1 y + p2 x``. Returns that
+    determinant and ``R``'s numerator ``1 + k1 s + k2 s^2 + k3 s^3`` and denominator
+    ``1 + k4 s + k5 s^2 + k6 s^3`` (1 for plumb_bob), each (N,).
+    """
+    k1, k2, p1, p2, k3 = coefficients[:5]
+    k4, k5, k6 = coefficients[5:8] if coefficients.size == 8 else (0.0, 0.0, 0.0)
+    x, y = xy[:, 0], xy[:, 1]
+    s = x * x + y * y
+    numerator = 1 + s * (k1 + s * (k2 + s * k3))
+    denominator = 1 + s * (k4 + s * (k5 + s * k6))
+    radial = numerator / denominator
+    radial_slope = ((k1 + s * (2 * k2 + s * 3 * k3)) * denominator
+                    - numerator * (k4 + s * (2 * k5 + s * 3 * k6))) / denominator ** 2
+    linear = p1 * y + p2 * x
+    det_tangential = 4 * (3 * (p1 * y) ** 2 + 3 * (p2 * x) ** 2 - (p1 * x) ** 2
+                          - (p2 * y) ** 2 + 8 * p1 * p2 * x * y)
+    determinant = (radial * (radial + 2 * s * radial_slope)
+                   + linear * (8 * radial + 4 * s * radial_slope) + det_tangential)
+    return determinant, numerator, denominator
+
+
+def _fisheye_unfolded(xy: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
+    """
+    Return where OpenCV's fisheye map is locally invertible and on the centre's side.
+
+    The map scales ``x`` by ``theta_d / r`` (``theta = atan(r)``); its Jacobian determinant is
+    ``theta_d / r`` times ``d theta_d / d r = theta_d'(theta) / (1 + r^2)``. On the centre's
+    branch both factors are positive (at the axis ``theta_d / r`` tends to 1); a negative
+    ``theta_d`` would flip the point through the centre.
+    """
+    theta = np.arctan(np.hypot(xy[:, 0], xy[:, 1]))
+    theta_d = theta * _fisheye_theta_scale(theta, coefficients)
+    on_axis = theta == 0.0
+    return on_axis | ((theta_d > 0) & (_fisheye_theta_slope(theta, coefficients) > 0))
 
 
 def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
@@ -294,13 +387,11 @@ def undistort_normalized(xy_distorted: np.ndarray, model: str, D: np.ndarray,
 def _undistort_fisheye(distorted: np.ndarray, coefficients: np.ndarray,
                        iterations: int) -> np.ndarray:
     """Invert the fisheye model by Newton's method on ``theta(1 + k1 t^2 + ...) = theta_d``."""
-    k1, k2, k3, k4 = coefficients
     theta_d = np.hypot(distorted[:, 0], distorted[:, 1])
     theta = theta_d.copy()
     for _ in range(iterations):
-        t2 = theta * theta
         residual = theta * _fisheye_theta_scale(theta, coefficients) - theta_d
-        slope = 1 + t2 * (3 * k1 + t2 * (5 * k2 + t2 * (7 * k3 + t2 * 9 * k4)))
+        slope = _fisheye_theta_slope(theta, coefficients)
         theta = theta - np.divide(residual, slope, out=np.zeros_like(theta), where=slope != 0)
     scale = np.divide(np.tan(theta), theta_d, out=np.ones_like(theta_d),
                       where=theta_d > 1e-12)

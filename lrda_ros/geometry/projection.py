@@ -21,8 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .camera import (
-    CameraModel, distort_normalized, pixels_to_normalized, project_points, undistort_normalized)
+from .camera import before_fold, CameraModel, pixels_to_normalized, project_points
 from .checks import as_points, InvalidConfigError, InvalidPointsError
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
@@ -112,8 +111,9 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
     ``[min_range, max_range]``, points with ``z <= MIN_DEPTH_M`` in the camera frame and
     points outside the image. When several points land on one pixel the nearest wins.
     Points go through the camera's distortion model (none for a rectified image's
-    camera). With distortion, points that fold back into the image from outside the lens' valid
-    field of view (where undistort(distort(p)) != p) count as outside the image.
+    camera). With distortion, points past the fold of the lens model (see
+    :func:`~lrda_ros.geometry.camera.before_fold`), which it would map onto pixels of other
+    directions, count as outside the image; the points before the fold are all kept.
     """
     return clouds_to_sparse_depth([LidarCloud(points_lidar, T_cam_lidar)], camera, config)
 
@@ -150,7 +150,9 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
               & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
     if camera.has_distortion:
-        inside[inside] = _distortion_invertible(points_cam[inside], camera)
+        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
+        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                     camera.distortion_model, camera.D)
     cols = np.floor(shifted[inside, 0]).astype(np.intp)
     rows = np.floor(shifted[inside, 1]).astype(np.intp)
     depth = depth[inside]
@@ -200,17 +202,6 @@ def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,
     counts = np.array([num_in, num_in - points.shape[0], np.count_nonzero(~in_range),
                        np.count_nonzero(~in_front)], dtype=np.int64)
     return points_cam[in_front], counts
-
-
-def _distortion_invertible(points_cam: np.ndarray, camera: CameraModel) -> np.ndarray:
-    """Return a mask of points whose distorted projection undistorts back to themselves."""
-    normalized = points_cam[:, :2] / points_cam[:, 2:3]
-    # Folded points may make the inverse iteration diverge; NaN then fails the test.
-    with np.errstate(over='ignore', invalid='ignore', divide='ignore'):
-        distorted = distort_normalized(normalized, camera.distortion_model, camera.D)
-        recovered = undistort_normalized(distorted, camera.distortion_model, camera.D)
-        error = np.max(np.abs(recovered - normalized), axis=1)
-        return error <= 1e-4 * (1.0 + np.max(np.abs(normalized), axis=1))
 
 
 def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
