@@ -25,8 +25,8 @@ from geometry_msgs.msg import TransformStamped
 from lrda_ros.geometry import (
     CameraModel, InvalidCameraError, lidar_to_sparse_depth, ProjectionConfig)
 from lrda_ros.messages.conversions import (
-    camera_info_to_camera_model, depth_image_to_array, image_to_rgb, MalformedMessageError,
-    pointcloud2_to_xyz, transform_to_rigid, UnsupportedEncodingError)
+    camera_info_to_camera_model, depth_image_to_array, float_image_to_array, image_to_rgb,
+    MalformedMessageError, pointcloud2_to_xyz, transform_to_rigid, UnsupportedEncodingError)
 from lrda_ros.ros.builders import (
     camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
 import numpy as np
@@ -216,6 +216,17 @@ def test_depth_image_encodings():
         np.testing.assert_allclose(depth, [[0.0, 1.5], [65.535, 0.001]], rtol=1e-6)
     with pytest.raises(UnsupportedEncodingError, match='rgb8'):
         depth_image_to_array(image_msg(RGB, 'rgb8'))
+
+
+def test_float_images_keep_every_value():
+    values = np.array([[0.25, np.nan, -2.0], [np.inf, 0.0, 1.0]], dtype=np.float32)
+    for big_endian in (False, True):
+        pixels = values.astype('>f4' if big_endian else '<f4')
+        read = float_image_to_array(image_msg(pixels, '32FC1', 3, big_endian))
+        assert read.dtype == np.float32
+        np.testing.assert_array_equal(read, values)  # NaN, inf and 0 as they were
+    with pytest.raises(UnsupportedEncodingError, match='16UC1'):
+        float_image_to_array(image_msg(np.zeros((2, 2), np.uint16), '16UC1'))
 
 
 def test_depth_to_image_msg_round_trip():

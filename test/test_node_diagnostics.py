@@ -21,6 +21,7 @@ import time
 from types import SimpleNamespace
 
 from conftest import spin_until
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -28,6 +29,7 @@ rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 from builtin_interfaces.msg import Time  # noqa: E402, I100
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from lrda_ros import world  # noqa: E402
+from lrda_ros.eval.live import diagnostics_stats, FrameStats  # noqa: E402
 from lrda_ros.messages.causes import cause_line, STAMP_BACKWARDS, SYNC_LOSS_REASONS  # noqa
 from lrda_ros.messages.stamps import latency_or_reason  # noqa: E402
 from lrda_ros.messages.sync_losses import SUPERSEDED, SyncLoss  # noqa: E402
@@ -170,6 +172,20 @@ def test_latency_from_another_clock_is_absent_with_its_reason():
                                  scene_cut=False), 0.2, 0.3, (0.25, ''), '2.0')
     values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
     assert values['latency (s)'] == '0.250'
+
+
+def test_live_evaluation_reads_the_frames_numbers_as_the_engine_gave_them():
+    stats = NodeStatistics()
+    loss = float(np.float32(0.012345678))  # the engine's float32 loss, every digit
+    stats.record(SimpleNamespace(status=SimpleNamespace(value='optimized'), final_loss=loss,
+                                 iterations=7, num_points=9, stopped_at_deadline=False,
+                                 scene_cut=False), 0.25, 0.3, (0.1, ''), '12.000000005',
+                 peak_mb=41.5)
+    values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
+    assert diagnostics_stats(values) == ('12.000000005', FrameStats(7, 0.25, loss, 41.5))
+    status = completion_status('/n', NodeStatistics(), 'active', {})
+    values = {v.key: v.value for v in status.values}
+    assert values['last peak memory (MB)'] == 'nan'  # not measured: no frame yet
 
 
 def _record_frame(stats: NodeStatistics, latency: tuple[float | None, str], stamp: str) -> None:

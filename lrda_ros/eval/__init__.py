@@ -18,7 +18,8 @@ Accuracy on one source (``lrda eval``): methods side by side, scored against gro
 :mod:`.options` (what a run takes: the node's settings for a bag), :mod:`.run` (the command),
 :mod:`.harness` (frames through methods, timed and scored), :mod:`.methods` (the one registry of
 methods and baselines, :mod:`.classical`), :mod:`.metrics`, :mod:`.temporal` and
-:mod:`.uncertainty` (the scores), :mod:`.report` and :mod:`.figures` (the files), and
-:mod:`.budget` (the anytime curve). Frames come from :mod:`lrda_ros.datasets`; the paper's table
-(:mod:`lrda_ros.paper`) and speed measurement (:mod:`lrda_ros.speed`) build on this room.
+:mod:`.uncertainty` (the scores), :mod:`.report` and :mod:`.figures` (the files), :mod:`.live`
+(the live evaluator's records, scored as they arrive) and :mod:`.budget` (the anytime curve).
+Frames come from :mod:`lrda_ros.datasets`; the paper's table (:mod:`lrda_ros.paper`) and speed
+measurement (:mod:`lrda_ros.speed`) build on this room.
 """

@@ -125,9 +125,23 @@ def score_confidence(record: FrameRecord, depth: np.ndarray, frame: Frame,
                      model_uncertainty: np.ndarray | None = None) -> None:
     """Set a record's AUSE of the confidence map and of the LiDAR distance alone."""
     confidence = depth_confidence(depth, frame.sparse_depth, model_uncertainty)
-    scored = frame_sparsification(depth, frame.gt_depth, confidence)
-    baseline = frame_sparsification(depth, frame.gt_depth, support_confidence(
-        frame.sparse_depth))
+    score_sparsification(record, depth, frame.gt_depth, confidence, frame.sparse_depth)
+
+
+def score_sparsification(record: FrameRecord, depth: np.ndarray, ground_truth: np.ndarray,
+                         confidence: np.ndarray, sparse_depth: np.ndarray) -> None:
+    """
+    Set a record's AUSE and curves of ``confidence`` and of the LiDAR distance alone.
+
+    ``sparse_depth``: the LiDAR input the method saw (0 or NaN: none). Left NaN where fewer
+    than 10 pixels have ground truth, depth and confidence.
+    """
+    shapes = {depth.shape, ground_truth.shape, confidence.shape, sparse_depth.shape}
+    if len(shapes) > 1:
+        raise ValueError(f'frame {record.frame}: depth, ground truth, confidence and sparse '
+                         f'depth differ in size: {sorted(shapes)}')
+    scored = frame_sparsification(depth, ground_truth, confidence)
+    baseline = frame_sparsification(depth, ground_truth, support_confidence(sparse_depth))
     if scored is None or baseline is None:
         return
     record.ause, record.ause_lidar_distance = scored[0], baseline[0]

@@ -17,8 +17,9 @@ Evaluation reports: per-frame CSV, summary table (Markdown + JSON), and the file
 
 ``lrda eval`` and the live evaluator write the same files through :func:`write_report`:
 ``frames.csv``, ``summary.json`` (strict JSON: null where a number is NaN or infinite),
-``summary.md``, ``speed_accuracy.png`` and ``frames/<frame>.png`` (:func:`figure_path`), with
-the same metadata keys (:func:`report_metadata`); the figures are drawn by :mod:`.figures`.
+``summary.md``, ``speed_accuracy.png``, ``sparsification.png`` (where a frame has an AUSE) and
+``frames/<frame>.png`` (:func:`figure_path`), with the same metadata keys
+(:func:`report_metadata`); the figures are drawn by :mod:`.figures`.
 """
 
 from __future__ import annotations
@@ -229,7 +230,11 @@ def report_metadata(*, methods: Sequence[str], model: str | None, device: str | 
 
 def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,
                  plot_title: str) -> dict:
-    """Write frames.csv, summary.json/.md and speed_accuracy.png; return the summary."""
+    """
+    Write frames.csv, summary.json/.md, speed_accuracy.png and sparsification.png.
+
+    Return the summary.
+    """
     folder = Path(folder)
     (folder / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
     write_csv(result, folder / FRAMES_CSV)

@@ -185,6 +185,19 @@ def depth_image_to_array(msg: Any) -> np.ndarray:
     return depth
 
 
+def float_image_to_array(msg: Any) -> np.ndarray:
+    """
+    Convert a ``32FC1`` ``sensor_msgs/Image`` to an ``(H, W)`` float32 array, values as they are.
+
+    For maps whose NaN means something (the completed depth, its confidence), unlike
+    :func:`depth_image_to_array`. ``is_bigendian`` and padded rows are honoured.
+    """
+    if msg.encoding != '32FC1':
+        raise UnsupportedEncodingError(f'expected a 32FC1 image, got encoding {msg.encoding!r}')
+    dtype = '>f4' if msg.is_bigendian else '<f4'
+    return pixel_rows(msg, 4, 1, dtype)[..., 0].astype(np.float32)
+
+
 def camera_info_to_camera_model(msg: Any, rectified: bool = False) -> CameraModel:
     """
     Convert a ``sensor_msgs/CameraInfo`` to the ``CameraModel`` of its image.

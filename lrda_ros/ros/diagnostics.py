@@ -24,6 +24,8 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from ..eval.live import (
+    KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S)
 from ..messages.causes import (
     cause_name, DROPPED, MISSING, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
 from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
@@ -31,10 +33,6 @@ from ..messages.sync_losses import BEYOND_SLOP, SUPERSEDED
 
 #: Frames whose drop is not a fault of the input or the node.
 _BENIGN_DROPS = ('too_few_points',)
-#: Diagnostic keys evaluator_node reads (it scores frames with the node's own numbers).
-KEY_FRAME_STAMP = 'last frame stamp'
-KEY_ITERATIONS = 'last iterations'
-KEY_PROCESSING_S = 'processing time (s)'
 #: The message of each lifecycle state but active (a plain node is always active); transition
 #: states ('configuring', ...) show their own label.
 _STATE_MESSAGES = {'unconfigured': 'unconfigured: configure loads the model',
@@ -60,6 +58,8 @@ class NodeStatistics:
     #: Frames (images) the synchronizer dropped without a message of an input, per input topic.
     missing: Counter = field(default_factory=Counter)
     last_loss: float = float('nan')
+    #: The last frame's peak memory (MiB) as lrda eval measures it; NaN: not measured.
+    last_peak_mb: float = float('nan')
     last_iterations: int = 0
     last_points: int = 0
     last_processing_s: float = float('nan')
@@ -118,15 +118,18 @@ class NodeStatistics:
         self.completed_at = (self.completed_at + [time.monotonic()])[-20:]
 
     def record(self, result: Any, seconds: float, frame_seconds: float,
-               latency: tuple[float | None, str], stamp: str) -> None:
+               latency: tuple[float | None, str], stamp: str,
+               peak_mb: float = float('nan')) -> None:
         """
         Count a published frame: its engine result (CompletionResult) and timings.
 
-        ``latency``: (seconds, '') or (None, why there is none): ``stamps.latency_or_reason``.
+        ``latency``: (seconds, '') or (None, why there is none): ``stamps.latency_or_reason``;
+        ``peak_mb``: its completion's peak memory (NaN: not measured).
         """
         self.processed += 1
         self.statuses[result.status.value] += 1
         self.last_loss = result.final_loss
+        self.last_peak_mb = peak_mb
         self.last_iterations = result.iterations
         self.last_points = result.num_points
         self.last_processing_s = seconds
@@ -163,8 +166,10 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         ('frame rate (Hz)', f'{stats.output_rate_hz:.2f}'),
         (KEY_PROCESSING_S, f'{stats.last_processing_s:.3f}'),
         ('latency (s)', stats.latency_note or f'{stats.last_latency_s:.3f}'),
-        ('last loss', f'{stats.last_loss:.4g}'),
+        # The exact value (shortest round-trip text): live evaluation reports the engine's.
+        (KEY_LOSS, repr(float(stats.last_loss))),
         (KEY_ITERATIONS, stats.last_iterations),
+        (KEY_PEAK_MB, f'{stats.last_peak_mb:.1f}'),
         ('frame time, synchronized set to publish (s)', f'{stats.last_frame_s:.3f}'),
         ('frames stopped at the time budget', stats.stopped_at_budget),
         ('scene cuts (warm frames run cold)', stats.scene_cuts),

@@ -17,9 +17,9 @@ Live evaluation: score the completion node's ``depth`` against a ground-truth de
 
 Run it beside ``ros2 bag play`` and the completion node; it writes the same report as
 ``lrda eval``, through the same writer (frames.csv, summary.md/.json, speed_accuracy.png,
-frames/<stamp>.png when ``image`` is available, the same metadata keys) every
-``report_every`` frames and at shutdown. Ground truth is any depth Image topic (32FC1 metres
-or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion node's own
+sparsification.png, frames/<stamp>.png when ``image`` is available, the same metadata keys)
+every ``report_every`` frames and at shutdown. Ground truth is any depth Image topic (32FC1
+metres or 16UC1 millimetres), e.g. a dense sensor in the bag, or the completion node's own
 ``holdout_depth`` when it runs with ``evaluation.holdout_fraction`` > 0. NaN depth is no depth
 (left out of the errors, counted in ``coverage``), as in ``lrda eval``.
 
@@ -31,9 +31,13 @@ one needs the camera's K (``camera_info``) and its pose: tf2's lookup from ``tae
 (default ``odom``) to the depth's frame at its stamp. Without tf2, camera_info or that chain
 the TAE is left empty (NaN), and said once in the log.
 
-Each frame's iterations and processing time come from the completion node's /diagnostics
-(it publishes them after every frame during live evaluation), matched by the frame's stamp;
-without them the time between depth frames stands in for the time per frame.
+Each frame's iterations, processing time, final loss and peak memory come from the completion
+node's /diagnostics (it publishes them after every frame during live evaluation), matched by
+the frame's stamp; without them the time between depth frames stands in for the time per
+frame, and the rest is left empty. Each frame's AUSE (and the sparsification figure) is scored
+from the completion node's ``depth/confidence`` and ``sparse_depth`` of the same stamp, as
+``lrda eval`` scores it; a frame without both has none. The scoring is lrda_ros/eval/live.py;
+this node only reads messages into it.
 """
 
 from __future__ import annotations
@@ -51,17 +55,13 @@ from rclpy.qos import QoSProfile
 from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import CameraInfo, Image
 
-from .diagnostics import KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_PROCESSING_S
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
-from ..datasets import Frame
-from ..eval.figures import frame_figure
-from ..eval.harness import EvalResult, FrameRecord
-from ..eval.metrics import compute_metrics
-from ..eval.report import figure_path, report_metadata, write_report
-from ..eval.temporal import TemporalTracker
-from ..messages.conversions import depth_image_to_array, image_to_rgb
+from ..eval.harness import EvalResult
+from ..eval.live import diagnostics_stats, draw_live_figure, LiveEvaluation, write_live_report
+from ..eval.report import report_metadata
+from ..messages.conversions import depth_image_to_array, float_image_to_array, image_to_rgb
 from ..messages.stamps import stamp_text, stamp_to_ns
 from ..messages.sync_losses import LOSS_REASONS
 
@@ -82,8 +82,8 @@ class EvaluatorNode(Node):
                               'played); empty: not recorded.')
         self.fixed_frame = declare('tae.fixed_frame', 'odom', 'Fixed frame of the camera poses '
                                    'for the temporal alignment error; empty: no TAE.')
-        self.result = EvalResult([self.method])
-        self._tracker = TemporalTracker()
+        #: The records and what each frame still waits for (pure Python: eval/live.py).
+        self.evaluation = LiveEvaluation(self.method, self.max_depth or None)
         self._K: np.ndarray | None = None
         self._tae_problem_logged = False
         #: Loops of a looping bag seen so far (0: the first pass), and the last depth stamp.
@@ -96,9 +96,6 @@ class EvaluatorNode(Node):
         self._last_arrival: float | None = None
         self._figures_drawn = 0
         self._waiting_figures: dict[int, tuple[str, np.ndarray, np.ndarray]] = {}
-        #: frame name -> (iterations, seconds) from the completion node's /diagnostics.
-        self._frame_stats: dict[str, tuple[int, float]] = {}
-        self._unmatched: dict[str, FrameRecord] = {}
         self._reported = False
         (self.output / 'frames').mkdir(parents=True, exist_ok=True)
         qos = QoSProfile(depth=10)
@@ -112,6 +109,9 @@ class EvaluatorNode(Node):
                                  qos_overriding_options=overrides)
         self.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 50)
         self.create_subscription(CameraInfo, 'camera_info', self._on_camera_info, qos)
+        # The completion node's maps of each frame, for its AUSE (published around its depth).
+        self.create_subscription(Image, 'depth/confidence', self._on_confidence, qos)
+        self.create_subscription(Image, 'sparse_depth', self._on_sparse_depth, qos)
         self._tf = self._listen_to_tf()
         self.get_logger().info(f'scoring depth against ground_truth as {self.method!r}; '
                                f'report in {self.output}')
@@ -131,6 +131,23 @@ class EvaluatorNode(Node):
 
     def _on_camera_info(self, message: CameraInfo) -> None:
         self._K = np.asarray(message.k, dtype=np.float64).reshape(3, 3)
+
+    def _on_confidence(self, message: Image) -> None:
+        self._take_map(message, float_image_to_array, self.evaluation.add_confidence)
+
+    def _on_sparse_depth(self, message: Image) -> None:
+        self._take_map(message, depth_image_to_array, self.evaluation.add_sparse_depth)
+
+    def _take_map(self, message: Image, read, add) -> None:
+        """Hand a frame's map to the evaluation; a message it cannot read is said, not fatal."""
+        name = stamp_text(message.header.stamp)
+        try:
+            values = read(message)
+        except ValueError as error:
+            self.get_logger().warning(f'frame {name}: no AUSE: {error}')
+            return
+        with self._lock:
+            add(name, values)
 
     def _camera_pose(self, depth_msg: Image) -> np.ndarray | None:
         """Return the depth camera's pose in ``tae.fixed_frame`` at its stamp, or None."""
@@ -152,19 +169,10 @@ class EvaluatorNode(Node):
             values = {kv.key: kv.value for kv in status.values}
             if values.get('model'):
                 self._model = {key: values.get(key, '') for key in ('model', 'device')}
-            if values.get(KEY_FRAME_STAMP):
-                try:
-                    stats = (int(values[KEY_ITERATIONS]), float(values[KEY_PROCESSING_S]))
-                except (KeyError, ValueError):
-                    continue
+            frame = diagnostics_stats(values)
+            if frame is not None:
                 with self._lock:
-                    self._frame_stats[values[KEY_FRAME_STAMP]] = stats
-                    while len(self._frame_stats) > 200:
-                        del self._frame_stats[next(iter(self._frame_stats))]
-                    # The depth may have been scored before its diagnostics arrived.
-                    record = self._unmatched.pop(values[KEY_FRAME_STAMP], None)
-                    if record is not None:
-                        record.iterations, record.seconds = stats
+                    self.evaluation.add_stats(*frame)
 
     def _on_image(self, message: Image) -> None:
         stamp = stamp_to_ns(message.header.stamp)
@@ -181,10 +189,8 @@ class EvaluatorNode(Node):
 
     def _draw(self, image: Image, name: str, prediction: np.ndarray, truth: np.ndarray) -> None:
         try:
-            frame = Frame(name, image_to_rgb(image), np.zeros_like(truth), truth)
-            path = figure_path(self.folder, name)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            frame_figure(frame, {self.method: prediction}, path)
+            draw_live_figure(self.folder, self.method, name, image_to_rgb(image), prediction,
+                             truth)
         except ValueError as error:
             self.get_logger().warning(f'frame {name}: no figure: {error}')
             return
@@ -200,28 +206,18 @@ class EvaluatorNode(Node):
         if self._last_stamp_ns is not None and stamp_to_ns(stamp) < self._last_stamp_ns:
             self._start_next_loop()
         self._last_stamp_ns = stamp_to_ns(stamp)
-        try:
-            prediction = np.frombuffer(bytes(depth_msg.data), np.float32).reshape(
-                depth_msg.height, depth_msg.width)
-            truth = depth_image_to_array(truth_msg)
-            metrics = compute_metrics(prediction, truth,
-                                      max_depth=self.max_depth or None)
-        except ValueError as error:
-            self.get_logger().warning(f'frame {name} not scored: {error}')
-            return
         if self._K is None and self.fixed_frame:
             self._tae_unavailable('no camera_info received')
-        tae = self._tracker.update(prediction, self._K, self._camera_pose(depth_msg))
+        pose = self._camera_pose(depth_msg)
         stamp_ns = stamp_to_ns(stamp)
         with self._lock:
-            iterations, seconds = self._frame_stats.get(stamp_text(stamp), (0, interval))
-            record = FrameRecord(name, self.method, seconds, float('nan'), iterations, 'ok',
-                                 float('nan'), metrics, tae=tae)
-            self.result.records.append(record)
-            if stamp_text(stamp) not in self._frame_stats:
-                self._unmatched[stamp_text(stamp)] = record
-                while len(self._unmatched) > 200:
-                    del self._unmatched[next(iter(self._unmatched))]
+            try:
+                prediction = float_image_to_array(depth_msg)
+                truth = depth_image_to_array(truth_msg)
+                self.evaluation.score(name, prediction, truth, self._K, pose, interval)
+            except ValueError as error:
+                self.get_logger().warning(f'frame {name} not scored: {error}')
+                return
             count = len(self.result.records)
             image = self._images.get(stamp_ns)
             wants_figure = self._figures_drawn + len(self._waiting_figures) < self.figures
@@ -251,13 +247,9 @@ class EvaluatorNode(Node):
         self.write_report()
         with self._lock:
             self.loop += 1
-            self.result = EvalResult([self.method])
-            self._tracker.reset()
+            self.evaluation.restart()
             self._figures_drawn = 0
             self._waiting_figures.clear()
-            # Stamps repeat in the next loop: per-frame numbers of this one must not match.
-            self._frame_stats.clear()
-            self._unmatched.clear()
         self.get_logger().info(f'the depth stamp went back: loop {self.loop} of the input, '
                                f'reported in {self.folder}')
 
@@ -278,14 +270,18 @@ class EvaluatorNode(Node):
             sync_losses={reason: counts.get(reason, 0) for reason in LOSS_REASONS},
             loop=self.loop)
 
+    @property
+    def result(self) -> EvalResult:
+        """Return the current loop's records."""
+        return self.evaluation.result
+
     def write_report(self) -> dict:
-        """Write frames.csv, summary.md/.json and speed_accuracy.png; return the summary."""
+        """Write lrda eval's report files of the current loop; return the summary."""
         with self._lock:
-            result = EvalResult(list(self.result.methods), list(self.result.records))
+            result = self.evaluation.snapshot()
         if not result.records:
             return {}
-        return write_report(result, self.folder, f'live evaluation: {self.method}',
-                            self.metadata(result), 'live: time between depth frames vs MAE')
+        return write_live_report(result, self.folder, self.metadata(result))
 
 
 def main(args: list[str] | None = None) -> int:

@@ -38,7 +38,7 @@ unload); :class:`CompletionNode` runs the first three at construction, and the m
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 import sys
 import threading
 import time
@@ -74,6 +74,7 @@ from ..engine import (
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
 from ..errors import InputError
+from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
 from ..messages.compressed import compressed_image_to_rgb
@@ -463,10 +464,14 @@ class CompletionCore:
         """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
         start = time.perf_counter()
         camera, settings = frame.camera, frame.settings
+        # Live evaluation reports each frame's peak memory, measured as lrda eval measures it.
+        measure = Measure(frame.pipeline.completer.model.device) \
+            if settings.holdout_fraction > 0 else nullcontext()
         try:
-            outputs = frame.pipeline.complete(
-                frame.prepared, camera.deadline(frame.received_at, settings.time_budget),
-                self._should_stop, camera.stream, encoded)
+            with measure as measured:
+                outputs = frame.pipeline.complete(
+                    frame.prepared, camera.deadline(frame.received_at, settings.time_budget),
+                    self._should_stop, camera.stream, encoded)
         except InsufficientSparseDepthError as error:
             self._drop(camera, 'too_few_points', str(error))
             return
@@ -482,18 +487,19 @@ class CompletionCore:
         # (a looped replay's /clock) does not enter the frame's latency.
         self._record(camera, frame.image, outputs,
                      frame.prepare_seconds + ahead + time.perf_counter() - start, frame_seconds,
-                     frame.received_clock_ns + round(frame_seconds * NS_PER_S))
+                     frame.received_clock_ns + round(frame_seconds * NS_PER_S),
+                     measured.peak_mb if measured is not None else float('nan'))
 
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
-                frame_seconds: float, clock_ns: int) -> None:
+                frame_seconds: float, clock_ns: int, peak_mb: float) -> None:
         result = outputs.completion
         latency = latency_or_reason(clock_ns, stamp_to_ns(image.header.stamp))
         with self._stats_lock:
             camera.stats.record(result, seconds, frame_seconds, latency,
-                                stamp_text(image.header.stamp))
+                                stamp_text(image.header.stamp), peak_mb)
             camera.stats.last_fused_fraction = outputs.fused_fraction
         if self.settings.holdout_fraction > 0:
-            # Live evaluation: evaluator_node takes each frame's iterations and time from here.
+            # Live evaluation: evaluator_node takes each frame's numbers from here.
             self._publish_diagnostics()
         self.get_logger().debug(
             f'{camera.label}frame {stamp_text(image.header.stamp)}: '
