@@ -19,9 +19,10 @@ The compute floor of a frame: its floating-point work against what this machine 
 
 Prints the machine first (precision, torch's CPU capability, threads, CPU model:
 lrda_ros.speed.machine). Counts the floating-point operations of whole frames with PyTorch's
-FlopCounterMode around each completion, as each step schedule runs them (``--schedules``,
-default: the engine's default beside the paper's) with lrda speed's engine settings (every
-frame runs its steps): a cold frame, then the warm frames of the same panning sequence.
+FlopCounterMode around each completion (lrda_ros.speed.flops: the CPU's attention kernels
+too), as each step schedule runs them (``--schedules``, default: the engine's default beside
+the paper's) with lrda speed's engine settings (every frame runs its steps): a cold frame,
+then the warm frames of the same panning sequence.
 Also counts the parts of a frame (an encoder pass, one full-size optimization step forward and
 backward, the final dense decode, a warm frame's scene-cut check), on lrda speed's model and
 frames (random weights at the official size, the KITTI-like LiDAR pattern). Measures this
@@ -45,22 +46,16 @@ from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.engine.lora_paths import median_seconds
 from lrda_ros.speed import SpeedOptions
+from lrda_ros.speed.flops import counted_flops
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 import torch
-from torch.utils.flop_counter import FlopCounterMode
 
 GIGA = 1e9
 
 
 def _completer(backbone: str, config: TTOConfig) -> DepthCompleter:
     return DepthCompleter(random_model(backbone, seed=0), config)
-
-
-def _counted_flops(function) -> tuple[float, object]:
-    with FlopCounterMode(display=False) as counter:
-        result = function()
-    return counter.get_total_flops(), result
 
 
 class _CountingCompleter(DepthCompleter):
@@ -73,7 +68,7 @@ class _CountingCompleter(DepthCompleter):
         self.flops = {part: [] for part in self.flops}  # not the probe's decode
 
     def _counted(self, part: str, function):
-        flops, result = _counted_flops(function)
+        flops, result = counted_flops(function)
         self.flops[part].append(flops)
         return result
 
@@ -106,7 +101,7 @@ def frame_flops(backbone: str, frames, dtype: str, device: str = 'cpu') -> dict[
         with completer._autocast():
             return completer.model.encode(pixels, rgb.shape[:2])
 
-    encoder, _ = _counted_flops(encode)
+    encoder, _ = counted_flops(encode)
     parts = {name: statistics.mean(values) for name, values in completer.flops.items()}
     return {'encoder': encoder, **parts}
 
@@ -135,7 +130,7 @@ def whole_frame_flops(backbone: str, frames, dtype: str, schedule: str) -> dict[
     completer.reset()
     counts, steps = [], []
     for rgb, sparse in frames:
-        flops, result = _counted_flops(lambda: completer.complete(rgb, sparse))
+        flops, result = counted_flops(lambda: completer.complete(rgb, sparse))
         counts.append(flops)
         steps.append(result.iterations)
     return {'cold': counts[:1], 'warm': counts[1:], 'steps': steps}
