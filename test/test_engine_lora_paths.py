@@ -17,11 +17,12 @@
 from __future__ import annotations
 
 from collections import Counter
+from contextlib import nullcontext
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.lora import LoraAdapters
-from lrda_ros.engine.lora_paths import delta_weight
+from lrda_ros.engine.lora_paths import delta_weight, weights_merged_together
 import numpy as np
 import pytest
 import torch
@@ -104,6 +105,63 @@ def test_each_adapters_delta_weight_is_pefts_and_differentiable_alike():
             torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
 
 
+class _Operators(TorchDispatchMode):
+    """Count the operators run, by name."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.counts[func.__name__.split('.')[0]] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def same_shape_layers():
+    """Return a float64 network with three 6->6 3x3 convolutions and two of other shapes."""
+    torch.manual_seed(1)
+    network = nn.Sequential(nn.Conv2d(4, 6, 3, padding=1), nn.Conv2d(6, 6, 3, padding=1),
+                            nn.ReLU(), nn.Conv2d(6, 6, 3, padding=1),
+                            nn.Conv2d(6, 6, 3, padding=1, padding_mode='reflect'),
+                            nn.Conv2d(6, 5, 1)).double()
+    adapters = LoraAdapters(network, ['0', '1', '3', '4', '5'], rank=2, alpha=3.0)
+    with torch.no_grad():
+        for parameter in adapters.parameters:
+            parameter.normal_()
+    adapters.set_paths('merged')
+    return network, adapters
+
+
+def test_weights_merged_together_are_each_layers_own_with_their_gradients():
+    network, adapters = same_shape_layers()
+    x = torch.randn(1, 4, 5, 7, dtype=torch.float64, requires_grad=True)
+    results = []
+    for together in (False, True):
+        with weights_merged_together(adapters.forwards.values()) if together else nullcontext():
+            grouped = {name for name, forward in adapters.forwards.items()
+                       if forward.step_weight is not None}
+            output = network(x)
+        results.append((output, torch.autograd.grad(output.square().sum(),
+                                                    adapters.parameters + [x])))
+    # The three 6->6 3x3 convolutions (padding apart) share a shape; the others are alone.
+    assert grouped == {'1', '3', '4'}
+    assert all(f.step_weight is None for f in adapters.forwards.values())  # for one step only
+    torch.testing.assert_close(results[1][0], results[0][0], rtol=1e-12, atol=1e-12)
+    for together, alone in zip(results[1][1], results[0][1]):
+        torch.testing.assert_close(together, alone, rtol=1e-12, atol=1e-12)
+
+
+def test_weights_merged_together_take_one_batched_product_per_shape():
+    network, adapters = same_shape_layers()
+    x = torch.randn(1, 4, 5, 7, dtype=torch.float64)
+    for together, products in ((False, {'mm': 5}), (True, {'mm': 2, 'bmm': 1})):
+        with _Operators() as operators:
+            with weights_merged_together(adapters.forwards.values()) if together else \
+                    nullcontext():
+                network(x)
+        assert {k: operators.counts[k] for k in products} == products
+
+
 @pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
 def test_the_engine_reports_each_adapted_layers_form(dtype):
     tto = completer(dtype=dtype)  # lora_path 'auto'
@@ -157,6 +215,8 @@ class CastCounter(TorchDispatchMode):
     def __init__(self, frozen: set[int], adapters: set[int], largest_weight: int) -> None:
         super().__init__()
         self.frozen, self.adapters, self.largest_weight = frozen, adapters, largest_weight
+        #: Shapes of the adapters stacked for layers merged together (lora_paths).
+        self.adapter_stacks: set[tuple[int, ...]] = set()
         self.casts = Counter()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -164,12 +224,18 @@ class CastCounter(TorchDispatchMode):
             source = args[0]
             pointer = source.untyped_storage().data_ptr()
             # Larger than any decoder weight: an activation (or its gradient), not a weight,
-            # an adapter, a merged weight W + BA built at a step, or their gradients.
+            # an adapter (alone or stacked), a merged weight W + BA built at a step, or their
+            # gradients.
             kind = ('frozen weight' if pointer in self.frozen else
-                    'adapter' if pointer in self.adapters else
+                    'adapter' if pointer in self.adapters
+                    or tuple(source.shape) in self.adapter_stacks else
                     'activation' if source.numel() > self.largest_weight else 'weight-sized')
             self.casts[kind] += 1
-        return func(*args, **(kwargs or {}))
+        output = func(*args, **(kwargs or {}))
+        if func is torch.ops.aten.stack.default and all(
+                t.untyped_storage().data_ptr() in self.adapters for t in args[0]):
+            self.adapter_stacks.add(tuple(output.shape))
+        return output
 
 
 def casts_per_step(tto: DepthCompleter) -> tuple[Counter, int]:

@@ -23,7 +23,7 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.model import sample_prediction
 from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
-    _conv2_bfloat16, effective_conv, SparseHeadPlan)
+    _conv2_bfloat16, effective_conv, REDUCTION_BLOCK_ROWS, SparseHeadPlan, tall_transpose_product)
 from lrda_ros.engine.strips import conv1_size, tail_inputs, tail_runs_in_bands
 import numpy as np
 import pytest
@@ -242,3 +242,18 @@ def test_tto_with_the_sparse_head_follows_the_dense_trajectory():
         results[flag] = completer.complete(image, sparse)
     np.testing.assert_allclose(results[True].losses, results[False].losses, rtol=2e-3)
     np.testing.assert_allclose(results[True].depth, results[False].depth, rtol=2e-3)
+
+
+@pytest.mark.parametrize('rows', [100, REDUCTION_BLOCK_ROWS * 2, REDUCTION_BLOCK_ROWS * 3 + 17])
+@pytest.mark.parametrize('dtype', [torch.float32, torch.bfloat16])
+def test_the_tall_product_by_row_blocks_is_the_product(rows, dtype):
+    generator = torch.Generator().manual_seed(rows)
+    left = torch.randn(rows, 40, generator=generator).to(dtype)[:, 32:]  # a column slice
+    right = torch.randn(rows, 288, generator=generator).to(dtype)
+    expected = left.double().t() @ right.double()
+    got = tall_transpose_product(left, right)
+    assert got.dtype == torch.float32 and got.shape == (8, 288)
+    # float32: sums in another order; bfloat16: each block's sums rounded to 8 bits once.
+    scale = expected.abs().max().item()
+    tolerance = 1e-5 if dtype == torch.float32 else 2 ** -8
+    torch.testing.assert_close(got.double(), expected, rtol=0, atol=tolerance * scale)

@@ -24,12 +24,13 @@ or the input must re-run the encoder, with autograd, at every step: that is thei
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
 from .config import Scope, TTOConfig
 from .lora import adaptable_layers, LoraAdapters, ParameterSnapshot
+from .lora_paths import weights_merged_together
 from .model import DepthModel, EncodedImage
 
 
@@ -73,6 +74,15 @@ class Adaptation:
         """Return the context of the optimization steps (where training-only layers act)."""
         return nullcontext()
 
+    def weights_for_one_step(self, precision: Callable[[], AbstractContextManager]
+                             ) -> AbstractContextManager[None]:
+        """
+        Return the context of one step's passes (weights computed for it).
+
+        ``precision``: the context the forward pass runs in (autocast), for those weights.
+        """
+        return nullcontext()
+
     def features(self, model: DepthModel, pixel_values: torch.Tensor,
                  cached: EncodedImage) -> EncodedImage:
         """Return the features the decoder consumes at this step."""
@@ -90,10 +100,20 @@ class LoraAdaptation(Adaptation):
                                      config.lora_dropout, config.seed)
         super().__init__(self.adapters.snapshot)
         self.reencodes = any(p in model.encoder_prefixes for p in prefixes)
+        #: A compiled forward computes each merged weight itself (the attributes set per step
+        #: would be guards).
+        self._merge_together = not config.compile
 
     def optimizing(self) -> AbstractContextManager[None]:
         """Apply LoRA dropout during the steps only."""
         return self.adapters.dropout_active()
+
+    def weights_for_one_step(self, precision: Callable[[], AbstractContextManager]
+                             ) -> AbstractContextManager[None]:
+        """Merge the merged-form layers' weights of one shape together (lora_paths)."""
+        if not self._merge_together:
+            return nullcontext()
+        return weights_merged_together(self.adapters.forwards.values(), precision)
 
 
 class DecoderFullAdaptation(Adaptation):

@@ -36,10 +36,12 @@ keeps the separate form.
 
 from __future__ import annotations
 
+from collections import defaultdict
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 import torch
 from torch import nn
@@ -134,6 +136,9 @@ class AdaptedForward:
         #: The last call's input: shape, dtype, channels-last, whether it carried a gradient
         #: (what :func:`choose_paths` measures at).
         self.last_input: tuple[tuple[int, ...], torch.dtype, bool, bool] | None = None
+        #: This step's merged weight, computed with its layer's likes
+        #: (:func:`weights_merged_together`); None: computed in the call.
+        self.step_weight: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         layer = self.layer
@@ -145,9 +150,71 @@ class AdaptedForward:
         merged = self.path == 'merged' or (self.merge_without_grad
                                            and not torch.is_grad_enabled())
         if merged and not self.dropout_active:
-            return _base_apply(base, x, _like(merged_weight(layer), x), _like(base.bias, x))
+            weight = self.step_weight if self.step_weight is not None else merged_weight(layer)
+            return _base_apply(base, x, _like(weight, x), _like(base.bias, x))
         output = _base_apply(base, x, _like(base.weight, x), _like(base.bias, x))
         return output + low_rank_term(layer, x)
+
+
+def _shape_group(forward: AdaptedForward) -> tuple | None:
+    """Return what merged-form layers must share to be merged together (None: alone)."""
+    layer = forward.layer
+    base = layer.base_layer
+    adapters = [a for a in layer.active_adapters if a in layer.lora_A]
+    if (forward.path != 'merged' or forward.dropout_active or layer.disable_adapters
+            or len(adapters) != 1 or not isinstance(base, nn.Conv2d) or base.groups != 1):
+        return None
+    down, up = layer.lora_A[adapters[0]].weight, layer.lora_B[adapters[0]].weight
+    return (down.shape, up.shape, base.weight.shape, base.weight.dtype, down.dtype,
+            down.device, layer.scaling[adapters[0]])
+
+
+def _merged_together(layers: list[nn.Module]) -> list[torch.Tensor]:
+    """Return ``W + s B A`` of layers of one shape group, the products as one batch."""
+    adapters = [next(a for a in layer.active_adapters if a in layer.lora_A) for layer in layers]
+    downs = torch.stack([layer.lora_A[a].weight.flatten(1) for layer, a in zip(layers, adapters)])
+    ups = torch.stack([layer.lora_B[a].weight.flatten(1) for layer, a in zip(layers, adapters)])
+    deltas = torch.bmm(ups, downs) * layers[0].scaling[adapters[0]]
+    weights = []
+    for layer, delta in zip(layers, deltas.unbind()):
+        weight = layer.base_layer.weight
+        weights.append(delta.view(weight.shape) + weight)
+    return weights
+
+
+@contextmanager
+def weights_merged_together(forwards: Iterable[AdaptedForward],
+                            precision: Callable[[], AbstractContextManager] = nullcontext
+                            ) -> Iterator[None]:
+    """
+    Within the block, merged-form layers of one shape take weights computed together.
+
+    A layer's ``W + s B A`` is a few small operations (casts, the product, the scale, the
+    sum) and as many in the backward, each costing a kernel launch more than its arithmetic;
+    the layers of one shape (a DPT decoder's many 64-channel 3x3 convolutions) stacked make
+    the products one batched product and its backward two. The same sums as
+    :func:`merged_weight` (the products' rounding aside). For one step's forward and
+    backward passes (a checkpointed band recomputes its forward there): the adapters change
+    after it. ``precision``: the forward pass's context (autocast), which the weights are
+    computed in; the backward runs outside it, as autograd's should.
+    """
+    forwards = list(forwards)
+    groups: dict[tuple, list[AdaptedForward]] = defaultdict(list)
+    for forward in forwards:
+        group = _shape_group(forward)
+        if group is not None:
+            groups[group].append(forward)
+    try:
+        with precision():
+            for members in groups.values():
+                if len(members) > 1:
+                    weights = _merged_together([forward.layer for forward in members])
+                    for forward, weight in zip(members, weights):
+                        forward.step_weight = weight
+        yield
+    finally:
+        for forward in forwards:
+            forward.step_weight = None
 
 
 def install(layer: nn.Module, path: str = 'separate') -> AdaptedForward:

@@ -97,8 +97,8 @@ class DepthCompleter:
         #: The last frame's final loss as a share of a constant prediction's (scene cuts).
         self._previous_share: float | None = None
         self._scene_cut_rule = SceneCutRule(self.config.scene_cut_factor)
-        # Warm frames also keep Adam's moment estimates: a fresh Adam's first steps move every
-        # weight by about the learning rate and undo much of what was carried over.
+        # Warm frames keep Adam's moments too: a fresh Adam's first steps move every weight by
+        # about the learning rate, undoing much of what was carried over.
         self._optimizer: torch.optim.Optimizer | None = None
         #: Durations of a step and of a frame's finish, for deadlines (engine/deadline.py).
         self.step_times = StepTimes()
@@ -110,8 +110,7 @@ class DepthCompleter:
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         # Depth Anything V2's decoder, and its encoder where torch runs it (precision.py).
         self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
-        #: Each adapted layer's LoRA form (``path_choice.paths()``), per network input shape,
-        #: and the times it was chosen by (engine/lora_paths.py).
+        #: Each adapted layer's LoRA form per network input shape, and its timings (lora_paths).
         self.path_choice = PathChoice(getattr(self.adaptation, 'adapters', None),
                                       self.config.lora_path, self._autocast_dtype)
         if self._autocast_dtype != torch.float32:
@@ -436,8 +435,10 @@ class DepthCompleter:
               index: int) -> None:
         """One optimization step, free of host synchronization."""
         self._optimizer.zero_grad(set_to_none=True)
-        loss = self._step_loss(pixel_values, encoded, samples, target, plan)
-        loss.backward()
+        # The backward too: checkpointed bands recompute their forward with these weights.
+        with self.adaptation.weights_for_one_step(self._autocast):
+            loss = self._step_loss(pixel_values, encoded, samples, target, plan)
+            loss.backward()
         rules.decide(index, loss)
         rules.apply(self._optimizer)
 
