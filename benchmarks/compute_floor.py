@@ -50,6 +50,7 @@ from lrda_ros.speed.flops import counted_flops
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
 from lrda_ros.speed.machine import machine_description, machine_line
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 GIGA = 1e9
 
@@ -153,6 +154,64 @@ def throughputs(dtype: torch.dtype, conv_shape: tuple[int, int, int, int],
     return {'matmul': matmul, 'conv': conv}
 
 
+class _CallCounter(TorchDispatchMode):
+    """Count the operator calls that reach the kernels (views and autograd's included)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+        self.flops = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls += 1
+        return func(*args, **(kwargs or {}))
+
+
+def fixed_step_cost(backbone: str, dtype: str, steps: int = 20) -> dict[str, float]:
+    """
+    Return what a step costs where its arithmetic is next to nothing: the model at 56x56.
+
+    The same network, layers, adapters and operator calls as at any size; a step's time there
+    is the fixed cost of its calls (dispatch, autograd, kernel set-up), which a larger input
+    pays as well. From frames of ``steps`` steps and of none (medians of 3).
+    """
+    frames = panning_frames(56, 56, 2, LidarPattern(), seed=0)
+    seconds = {}
+    for count in (0, steps):
+        completer = _completer(backbone, replace(schedule_config('paper', dtype, warm=False),
+                                                 iterations=count))
+        completer.complete(*frames[0])
+        seconds[count] = median_seconds(lambda: completer.complete(*frames[1]), 3)
+    counter = _CallCounter()
+    step = completer._step
+
+    def counted_step(*args) -> None:
+        with counter:
+            counter.flops += counted_flops(lambda: step(*args))[0]
+
+    completer._step = counted_step
+    completer.complete(*frames[1])
+    return {'step_s': (seconds[steps] - seconds[0]) / steps, 'calls': counter.calls / steps,
+            'step_flops': counter.flops / steps}
+
+
+def convolution_call_seconds(dtype: torch.dtype, size: tuple[int, int],
+                             repeats: int) -> dict[str, float]:
+    """Return the seconds of a 64-channel 3x3 convolution's forward and backward at ``size``."""
+    image = torch.randn(1, 64, *size, dtype=dtype).contiguous(memory_format=torch.channels_last)
+    weight = torch.randn(64, 64, 3, 3, dtype=dtype)
+    grad = torch.randn_like(image)
+
+    def backward() -> None:  # the input's and the weight's gradients, as a merged layer's
+        torch.ops.aten.convolution_backward(grad, image, weight, None, [1, 1], [1, 1], [1, 1],
+                                            False, [0, 0], 1, [True, True, False])
+
+    with torch.no_grad():
+        forward = median_seconds(
+            lambda: torch.nn.functional.conv2d(image, weight, padding=1), repeats)
+    return {'forward': forward, 'backward': median_seconds(backward, repeats)}
+
+
 def frame_seconds(backbone: str, frames, dtype: str, schedule: str,
                   repeats: int) -> tuple[dict[str, float], dict[str, list[int]]]:
     """Return the median seconds of a cold and a warm frame of the sequence, and their steps."""
@@ -231,6 +290,15 @@ def main() -> None:
     rates = throughputs(getattr(torch, args.dtype), conv_shape, repeats=5)
     for name, rate in rates.items():
         print(f'throughput, {name}: {rate / GIGA:.0f} GFLOP/s', flush=True)
+    fixed = fixed_step_cost(args.backbone, args.dtype)
+    print(f'fixed cost of a step (the model at 56x56, {fixed["step_flops"] / GIGA:.2f} GFLOP a '
+          f'step): {fixed["step_s"] * 1e3:.1f} ms, {fixed["calls"]:.0f} operator calls '
+          f'({fixed["step_s"] / fixed["calls"] * 1e6:.1f} us each)', flush=True)
+    for size in ((5, 5), conv_shape[2:]):
+        call = convolution_call_seconds(getattr(torch, args.dtype), size, repeats=20)
+        print(f'a 64-channel 3x3 convolution at {size[0]}x{size[1]}: forward '
+              f'{call["forward"] * 1e6:.0f} us, backward (input and weight) '
+              f'{call["backward"] * 1e6:.0f} us', flush=True)
 
     for schedule in args.schedules:
         seconds, timed_steps = frame_seconds(args.backbone, frames, args.dtype, schedule,
