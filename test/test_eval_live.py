@@ -206,6 +206,32 @@ def test_a_frame_without_its_other_parts_keeps_nan_and_bounded_memory():
         5, 0.2, 0.01, 3.0)
 
 
+def test_the_next_passes_first_frame_keeps_the_maps_that_came_before_its_depth():
+    depth, truth, confidence, sparse = _small_frame()
+    evaluation = LiveEvaluation('lrda')
+    seconds = (3, 4, 3, 3)  # a pass ending at 4 s; the next starts at 3 s, twice (a slow node)
+    passes = [evaluation.starts_next_pass(second * 10 ** 9) for second in seconds]
+    assert passes == [False, False, True, True]
+    # Pass 1: frame 3's LiDAR input comes as the node starts it, its depth and confidence
+    # when it ends; frame 4's depth never comes (dropped): its map waits in vain.
+    evaluation.add_sparse_depth('3.000000000', sparse)
+    evaluation.add_sparse_depth('4.500000000', sparse)
+    evaluation.score('3.000000000', depth, truth)
+    evaluation.add_confidence('3.000000000', confidence)
+    assert math.isfinite(evaluation.result.records[0].ause)
+    # Pass 2 starts: frame 3's input arrives before the depth whose stamp starts the pass.
+    evaluation.add_sparse_depth('3.000000000', sparse)
+    evaluation.restart()
+    record = evaluation.score('3.000000000', depth, truth)
+    evaluation.add_confidence('3.000000000', confidence)
+    assert math.isfinite(record.ause) and record.curves is not None
+    # The last pass's map of a frame never scored does not match this pass's frame.
+    evaluation.restart()
+    record = evaluation.score('4.500000000', depth, truth)
+    evaluation.add_confidence('4.500000000', confidence)
+    assert math.isnan(record.ause)
+
+
 def test_diagnostics_values_give_a_frames_numbers():
     values = {'last frame stamp': '12.000000005', 'last iterations': '7',
               'processing time (s)': '0.250', 'last loss': '0.0123456789',

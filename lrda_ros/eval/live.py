@@ -93,6 +93,8 @@ def _number(text: str | None) -> float:
 class _Maps:
     """A frame's inputs to its AUSE, as they arrive."""
 
+    #: Depth frames scored before its first part arrived (which pass it belongs to).
+    depths_before: int = 0
     record: FrameRecord | None = None
     prediction: np.ndarray | None = None
     truth: np.ndarray | None = None
@@ -124,6 +126,19 @@ class LiveEvaluation:
         self._stats: dict[str, FrameStats] = {}
         self._unmatched: dict[str, FrameRecord] = {}
         self._maps: dict[str, _Maps] = {}
+        self._depths_scored = 0
+        self._last_stamp_ns: int | None = None
+
+    def starts_next_pass(self, stamp_ns: int) -> bool:
+        """
+        Note a depth frame's stamp; return whether it starts the input's next pass.
+
+        One pass (a bag played once) brings each stamp once, in order: a stamp not after the
+        last one (the same one included: a slow completion may take the same frame in two
+        passes of a looping bag) means the input came round again.
+        """
+        last, self._last_stamp_ns = self._last_stamp_ns, stamp_ns
+        return last is not None and stamp_ns <= last
 
     def score(self, name: str, prediction: np.ndarray, truth: np.ndarray,
               K: np.ndarray | None = None, pose: np.ndarray | None = None,
@@ -141,6 +156,7 @@ class LiveEvaluation:
         record = FrameRecord(name, self.method, interval, math.nan, 0, 'ok', math.nan,
                              metrics, tae=self._tracker.update(prediction, K, pose))
         self.result.records.append(record)
+        self._depths_scored += 1
         if name in self._stats:
             _apply(record, self._stats[name])
         else:  # the numbers may come after the depth
@@ -168,7 +184,7 @@ class LiveEvaluation:
         self._add_maps(name, sparse_depth=sparse_depth)
 
     def _add_maps(self, name: str, **parts) -> None:
-        maps = self._maps.setdefault(name, _Maps())
+        maps = self._maps.setdefault(name, _Maps(self._depths_scored))
         for part, value in parts.items():
             setattr(maps, part, value)
         if maps.complete():
@@ -185,10 +201,14 @@ class LiveEvaluation:
         """Start a new report (the input looped): no record, nothing waiting."""
         self.result = EvalResult([self.method])
         self._tracker.reset()
-        # Stamps repeat in the next loop: the last loop's parts must not match.
+        # Stamps repeat in the next loop: the last loop's parts must not match. But the next
+        # loop's first maps come before its first depth (the completion node publishes its
+        # LiDAR input as it starts a frame): the parts of no frame scored yet that arrived
+        # after the last depth stay.
         self._stats.clear()
         self._unmatched.clear()
-        self._maps.clear()
+        self._maps = {name: maps for name, maps in self._maps.items()
+                      if maps.record is None and maps.depths_before == self._depths_scored}
 
     def snapshot(self) -> EvalResult:
         """Return the records so far, apart from those still to come."""

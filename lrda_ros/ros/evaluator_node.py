@@ -86,9 +86,8 @@ class EvaluatorNode(Node):
         self.evaluation = LiveEvaluation(self.method, self.max_depth or None)
         self._K: np.ndarray | None = None
         self._tae_problem_logged = False
-        #: Loops of a looping bag seen so far (0: the first pass), and the last depth stamp.
+        #: Loops of a looping bag seen so far (0: the first pass).
         self.loop = 0
-        self._last_stamp_ns: int | None = None
         #: The completion node's model and device, from its /diagnostics.
         self._model: dict[str, str] = {}
         self._images: dict[int, Image] = {}
@@ -203,9 +202,8 @@ class EvaluatorNode(Node):
         self._last_arrival = now
         stamp = depth_msg.header.stamp
         name = stamp_text(stamp)
-        if self._last_stamp_ns is not None and stamp_to_ns(stamp) < self._last_stamp_ns:
+        if self.evaluation.starts_next_pass(stamp_to_ns(stamp)):
             self._start_next_loop()
-        self._last_stamp_ns = stamp_to_ns(stamp)
         if self._K is None and self.fixed_frame:
             self._tae_unavailable('no camera_info received')
         pose = self._camera_pose(depth_msg)
