@@ -91,7 +91,8 @@ def published() -> list[PublishedFrame]:
             stamp_text(stamp_from_ns(stamp_ns)), view.rgb, view.camera.K, outputs.depth,
             outputs.confidence, prepared.sparse_depth, prepared.heldout_depth,
             result.confidence, FrameStats(result.iterations, measured.seconds,
-                                          result.final_loss, measured.peak_mb)))
+                                          result.final_loss, measured.peak_mb,
+                                          result.status.value)))
     return frames
 
 
@@ -147,6 +148,9 @@ def test_the_live_report_has_lrda_evals_files_and_real_numbers(published, tmp_pa
     assert SPARSIFICATION_PNG in _report_files(tmp_path / 'live')
     rows = list(csv.DictReader(open(tmp_path / 'live' / 'frames.csv')))
     assert [row['frame'] for row in rows] == [frame.name for frame in published]
+    eval_rows = list(csv.DictReader(open(tmp_path / 'eval' / 'frames.csv')))
+    assert [row['status'] for row in rows] == [row['status'] for row in eval_rows] == [
+        'optimized'] * len(published)
     for row, frame in zip(rows, published):
         for column in ('ause', 'ause_lidar_distance', 'final_loss', 'peak_mb', 'seconds'):
             assert math.isfinite(float(row[column])), (column, row)
@@ -237,6 +241,8 @@ def test_diagnostics_values_give_a_frames_numbers():
               'processing time (s)': '0.250', 'last loss': '0.0123456789',
               'last peak memory (MB)': '41.5'}
     assert diagnostics_stats(values) == ('12.000000005', FrameStats(7, 0.25, 0.0123456789, 41.5))
+    assert diagnostics_stats({**values, 'last status': 'alignment_only'})[1].status == \
+        'alignment_only'
     name, stats = diagnostics_stats({**values, 'last peak memory (MB)': 'nan'})
     assert math.isnan(stats.peak_mb)  # not measured: hold-out off
     del values['last loss']

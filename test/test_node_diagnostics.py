@@ -182,10 +182,12 @@ def test_live_evaluation_reads_the_frames_numbers_as_the_engine_gave_them():
                                  scene_cut=False), 0.25, 0.3, (0.1, ''), '12.000000005',
                  peak_mb=41.5)
     values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}
-    assert diagnostics_stats(values) == ('12.000000005', FrameStats(7, 0.25, loss, 41.5))
+    expected = FrameStats(7, 0.25, loss, 41.5, 'optimized')
+    assert diagnostics_stats(values) == ('12.000000005', expected)
     status = completion_status('/n', NodeStatistics(), 'active', {})
     values = {v.key: v.value for v in status.values}
     assert values['last peak memory (MB)'] == 'nan'  # not measured: no frame yet
+    assert values['last status'] == ''  # no frame yet
 
 
 def _record_frame(stats: NodeStatistics, latency: tuple[float | None, str], stamp: str) -> None:

@@ -45,6 +45,7 @@ KEY_ITERATIONS = 'last iterations'
 KEY_PROCESSING_S = 'processing time (s)'
 KEY_LOSS = 'last loss'
 KEY_PEAK_MB = 'last peak memory (MB)'
+KEY_STATUS = 'last status'
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ class FrameStats:
     seconds: float
     final_loss: float = math.nan
     peak_mb: float = math.nan
+    #: The engine's status (CompletionStatus value), as lrda eval's records carry it.
+    status: str = 'ok'
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def diagnostics_stats(values: Mapping[str, str]) -> tuple[str, FrameStats] | Non
     except (KeyError, ValueError):
         return None
     return name, FrameStats(iterations, seconds, _number(values.get(KEY_LOSS)),
-                            _number(values.get(KEY_PEAK_MB)))
+                            _number(values.get(KEY_PEAK_MB)), values.get(KEY_STATUS) or 'ok')
 
 
 def _number(text: str | None) -> float:
@@ -218,6 +221,7 @@ class LiveEvaluation:
 def _apply(record: FrameRecord, stats: FrameStats) -> None:
     record.iterations, record.seconds = stats.iterations, stats.seconds
     record.final_loss, record.peak_mb = stats.final_loss, stats.peak_mb
+    record.status = stats.status
 
 
 def write_live_report(result: EvalResult, folder: Path, metadata: dict) -> dict:

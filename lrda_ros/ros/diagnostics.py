@@ -25,7 +25,7 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
 from ..eval.live import (
-    KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S)
+    KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S, KEY_STATUS)
 from ..messages.causes import (
     cause_name, DROPPED, MISSING, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
 from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
@@ -61,6 +61,8 @@ class NodeStatistics:
     #: The last frame's peak memory (MiB) as lrda eval measures it; NaN: not measured.
     last_peak_mb: float = float('nan')
     last_iterations: int = 0
+    #: The last frame's engine status (CompletionStatus value).
+    last_status: str = ''
     last_points: int = 0
     last_processing_s: float = float('nan')
     #: Seconds from the last image's stamp to its depth (NaN: none, ``latency_note`` says why).
@@ -131,6 +133,7 @@ class NodeStatistics:
         self.last_loss = result.final_loss
         self.last_peak_mb = peak_mb
         self.last_iterations = result.iterations
+        self.last_status = result.status.value
         self.last_points = result.num_points
         self.last_processing_s = seconds
         self.last_frame_s = frame_seconds
@@ -169,6 +172,7 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         # The exact value (shortest round-trip text): live evaluation reports the engine's.
         (KEY_LOSS, repr(float(stats.last_loss))),
         (KEY_ITERATIONS, stats.last_iterations),
+        (KEY_STATUS, stats.last_status),
         (KEY_PEAK_MB, f'{stats.last_peak_mb:.1f}'),
         ('frame time, synchronized set to publish (s)', f'{stats.last_frame_s:.3f}'),
         ('frames stopped at the time budget', stats.stopped_at_budget),
