@@ -136,8 +136,8 @@ class AdaptedForward:
         #: The last call's input: shape, dtype, channels-last, whether it carried a gradient
         #: (what :func:`choose_paths` measures at).
         self.last_input: tuple[tuple[int, ...], torch.dtype, bool, bool] | None = None
-        #: This step's merged weight, computed with its layer's likes
-        #: (:func:`weights_merged_together`); None: computed in the call.
+        #: This step's merged weight, computed together with those of the layers of its
+        #: shape (:func:`weights_merged_together`); None: computed in the call.
         self.step_weight: torch.Tensor | None = None
 
     def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
