@@ -156,27 +156,32 @@ class AdaptedForward:
         return output + low_rank_term(layer, x)
 
 
-def _shape_group(forward: AdaptedForward) -> tuple | None:
-    """Return what merged-form layers must share to be merged together (None: alone)."""
+def _shape_group(forward: AdaptedForward) -> tuple[tuple, str] | None:
+    """
+    Return what merged-form layers must share to be merged together, and the layer's adapter.
+
+    None: the layer is merged alone (or not merged).
+    """
     layer = forward.layer
     base = layer.base_layer
     adapters = [a for a in layer.active_adapters if a in layer.lora_A]
     if (forward.path != 'merged' or forward.dropout_active or layer.disable_adapters
             or len(adapters) != 1 or not isinstance(base, nn.Conv2d) or base.groups != 1):
         return None
-    down, up = layer.lora_A[adapters[0]].weight, layer.lora_B[adapters[0]].weight
+    adapter = adapters[0]
+    down, up = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
     return (down.shape, up.shape, base.weight.shape, base.weight.dtype, down.dtype,
-            down.device, layer.scaling[adapters[0]])
+            down.device, layer.scaling[adapter]), adapter
 
 
-def _merged_together(layers: list[nn.Module]) -> list[torch.Tensor]:
-    """Return ``W + s B A`` of layers of one shape group, the products as one batch."""
-    adapters = [next(a for a in layer.active_adapters if a in layer.lora_A) for layer in layers]
-    downs = torch.stack([layer.lora_A[a].weight.flatten(1) for layer, a in zip(layers, adapters)])
-    ups = torch.stack([layer.lora_B[a].weight.flatten(1) for layer, a in zip(layers, adapters)])
-    deltas = torch.bmm(ups, downs) * layers[0].scaling[adapters[0]]
+def _merged_together(members: list[tuple[nn.Module, str]]) -> list[torch.Tensor]:
+    """Return ``W + s B A`` of (layer, adapter) pairs of one shape group, as one batch."""
+    downs = torch.stack([layer.lora_A[adapter].weight.flatten(1) for layer, adapter in members])
+    ups = torch.stack([layer.lora_B[adapter].weight.flatten(1) for layer, adapter in members])
+    first, adapter = members[0]
+    deltas = torch.bmm(ups, downs) * first.scaling[adapter]  # delta_weight's, batched
     weights = []
-    for layer, delta in zip(layers, deltas.unbind()):
+    for (layer, _), delta in zip(members, deltas.unbind()):
         weight = layer.base_layer.weight
         weights.append(delta.view(weight.shape) + weight)
     return weights
@@ -199,17 +204,17 @@ def weights_merged_together(forwards: Iterable[AdaptedForward],
     computed in; the backward runs outside it, as autograd's should.
     """
     forwards = list(forwards)
-    groups: dict[tuple, list[AdaptedForward]] = defaultdict(list)
+    groups: dict[tuple, list[tuple[AdaptedForward, str]]] = defaultdict(list)
     for forward in forwards:
         group = _shape_group(forward)
         if group is not None:
-            groups[group].append(forward)
+            groups[group[0]].append((forward, group[1]))
     try:
         with precision():
             for members in groups.values():
                 if len(members) > 1:
-                    weights = _merged_together([forward.layer for forward in members])
-                    for forward, weight in zip(members, weights):
+                    weights = _merged_together([(f.layer, adapter) for f, adapter in members])
+                    for (forward, _), weight in zip(members, weights):
                         forward.step_weight = weight
         yield
     finally:
