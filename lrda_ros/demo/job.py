@@ -45,6 +45,7 @@ from ..eval.report import (engine_metadata, json_ready, summary_markdown, write_
                            write_summary)
 from ..eval.temporal import TemporalTracker
 from ..geometry import ProjectionConfig, RigidTransform
+from ..messages.conversions import float_image_to_array
 from ..messages.rosbag import BagTopics, RosbagSource
 from ..ros.bag_writer import stamped_header, write_bag
 from ..ros.builders import (
@@ -201,8 +202,7 @@ def run_demo(options: DemoOptions) -> dict:
                                                   'no depth published'))
                 depth[name].append(np.full(synthetic_frame.depth.shape, np.nan, np.float32))
                 continue
-            prediction = np.frombuffer(bytes(frame.outputs['depth'].data), np.float32).reshape(
-                synthetic_frame.depth.shape).copy()
+            prediction = float_image_to_array(frame.outputs['depth'])
             depth[name].append(prediction)
             # NaN from the node means "at or beyond max_depth" (REP 118): score it there.
             metrics = compute_metrics(np.nan_to_num(prediction, nan=max_depth),
