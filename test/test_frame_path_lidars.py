@@ -165,7 +165,7 @@ def test_the_node_and_densify_give_one_sparse_map_for_two_moving_lidars(messages
     tree = static_tree(with_odom=True)
     node, camera, warnings = node_sparse(messages, TreeLookup(tree))
     offline, motion = densify_sparse(messages, tree)
-    assert motion == 'aligned' and camera.stats.motion_aligned == 2 and not warnings
+    assert motion == 'moved' and camera.stats.motion_outcomes['moved'] == 2 and not warnings
     np.testing.assert_array_equal(node, offline)
     # Both LiDARs aligned: the map is where the camera saw the points (constant twist, so
     # the constant-velocity model is exact up to the odom samples' interpolation).
@@ -213,7 +213,7 @@ def test_a_tf2_buffer_gives_the_offline_sparse_map_aligned_or_the_counted_fallba
     node, camera, warnings = node_sparse(messages, tf2_lookup)
     offline, motion = densify_sparse(messages, tree)
     if with_odom:
-        assert motion == 'aligned' and camera.stats.motion_aligned == 2 and not warnings
+        assert motion == 'moved' and camera.stats.motion_outcomes['moved'] == 2 and not warnings
     else:  # the static extrinsic, counted per cloud and warned once per topic
         assert motion == 'no_fixed_frame_pose' and len(warnings) == 2
         assert camera.stats.motion_fallbacks['no_fixed_frame_pose'] == 2

@@ -27,7 +27,8 @@ from lrda_ros.geometry import RigidTransform, TransformTree
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import AzimuthSweep
 from lrda_ros.messages.sweep_alignment import (
-    align_cloud, MotionConfig, NO_FIXED_FRAME_POSE, UNREADABLE_TIME_FIELD)
+    align_cloud, MOVED, MOVED_WITHOUT_POINT_TIMES, MotionConfig, NO_FIXED_FRAME_POSE, NO_TF2,
+    NOTHING_TO_MOVE, UNREADABLE_TIME_FIELD)
 import numpy as np
 import pytest
 from test_messages_point_times import (
@@ -141,7 +142,64 @@ def test_a_still_rig_leaves_the_points_bit_identical(image_offset_ns):
         still.add('odom', 'lidar', rig_pose(0.0), CLOUD_NS + int(round(s * 1e9)))
     result = align_cloud(points, cloud, CLOUD_NS + image_offset_ns, tree_pose(still),
                          MotionConfig())
-    assert result.fallback is None and result.points is points
+    assert result.outcome == NOTHING_TO_MOVE and result.points is points
+    assert result.detail == 'the LiDAR stood still over the sweep'
+
+
+def xyz_only_cloud(points):
+    """Return a cloud of x, y, z alone (KITTI's layout: no per-point time)."""
+    return pack_cloud([('x', 0, FLOAT32), ('y', 4, FLOAT32), ('z', 8, FLOAT32)], 12,
+                      {'x': points[:, 0], 'y': points[:, 1], 'z': points[:, 2]})
+
+
+def never_looked_up(stamp_ns):
+    raise AssertionError(f'a pose was looked up at {stamp_ns} with nothing to move')
+
+
+@pytest.mark.parametrize('pose_at', [never_looked_up, None], ids=['tf2', 'no_tf2'])
+def test_no_point_times_at_the_image_stamp_is_nothing_to_move_without_a_look_up(pose_at):
+    # KITTI and the demo: camera and cloud stamped alike, no time field. Nothing can move, so
+    # no pose is needed: neither an aligned frame nor a fallback (with or without tf2).
+    xyz = RNG.uniform(-20, 20, (40, 3)).astype(np.float32)
+    result = align_cloud(xyz, xyz_only_cloud(xyz), CLOUD_NS, pose_at, MotionConfig())
+    assert result.outcome == NOTHING_TO_MOVE and result.fallback is None
+    assert result.points is xyz and 'no point times' in result.detail
+
+
+def test_outcomes_name_what_happened_to_each_cloud():
+    cloud, _ = skewed_cloud()
+    points = pointcloud2_to_xyz(cloud)
+    xyz = RNG.uniform(-20, 20, (40, 3)).astype(np.float32)
+    image_ns = CLOUD_NS + 60_000_000
+    outcomes = [
+        align_cloud(points, cloud, image_ns, tree_pose(odom_tree()), MotionConfig()),
+        align_cloud(xyz, xyz_only_cloud(xyz), image_ns, tree_pose(odom_tree()), MotionConfig()),
+        align_cloud(points, cloud, image_ns, None, MotionConfig()),
+        align_cloud(points, cloud, image_ns, tree_pose(TransformTree()), MotionConfig()),
+        align_cloud(points, cloud, image_ns, None, MotionConfig(time_field='ring'))]
+    assert [result.outcome for result in outcomes] == [
+        MOVED, MOVED_WITHOUT_POINT_TIMES, NO_TF2, NO_FIXED_FRAME_POSE, UNREADABLE_TIME_FIELD]
+    assert [result.fallback for result in outcomes] == [
+        None, None, NO_TF2, NO_FIXED_FRAME_POSE, UNREADABLE_TIME_FIELD]
+
+
+def test_a_scan_start_stamp_without_point_times_moves_the_cloud_the_wrong_way():
+    # What doc/ros.md says of such clouds: taken as measured all at the stamp, an Ouster sweep
+    # (stamped at its start) with its time field stripped lands further from the truth than
+    # unaligned; with its times, or azimuth times of the right sweep, it lands on it.
+    cloud, world = skewed_cloud()
+    points = pointcloud2_to_xyz(cloud)
+    image_ns = CLOUD_NS + 90_000_000
+    truth = rig_pose(0.09).inverse().apply(world)
+    stripped = align_cloud(points, xyz_only_cloud(points), image_ns, tree_pose(odom_tree()),
+                           MotionConfig())
+    timed = align_cloud(points, cloud, image_ns, tree_pose(odom_tree()), MotionConfig())
+
+    def error(moved):
+        return float(np.median(np.linalg.norm(moved - truth, axis=1)))
+
+    assert stripped.outcome == MOVED_WITHOUT_POINT_TIMES and timed.outcome == MOVED
+    assert error(timed.points) < 2e-3 < error(stripped.points)
 
 
 def test_a_window_of_the_tree_looks_up_its_instants_bit_for_bit():

@@ -157,6 +157,19 @@ def test_the_message_tells_the_last_window_and_the_values_the_totals():
     assert completion_status('/n', stats, 'active', {}).message == 'completing depth'
 
 
+def test_stamps_went_back_names_the_inputs_and_never_more_than_there_are():
+    stats = NodeStatistics(received=5, processed=5)
+    topics = ('/image', '/camera_info', '/points')
+    for _ in range(2):  # two loops of a short bag within one diagnostics period
+        stats.stamp_backwards.update(dict.fromkeys(topics, 1))
+    message = completion_status('/n', stats, 'active', {}).message
+    assert 'stamps went back 6 times on 3 inputs (/camera_info, /image, /points)' in message
+    stats.close_window()
+    stats.stamp_backwards.update({'/points': 1})
+    message = completion_status('/n', stats, 'active', {}).message
+    assert 'stamps went back on 1 input (/points)' in message
+
+
 def test_latency_from_another_clock_is_absent_with_its_reason():
     stats = NodeStatistics()
     values = {v.key: v.value for v in completion_status('/n', stats, 'active', {}).values}

@@ -185,6 +185,21 @@ def test_warnings_of_one_cause_log_once_then_once_a_minute_with_a_count():
                      'dropped (malformed), 1 so far']
 
 
+def test_held_back_warnings_are_counted_per_input_the_line_names():
+    # A looped bag every 5 s: each input's stamps go back at once, under one cause. The line
+    # names one input, so its held-back count says which inputs the others were about.
+    lines, now = [], [0.0]
+    throttle = WarningThrottle(lines.append, clock=lambda: now[0])
+    for loop in range(13):  # t = 0, 5, ..., 60 s
+        now[0] = loop * 5.0
+        for topic in ('image', 'camera_info', 'points'):
+            throttle.warn('stamp_backwards', f'stamp_backwards ({topic})', subject=topic)
+    assert lines == [
+        'stamp_backwards (image)',
+        'stamp_backwards (image) (35 more warnings of this cause held back since the last '
+        'one: 12 on camera_info, 11 on image, 12 on points; /diagnostics counts each)']
+
+
 def test_latency_is_told_only_for_stamps_from_the_node_clock():
     now = 1_795_800_000 * NS_PER_S
     assert latency_or_reason(now, now - 250_000_000) == (pytest.approx(0.25), '')

@@ -33,7 +33,8 @@ from lrda_ros.ros.motion_alignment import MotionAligner
 from lrda_ros.settings import InvalidParameterError, NodeSettings
 import numpy as np
 import pytest
-from test_messages_sweep_alignment import CLOUD_NS, odom_tree, rig_pose, skewed_cloud
+from test_messages_sweep_alignment import (
+    CLOUD_NS, odom_tree, rig_pose, skewed_cloud, xyz_only_cloud)
 
 
 class TreeLookup:
@@ -69,7 +70,7 @@ def test_aligned_frames_are_counted_and_give_the_offline_points():
     offline = align_cloud(points, cloud, CLOUD_NS + 60_000_000,
                           lambda ns: tree.lookup('odom', 'lidar', ns), MotionConfig())
     np.testing.assert_array_equal(moved, offline.points)
-    assert camera.stats.motion_aligned == 1 and not warnings
+    assert camera.stats.motion_outcomes == {'moved': 1} and not warnings
 
 
 def test_fallbacks_are_counted_per_cause_and_warned_once():
@@ -90,6 +91,55 @@ def test_fallbacks_are_counted_per_cause_and_warned_once():
     assert 'no_fixed_frame_pose' in warnings[0] and 'odom' in warnings[0]
 
 
+def test_clouds_without_point_times_are_counted_and_warned_once_naming_the_parameters():
+    cloud, _ = skewed_cloud()
+    points = pointcloud2_to_xyz(cloud)
+    stripped = xyz_only_cloud(points)  # the same sweep without its time field
+    stripped.header.frame_id = 'lidar'
+    motion, warnings = aligner()
+    camera = Camera()
+    for _ in range(3):
+        motion.align(camera, NodeSettings.from_values({}), TreeLookup(odom_tree()), stripped,
+                     image_at(CLOUD_NS + 60_000_000), points)
+    assert camera.stats.motion_outcomes == {'moved_without_point_times': 3}
+    assert len(warnings) == 1
+    assert warnings[0].startswith('motion alignment: moved_without_point_times: ')
+    assert 'motion.azimuth_times' in warnings[0] and 'motion.time_field' in warnings[0]
+
+
+def test_nothing_to_move_needs_no_tf2_and_warns_nothing():
+    # The demo: no tf2_ros, sensors stamped alike, no time field: alignment changes nothing.
+    xyz = np.random.default_rng(2).uniform(-9, 9, (30, 3)).astype(np.float32)
+    cloud = xyz_only_cloud(xyz)
+    motion, warnings = aligner()
+    camera = Camera()
+    out = motion.align(camera, NodeSettings.from_values({}), None, cloud, image_at(CLOUD_NS),
+                       xyz)
+    assert out is xyz and camera.stats.motion_outcomes == {'nothing_to_move': 1}
+    assert not camera.stats.motion_fallbacks and not warnings
+
+
+@pytest.mark.parametrize('values, lookup, cause, says, never', [
+    ({'motion.time_field': 'ring'}, 'tree', 'unreadable_time_field', 'motion.time_field',
+     'pose'),
+    ({}, 'empty', 'no_fixed_frame_pose', 'odom -> lidar', 'motion.time_field'),
+    ({}, None, 'no_tf2', 'install tf2_ros', 'odom pose'),
+])
+def test_each_fallback_warning_gives_its_own_cause(values, lookup, cause, says, never):
+    cloud, _ = skewed_cloud()
+    cloud.header.frame_id = 'lidar'
+    points = pointcloud2_to_xyz(cloud)
+    motion, warnings = aligner()
+    camera = Camera()
+    tf = {'tree': TreeLookup(odom_tree()), 'empty': TreeLookup(TransformTree()),
+          None: None}[lookup]
+    motion.align(camera, NodeSettings.from_values(values), tf, cloud,
+                 image_at(CLOUD_NS + 50_000_000), points)
+    assert camera.stats.motion_fallbacks == {cause: 1} and len(warnings) == 1
+    assert warnings[0].startswith(f'motion alignment: {cause}: ')
+    assert says in warnings[0] and never not in warnings[0]
+
+
 def test_alignment_off_returns_the_points_and_counts_nothing():
     cloud, _ = skewed_cloud()
     points = pointcloud2_to_xyz(cloud)
@@ -97,7 +147,7 @@ def test_alignment_off_returns_the_points_and_counts_nothing():
     camera = Camera()
     settings = NodeSettings.from_values({'motion.align': False})
     assert motion.align(camera, settings, None, cloud, image_at(CLOUD_NS), points) is points
-    assert camera.stats.motion_aligned == 0 and not camera.stats.motion_fallbacks
+    assert not camera.stats.motion_outcomes and not camera.stats.motion_fallbacks
 
 
 @pytest.mark.parametrize('values, culprit', [
@@ -176,7 +226,7 @@ def test_a_tf2_buffer_with_an_odom_chain_gives_the_offline_points(tf2_lookup):
     # they agree to float64 rounding, far below a pixel: relative to the points' 30 m reach
     # (the cloud is drawn from a shared generator, so which cloud depends on the tests run).
     np.testing.assert_allclose(node_points, offline.points, rtol=1e-9, atol=1e-9)
-    assert camera.stats.motion_aligned == 1 and not warnings
+    assert camera.stats.motion_outcomes == {'moved': 1} and not warnings
     # An image past the newest odom sample: beyond the buffer, the counted fallback.
     late = motion.align(camera, settings, tf2_lookup, cloud, image_at(CLOUD_NS + 400_000_000),
                         points)
@@ -206,4 +256,5 @@ def test_a_still_odom_chain_in_tf2_leaves_the_points_bit_identical(tf2_lookup):
     camera = Camera()
     out = motion.align(camera, NodeSettings.from_values({'tf_timeout': 0.0}), tf2_lookup, cloud,
                        image_at(CLOUD_NS + 40_000_000), points)
-    assert out is points and camera.stats.motion_aligned == 1 and not warnings
+    assert out is points and camera.stats.motion_outcomes == {'nothing_to_move': 1}
+    assert not warnings

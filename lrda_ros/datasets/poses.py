@@ -33,8 +33,7 @@ from typing import Any
 import numpy as np
 
 from ..geometry import RigidTransform, se3_exp, se3_log, TransformTree
-from ..messages.sweep_alignment import (
-    align_cloud, CloudAlignment, MotionConfig, NO_FIXED_FRAME_POSE)
+from ..messages.sweep_alignment import align_cloud, CloudAlignment, MotionConfig
 
 #: Fixed frames whose transform to the camera is a camera pose, in order of preference.
 FIXED_FRAMES = ('map', 'odom', 'world')
@@ -120,9 +119,9 @@ def align_recorded_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
     The LiDAR's poses come from the recording's /tf (``config.fixed_frame`` linked to the
     cloud's frame in ``tree``), else from ``odometry`` registered on the clouds of
     ``odometry_frame`` (constant velocity from its last two; another LiDAR follows it through
-    the static transform between the two), else nowhere: the points stay as measured and
-    ``fallback`` says why (``no_fixed_frame_pose``), as the node's missing odom chain does.
-    ``fallback`` is ``'off'`` when alignment is off.
+    the static transform between the two), else nowhere: where a pose is needed the points
+    stay as measured and the outcome says why (``no_fixed_frame_pose``), as the node's missing
+    odom chain does. The outcome is ``'off'`` when alignment is off.
     """
     if not config.enabled:
         return CloudAlignment(points, 'off')
@@ -130,15 +129,22 @@ def align_recorded_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
     if tree is not None and frame in tree.frames and fixed in tree.connected(frame):
         return align_cloud(points, cloud, image_stamp_ns,
                            lambda ns: tree.lookup(fixed, frame, ns), config)
-    if odometry is None:
-        return CloudAlignment(points, NO_FIXED_FRAME_POSE,
-                              f'no {fixed} frame linked to {frame} in /tf, no odometry')
     try:
+        if odometry is None:
+            raise LookupError(f'no {fixed} frame linked to {frame} in /tf, no odometry')
         poses = odometry.lidar_poses()
         mount = _mount(tree, odometry_frame, frame)
     except LookupError as error:  # no velocity yet, or the LiDARs are not linked
-        return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error))
+        # Raised only if the cloud needs a pose: one with nothing to move is not a fallback.
+        return align_cloud(points, cloud, image_stamp_ns, _unavailable(str(error)), config)
     return align_cloud(points, cloud, image_stamp_ns, lambda ns: poses(ns) @ mount, config)
+
+
+def _unavailable(reason: str) -> Callable[[int], RigidTransform]:
+    """Return a pose look-up that always raises LookupError(``reason``)."""
+    def pose_at(stamp_ns: int) -> RigidTransform:
+        raise LookupError(reason)
+    return pose_at
 
 
 def _mount(tree: TransformTree | None, odometry_frame: str, frame: str) -> RigidTransform:

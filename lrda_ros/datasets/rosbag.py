@@ -180,7 +180,7 @@ class RosbagDataset(FrameDataset):
         clouds = messages[2:2 + len(self.source.topics.point_topics)]
         stamp = self._stamps[index][0]
         camera = self._camera(info, stamp)
-        lidar, fallbacks, pose = [], [], None
+        lidar, outcomes, pose = [], [], None
         for position, cloud in enumerate(clouds):
             T_cam_lidar = self._T_cam_lidar(image.header.frame_id, cloud.header.frame_id,
                                             self._stamps[index][2 + position])
@@ -190,7 +190,7 @@ class RosbagDataset(FrameDataset):
                                          index, header_stamp_ns(cloud) or 0)
             motion = self._aligned(cloud, points, stamp, clouds[0].header.frame_id)
             lidar.append(LidarCloud(motion.points, T_cam_lidar))
-            fallbacks.append(motion.fallback or 'aligned')
+            outcomes.append(motion.outcome)
         inputs = FrameInputs.from_clouds(any_image_to_rgb(image), camera, lidar, stamp)
         with_depth_topic = bool(self.source.topics.depth)
         rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
@@ -208,7 +208,7 @@ class RosbagDataset(FrameDataset):
                      sequence=self.source.path.name, stamp_ns=stamp,
                      notes={'outliers_removed': prepared.projection.num_dropped_outliers,
                             'pose_source': self.pose_source,
-                            'motion_alignment': ', '.join(dict.fromkeys(fallbacks))},
+                            'motion_alignment': ', '.join(dict.fromkeys(outcomes))},
                      T_world_cam=pose)
 
     def __iter__(self) -> Iterator[Frame]:

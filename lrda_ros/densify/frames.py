@@ -56,7 +56,7 @@ class FrameReader:
         self.settings = settings
         self._typestore = get_typestore(Stores.ROS2_KILTED)
         self._odometry: LidarOdometry | None = None
-        #: The last frame's motion alignment: 'aligned', why not (the node's causes), 'off'.
+        #: The last frame's motion alignment outcome (the node's names) or 'off'.
         self.motion = 'off'
 
     def start(self, odometry: bool = False) -> None:
@@ -102,7 +102,7 @@ class FrameReader:
             aligned = align_recorded_cloud(points, cloud, image_ns, self.settings.motion,
                                            frame.poses, self._odometry,
                                            clouds[0].header.frame_id)
-            motion.append(aligned.fallback or 'aligned')
+            motion.append(aligned.outcome)
             lidar.append(LidarCloud(aligned.points, RigidTransform.from_matrix(T)))
         self.motion = ', '.join(dict.fromkeys(motion))
         return lidar

@@ -56,7 +56,7 @@ class DensifyReport:
     reused: int = 0
     #: Frames dropped (no output), per the node's reason.
     dropped: Counter = field(default_factory=Counter)
-    #: Completed frames per motion alignment: 'aligned', why not (the node's causes) or 'off'.
+    #: Completed frames per motion alignment outcome (the node's names) or 'off'.
     motion: Counter = field(default_factory=Counter)
     #: Seconds from the first frame sent to the last one back (model loading excluded).
     seconds: float = 0.0

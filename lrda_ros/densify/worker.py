@@ -63,7 +63,7 @@ class FrameResult:
     warm_state: bytes | None
     #: Seconds the worker spent on the frame.
     seconds: float
-    #: Motion alignment of its clouds: 'aligned', why not (no_fixed_frame_pose, ...) or 'off'.
+    #: Motion alignment of its clouds: the outcome (moved, no_fixed_frame_pose, ...) or 'off'.
     motion: str = 'off'
 
 

@@ -17,9 +17,11 @@ A PointCloud2's points moved to the image's stamp, as the node and the offline c
 
 The cloud's per-point times (its driver's time field, else azimuths, else its stamp) and two
 poses of the LiDAR in a fixed frame (looked up by the caller: tf2 in the node, the bag's /tf
-offline) go to :func:`lrda_ros.geometry.align_sweep`. What cannot be aligned keeps the points
-as measured (the static extrinsic, as without alignment) and says why: ``fallback`` is one of
-:data:`FALLBACK_CAUSES`, the keys /diagnostics counts.
+offline) go to :func:`lrda_ros.geometry.align_sweep`. Each cloud has one ``outcome``: moved
+(with its points' own times, or as a whole from its stamp when it has none), nothing to move
+(no look-up needed, or the LiDAR stood still), or a fallback that keeps the points as measured
+(the static extrinsic, as without alignment), one of :data:`FALLBACK_CAUSES`. /diagnostics
+and the offline commands count these names.
 """
 
 from __future__ import annotations
@@ -42,6 +44,16 @@ from ..geometry import align_sweep, RigidTransform
 NO_FIXED_FRAME_POSE, NO_TF2, UNREADABLE_TIME_FIELD = (
     'no_fixed_frame_pose', 'no_tf2', 'unreadable_time_field')
 FALLBACK_CAUSES = (NO_FIXED_FRAME_POSE, NO_TF2, UNREADABLE_TIME_FIELD)
+#: What alignment did to a cloud it could align: moved each point from its own time; moved the
+#: whole cloud from its stamp (no per-point times: right only for a cloud stamped mid-sweep);
+#: nothing (no point times and the cloud stamped at the image's instant, or no motion).
+MOVED, MOVED_WITHOUT_POINT_TIMES, NOTHING_TO_MOVE = (
+    'moved', 'moved_without_point_times', 'nothing_to_move')
+MOVED_OUTCOMES = (MOVED, MOVED_WITHOUT_POINT_TIMES, NOTHING_TO_MOVE)
+#: Every outcome, each cloud exactly one of them.
+OUTCOMES = MOVED_OUTCOMES + FALLBACK_CAUSES
+#: ``times_source`` of a cloud without per-point times.
+CLOUD_STAMP = 'cloud stamp'
 #: Points whose time was replaced by the cloud's stamp, by problem.
 POINT_TIME_PROBLEMS = ('not_finite', 'outside_sweep')
 
@@ -53,7 +65,8 @@ class MotionConfig:
 
     ``time_field``: ``'auto'`` (a known driver layout), ``''`` (none) or a field name.
     ``azimuth``: times from azimuths for clouds without a time field (None: all points at
-    the cloud's stamp, which still corrects the offset between cloud and image).
+    the cloud's stamp: right for a cloud stamped mid-sweep, off by up to half a sweep for one
+    stamped at its start or end).
     """
 
     enabled: bool = True
@@ -65,15 +78,21 @@ class MotionConfig:
 
 @dataclass(frozen=True, eq=False)
 class CloudAlignment:
-    """The points to project, whether they were aligned, and what the checks counted."""
+    """The points to project, what alignment did to them, and what the checks counted."""
 
     points: np.ndarray
-    #: None when aligned; else a FALLBACK_CAUSES entry and ``detail`` saying why.
-    fallback: str | None = None
+    #: One of OUTCOMES (offline commands also say 'off'); ``detail`` says why for a fallback
+    #: and for nothing_to_move.
+    outcome: str
     detail: str = ''
     times_source: str = ''
     num_not_finite: int = 0
     num_outside_sweep: int = 0
+
+    @property
+    def fallback(self) -> str | None:
+        """Return the cause when the points went out with the static extrinsic, else None."""
+        return self.outcome if self.outcome in FALLBACK_CAUSES else None
 
 
 def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig) -> tuple[np.ndarray, str]:
@@ -93,32 +112,56 @@ def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig) -> tuple[n
         return times, f'{layout.driver} field {layout.name!r}'
     if config.azimuth is not None:
         return azimuth_times(points, config.azimuth), 'azimuth'
-    return np.zeros(points.shape[0]), 'cloud stamp'
+    return np.zeros(points.shape[0]), CLOUD_STAMP
+
+
+class NoTf2Error(LookupError):
+    """No tf2 to look poses up in (tf2_ros is not installed)."""
+
+
+def _no_tf2(stamp_ns: int) -> RigidTransform:
+    raise NoTf2Error('tf2_ros is not installed')
 
 
 def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
-                pose_at_ns: Callable[[int], RigidTransform],
+                pose_at_ns: Callable[[int], RigidTransform] | None,
                 config: MotionConfig) -> CloudAlignment:
     """
     Move a cloud's ``points`` to where they were at ``image_stamp_ns``.
 
     ``pose_at_ns(ns)`` returns ``T_fixed_lidar`` at that stamp or raises LookupError (then the
-    points come back as they are, ``fallback`` ``no_fixed_frame_pose``). Never raises for bad
-    input: bad point times are counted and moved as if taken at the cloud's stamp.
+    points come back as they are, outcome ``no_fixed_frame_pose``); None means no tf2
+    (``no_tf2``). Poses are looked up only where alignment can change something: a cloud
+    without point times stamped at the image's instant is ``nothing_to_move`` with or without
+    them. Never raises for bad input: bad point times are counted and moved as if taken at the
+    cloud's stamp.
     """
     cloud_ns = header_stamp_ns(cloud) or 0
     try:
         times, source = cloud_times(cloud, points, config)
     except MalformedMessageError as error:
         return CloudAlignment(points, UNREADABLE_TIME_FIELD, str(error))
+    lookup = _no_tf2 if pose_at_ns is None else pose_at_ns
 
     def pose_at(seconds: float) -> RigidTransform:
-        return pose_at_ns(cloud_ns + int(round(seconds * 1e9)))
+        return lookup(cloud_ns + int(round(seconds * 1e9)))
 
+    image_offset_s = (image_stamp_ns - cloud_ns) * 1e-9
     try:
-        aligned = align_sweep(points, times, (image_stamp_ns - cloud_ns) * 1e-9, pose_at,
-                              config.max_point_offset_s)
+        aligned = align_sweep(points, times, image_offset_s, pose_at, config.max_point_offset_s)
+    except NoTf2Error as error:
+        return CloudAlignment(points, NO_TF2, str(error), source)
     except LookupError as error:
         return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error), source)
-    return CloudAlignment(aligned.points, None, '', source, aligned.times.num_not_finite,
-                          aligned.times.num_outside_sweep)
+    counts = (aligned.times.num_not_finite, aligned.times.num_outside_sweep)
+    if aligned.points is points:
+        window = aligned.window_s
+        if window[1] > window[0]:
+            detail = 'the LiDAR stood still over the sweep'
+        elif source == CLOUD_STAMP:
+            detail = "no point times, and the cloud stamped at the image's instant"
+        else:
+            detail = "every usable point time and the image at the cloud's stamp"
+        return CloudAlignment(points, NOTHING_TO_MOVE, detail, source, *counts)
+    outcome = MOVED_WITHOUT_POINT_TIMES if source == CLOUD_STAMP else MOVED
+    return CloudAlignment(aligned.points, outcome, '', source, *counts)

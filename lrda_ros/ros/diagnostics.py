@@ -28,7 +28,8 @@ from ..eval.live import (
     KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S, KEY_STATUS)
 from ..messages.causes import (
     cause_name, DROPPED, MISSING, STAMP_BACKWARDS, SYNC_LOSS_REASONS, UNSYNCHRONIZED)
-from ..messages.sweep_alignment import FALLBACK_CAUSES, POINT_TIME_PROBLEMS
+from ..messages.sweep_alignment import (
+    FALLBACK_CAUSES, MOVED_OUTCOMES, POINT_TIME_PROBLEMS)
 from ..messages.sync_losses import BEYOND_SLOP, SUPERSEDED
 
 #: Frames whose drop is not a fault of the input or the node.
@@ -77,9 +78,10 @@ class NodeStatistics:
     scene_cuts: int = 0
     #: Frames published without temporal fusion for want of the camera's pose in tf.
     unfused_no_pose: int = 0
-    #: Frames whose cloud was moved to the image's stamp (motion.align), and those that went
-    #: out with the static extrinsic, per cause (sweep_alignment.FALLBACK_CAUSES).
-    motion_aligned: int = 0
+    #: Clouds motion alignment handled, each under one outcome: moved, moved without point
+    #: times or nothing to move (sweep_alignment.MOVED_OUTCOMES), or gone out with the static
+    #: extrinsic, per cause (sweep_alignment.FALLBACK_CAUSES).
+    motion_outcomes: Counter = field(default_factory=Counter)
     motion_fallbacks: Counter = field(default_factory=Counter)
     #: Points whose time was taken as their cloud's stamp, per problem.
     bad_point_times: Counter = field(default_factory=Counter)
@@ -92,11 +94,18 @@ class NodeStatistics:
     reported: Counter = field(default_factory=Counter)
 
     def window_counts(self) -> Counter:
-        """Return the totals whose growth a status message reports (the recent window)."""
-        return Counter(
+        """
+        Return the totals whose growth a status message reports (the recent window).
+
+        Time jumps are counted per input too, under ``(STAMP_BACKWARDS, topic)`` keys: the
+        message names the inputs whose stamps went back, never more than there are.
+        """
+        counts = Counter(
             beyond_slop=self.sync_losses[BEYOND_SLOP], missing=sum(self.missing.values()),
             errors=sum(n for reason, n in self.dropped.items() if reason not in _BENIGN_DROPS),
             time_jumps=sum(self.stamp_backwards.values()))
+        counts.update({(STAMP_BACKWARDS, topic): n for topic, n in self.stamp_backwards.items()})
+        return counts
 
     def close_window(self) -> None:
         """Note a published status: the next message describes what comes after it."""
@@ -179,7 +188,8 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         ('scene cuts (warm frames run cold)', stats.scene_cuts),
         ('temporal fusion: last share of pixels fused', f'{stats.last_fused_fraction:.2f}'),
         ('temporal fusion: frames without a pose', stats.unfused_no_pose),
-        ('motion alignment: frames aligned', stats.motion_aligned),
+        ('motion alignment: clouds (<outcome>)',
+         {outcome: stats.motion_outcomes[outcome] for outcome in MOVED_OUTCOMES}),
         ('motion alignment: static extrinsic (<cause>)',
          {cause: stats.motion_fallbacks[cause] for cause in FALLBACK_CAUSES}),
         ('motion alignment: point times (<problem>)',
@@ -199,6 +209,16 @@ CONTEXT_KEYS = ('camera', 'time budget (s)', 'model', 'device', 'synchronization
 #: (test/test_docs.py).
 KEYS = tuple(key for key, _ in _entries(NodeStatistics(), 'active')) + CONTEXT_KEYS
 _PLACEHOLDER = re.compile(r'<[^>]+>')
+
+
+def _time_jumps_text(recent: Counter) -> str:
+    """Say on which inputs stamps went back in the window, and how often when more than once."""
+    inputs = sorted(key[1] for key, n in recent.items() if isinstance(key, tuple) and n > 0)
+    jumps = recent['time_jumps']
+    times = '' if jumps == len(inputs) else f' {jumps} times'
+    plural = 's' if len(inputs) != 1 else ''
+    return (f'stamps went back{times} on {len(inputs)} input{plural} ({", ".join(inputs)}) '
+            '(a bag loop, a clock reset): synchronizer reset, next frame cold')
 
 
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
@@ -231,8 +251,7 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
     if demo_prior:
         level, message = DiagnosticStatus.WARN, 'running on the demonstration prior'
     if recent['time_jumps']:
-        message = (f'{message}; stamps went back on {recent["time_jumps"]} inputs (a bag loop, '
-                   'a clock reset): synchronizer reset, next frame cold')
+        message = f'{message}; {_time_jumps_text(recent)}'
     if recent['errors']:
         level, message = DiagnosticStatus.WARN, f'{recent["errors"]} frames dropped for errors'
     if recent['missing']:

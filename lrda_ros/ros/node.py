@@ -321,21 +321,23 @@ class CompletionCore:
         with self._stats_lock:
             camera.stats.stamp_backwards[topic] += 1
             count = camera.stats.stamp_backwards[topic]
-        # One cause for every input: a bag loop sends each input's stamps back at once.
+        # One cause for every input: a bag loop sends each input's stamps back at once. The
+        # warnings held back are counted per input, as the line names one.
         self._warn(camera, STAMP_BACKWARDS, cause_line(
             STAMP_BACKWARDS, count, subject=topic, text=(
                 f'{previous_ns / NS_PER_S:.3f} s, then {stamp_ns / NS_PER_S:.3f} s; treated '
                 'as a time jump (a bag loop, a clock reset): queued messages of the old '
-                'timeline are dropped and the next frame starts cold (no warm start)')))
+                'timeline are dropped and the next frame starts cold (no warm start)')),
+            subject=topic)
 
-    def _warn_throttled(self, key: str, message: str) -> None:
+    def _warn_throttled(self, key: str, message: str, subject: str = '') -> None:
         """Log ``message`` at once, then at most once a minute per ``key`` with a count."""
-        self._warnings.warn(key, message)
+        self._warnings.warn(key, message, subject)
 
-    def _warn(self, camera: Camera, key: str, message: str) -> None:
-        """Warn about one camera, throttled per camera and ``key``."""
+    def _warn(self, camera: Camera, key: str, message: str, subject: str = '') -> None:
+        """Warn about one camera, throttled per camera and ``key`` (``subject``: its input)."""
         self._warn_throttled(f'{camera.name}|{key}' if camera.name else key,
-                             camera.label + message)
+                             camera.label + message, subject)
 
     def _drop(self, camera: Camera, reason: str, message: str, kind: str = '') -> None:
         """

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 import threading
 import time
 from typing import Callable
@@ -28,8 +29,10 @@ class WarningThrottle:
     """
     Log the first warning of each cause at once, then at most one per ``interval_s``.
 
-    A warning logged after others of its cause were held back says how many (the counters
-    on /diagnostics have every one). Thread-safe: subscriber callbacks and the worker warn.
+    A warning logged after others of its cause were held back says how many, per subject (the
+    input a cause counted per input was about), so a count never covers more than the line
+    names; the counters on /diagnostics have every one. Thread-safe: subscriber callbacks and
+    the worker warn.
     """
 
     def __init__(self, log: Callable[[str], None], interval_s: float = WARNING_INTERVAL_S,
@@ -39,21 +42,34 @@ class WarningThrottle:
         self._clock = clock
         self._lock = threading.Lock()
         self._logged_at: dict[str, float] = {}
-        self._held: dict[str, int] = {}
+        self._held: dict[str, Counter[str]] = {}
 
-    def warn(self, cause: str, message: str) -> bool:
-        """Log ``message`` unless ``cause`` was logged within the interval; return if it was."""
+    def warn(self, cause: str, message: str, subject: str = '') -> bool:
+        """
+        Log ``message`` unless ``cause`` was logged within the interval; return if it was.
+
+        ``subject``: what the message is about within its cause (an input topic), by which the
+        held-back warnings are counted.
+        """
         now = self._clock()
         with self._lock:
             last = self._logged_at.get(cause)
             if last is not None and now - last < self._interval_s:
-                self._held[cause] = self._held.get(cause, 0) + 1
+                self._held.setdefault(cause, Counter())[subject] += 1
                 return False
             self._logged_at[cause] = now
-            held = self._held.pop(cause, 0)
+            held = self._held.pop(cause, Counter())
         if held:
-            # A cause may span inputs (a time jump on each): the count is the cause's.
-            message += (f' ({held} more warnings of this cause held back since the last one; '
-                        '/diagnostics counts each)')
+            message += f' ({held_back_text(held)}; /diagnostics counts each)'
         self._log(message)
         return True
+
+
+def held_back_text(held: Counter[str]) -> str:
+    """Say how many warnings were held back, per subject when they have one."""
+    total = sum(held.values())
+    text = f'{total} more warning{"s" if total != 1 else ""} of this cause held back since the last one'
+    if set(held) == {''}:
+        return text
+    return text + ': ' + ', '.join(f'{n} on {subject or "others"}'
+                                   for subject, n in sorted(held.items()))
