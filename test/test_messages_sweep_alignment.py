@@ -27,7 +27,7 @@ from lrda_ros.geometry import RigidTransform, TransformTree
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import AzimuthSweep
 from lrda_ros.messages.sweep_alignment import (
-    align_cloud, MOVED, MOVED_WITHOUT_POINT_TIMES, MotionConfig, NO_FIXED_FRAME_POSE, NO_TF2,
+    align_cloud, MotionConfig, MOVED, MOVED_WITHOUT_POINT_TIMES, NO_FIXED_FRAME_POSE, NO_TF2,
     NOTHING_TO_MOVE, UNREADABLE_TIME_FIELD)
 import numpy as np
 import pytest

@@ -95,6 +95,10 @@ def test_a_cloud_55_ms_before_the_camera_is_beyond_slop(system, frames,  # noqa:
     assert lines, warnings.lines
     assert '-0.055 s' in lines[0] or '+0.055 s' in lines[0], lines[0]
     assert values['synchronization'] == synchronizer and synchronizer in lines[0]
+    # Advice the launch file can follow: a params_file line, never a -p it does not take.
+    advice = warnings.matching('sync.slop')
+    assert all('params_file:=' in line and '-p ' not in line for line in advice), advice
+    assert any('"sync.slop: 0.07"' in line for line in advice), advice
 
 
 def test_a_late_cloud_is_counted_beyond_slop_on_either_synchronizer(system, frames,  # noqa: F811

@@ -34,7 +34,7 @@ from .cameras import Camera
 from .tf_lookup import TransformLookup
 from ..messages.stamps import stamp_to_ns
 from ..messages.sweep_alignment import (
-    align_cloud, CloudAlignment, MOVED_WITHOUT_POINT_TIMES, MotionConfig, NO_FIXED_FRAME_POSE,
+    align_cloud, CloudAlignment, MotionConfig, MOVED_WITHOUT_POINT_TIMES, NO_FIXED_FRAME_POSE,
     NO_TF2, UNREADABLE_TIME_FIELD)
 from ..settings import NodeSettings
 
@@ -49,11 +49,11 @@ def outcome_advice(outcome: str, config: MotionConfig, cloud_frame: str) -> str:
         return ('frames go out with the static extrinsic: install tf2_ros (ROS 2), or set '
                 'motion.align: false')
     if outcome == UNREADABLE_TIME_FIELD:
-        return ("frames go out with the static extrinsic: set motion.time_field to the "
+        return ('frames go out with the static extrinsic: set motion.time_field to the '
                 "driver's time field, 'auto', or '' for none")
     if outcome == MOVED_WITHOUT_POINT_TIMES:
-        return ("the clouds have no per-point time field, so each is moved as if all its "
-                "points were taken at its stamp: right for clouds stamped mid-sweep, off by up "
+        return ('the clouds have no per-point time field, so each is moved as if all its '
+                'points were taken at its stamp: right for clouds stamped mid-sweep, off by up '
                 'to half a sweep for clouds stamped at its start (ouster-ros) or end (Velodyne):'
                 " set motion.time_field to the driver's time field, or motion.azimuth_times: "
                 'true with motion.sweep_start_azimuth and motion.stamp_azimuth')

@@ -81,6 +81,7 @@ from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model
 from ..messages.stamps import (
     latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
+from ..messages.sweep_stamp import at_sweep_middle
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
@@ -200,7 +201,14 @@ class CompletionCore:
                 lambda image, info, *clouds, camera=camera: self._on_synchronized(
                     camera, image, info, clouds),
                 on_time_jump=lambda *jump, camera=camera: self._on_time_jump(camera, *jump),
+                sync_views=[None, None, *[self._cloud_sync_view] * len(
+                    self.settings.point_topics)],
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
+
+    def _cloud_sync_view(self, cloud: PointCloud2) -> Any:
+        """Return what a cloud is paired by: its sweep's middle with motion.align on."""
+        motion = self.settings.motion
+        return at_sweep_middle(cloud, motion) if motion.enabled else cloud
 
     def _unsubscribe(self) -> None:
         """Stop processing (a frame in progress is abandoned between steps); keep the model."""
@@ -241,7 +249,8 @@ class CompletionCore:
             f'model {choice.source!r} ({choice.prediction_space.value}) on '
             f'{choice.device}; {tto.iterations} iterations cold, '
             f'{tto.warm_iterations if tto.warm_start else "no"} warm; {cameras}synchronization: '
-            f'{handle.backend if handle else "not yet"}; '
+            f'{handle.backend if handle else "not yet"}'
+            f'{", clouds by their sweep middle" if self.settings.motion.enabled else ""}; '
             f'image: {self.settings.image_transport} on {images}; '
             f'{self._conversion()}')
         self.get_logger().debug('parameters: ' + ', '.join(

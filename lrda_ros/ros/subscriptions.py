@@ -27,11 +27,14 @@ from typing import Any, Callable, Sequence, TypeVar
 
 from ..messages.causes import cause_line, MISSING
 from ..messages.stamps import header_stamp_ns, NS_PER_S
+from ..messages.sweep_stamp import unwrap
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
     BEYOND_SLOP, describe_loss, suggested_slop_s, SyncLoss, SyncLossTracker, TIME_JUMP)
 
 _T = TypeVar('_T')
+#: Maps an input's message to what the synchronizer pairs it by.
+SyncView = Callable[[Any], Any]
 BACKEND_MESSAGE_FILTERS = 'message_filters'
 BACKEND_BUILTIN = 'builtin'
 
@@ -238,8 +241,7 @@ class SynchronizedSubscriptions:
             spread = self.largest_spread_s()
             needed = suggested_slop_s(round(spread * NS_PER_S))
             return (f'{text}; stamps up to {spread:.3f} s apart are beyond sync.slop '
-                    f'{slop_s:g} s: this data needs sync.slop {needed:g} (read-only: '
-                    f'-p sync.slop:={needed:g}), or stamps fixed at the source')
+                    f'{slop_s:g} s: {slop_advice(needed)}, or stamps fixed at the source')
         if reason == TIME_JUMP:
             return (f'{text}; stamps went back (a bag loop, a clock reset): the old timeline '
                     'was dropped, not an offset between the inputs: no setting to change')
@@ -259,8 +261,7 @@ class SynchronizedSubscriptions:
         described = ', '.join(f'{topic} {offset:+.3f} s' for topic, offset in offsets.items())
         needed = suggested_slop_s(round(spread * NS_PER_S))
         return (f'no synchronized set yet: latest stamps relative to {self.topics[0]}: '
-                f'{described}; beyond sync.slop {slop_s:g} s: this data needs sync.slop '
-                f'{needed:g} (-p sync.slop:={needed:g})')
+                f'{described}; beyond sync.slop {slop_s:g} s: {slop_advice(needed)}')
 
     def destroy(self, node: Any) -> None:
         """Destroy the underlying subscriptions (no more messages are synchronized)."""
@@ -270,11 +271,19 @@ class SynchronizedSubscriptions:
         self.subscriptions = []
 
 
+def slop_advice(needed_s: float) -> str:
+    """Say how to give the node the slop this data needs, as the launch file takes it."""
+    return (f'this data needs sync.slop {needed_s:g}: put "sync.slop: {needed_s:g}" under '
+            'ros__parameters in a copy of config/completion.yaml and launch with '
+            'params_file:=<that copy> (a read-only parameter: a restart takes it)')
+
+
 def create_synchronized_subscriptions(
         node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
         slop_s: float, callback: Callable[..., None],
         prefer_message_filters: bool = True,
         on_time_jump: Callable[[str, int, int], None] | None = None,
+        sync_views: Sequence[SyncView | None] = (),
         **subscription_options: Any) -> SynchronizedSubscriptions:
     """
     Subscribe ``node`` to ``topics`` (``(msg_type, topic)`` pairs) and synchronize them.
@@ -285,23 +294,29 @@ def create_synchronized_subscriptions(
     (e.g. ``qos_overriding_options``) go to every underlying subscription. With
     ``on_time_jump(topic, previous_ns, stamp_ns)``, a stamp going backwards on a topic is a
     time jump: the queued messages of the old timeline are dropped (counted as
-    ``time_jump``) and the callback is told.
+    ``time_jump``) and the callback is told. ``sync_views[i]``, where given, maps input
+    ``i``'s message to what the synchronizer pairs it by (a cloud at its sweep's middle:
+    :func:`~lrda_ros.messages.sweep_stamp.at_sweep_middle`); ``callback`` gets the messages.
     """
     validate_sync_settings(len(topics), queue_size, slop_s, callback)
+    views = [*sync_views, *[None] * (len(topics) - len(sync_views))]
+    callback = _unwrapping(callback)
     monitor = _SyncMonitor(len(topics))
     names = [topic for _, topic in topics]
     jump = None if on_time_jump is None else (
         lambda index, previous, stamp: on_time_jump(names[index], previous, stamp))
     if prefer_message_filters and message_filters_available():
         return _message_filters_subscriptions(node, topics, qos, queue_size, slop_s, callback,
-                                              monitor, jump, subscription_options)
+                                              monitor, jump, views, subscription_options)
 
     synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback,
                                        on_time_jump=jump)
 
     def add(index: int, msg: Any) -> None:
-        monitor.on_message(index, msg)
-        synchronizer.add(index, msg)
+        view = views[index]
+        seen = msg if view is None else view(msg)
+        monitor.on_message(index, seen)
+        synchronizer.add(index, seen)
 
     subscriptions = [
         node.create_subscription(msg_type, topic, lambda msg, index=index: add(index, msg), qos,
@@ -314,18 +329,21 @@ def create_synchronized_subscriptions(
 def _message_filters_subscriptions(
         node: Any, topics: Sequence[tuple[type, str]], qos: Any, queue_size: int,
         slop_s: float, callback: Callable[..., None], monitor: _SyncMonitor,
-        on_time_jump: TimeJumpCallback | None,
+        on_time_jump: TimeJumpCallback | None, views: Sequence[SyncView | None],
         subscription_options: dict[str, Any]) -> SynchronizedSubscriptions:
     import message_filters
 
     subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
                                               **subscription_options)
                    for msg_type, topic in topics]
+    # What the synchronizer and the loss tracking see: each input through its view, if any.
+    inputs = [subscriber if view is None else _viewed(message_filters, subscriber, view)
+              for subscriber, view in zip(subscribers, views)]
     dropped = _MessageFiltersLosses(len(topics), round(slop_s * NS_PER_S), on_time_jump)
-    for index, subscriber in enumerate(subscribers):
+    for index, source in enumerate(inputs):
         # Registered before the synchronizer's input, so this runs first on each message.
-        subscriber.registerCallback(lambda msg, index=index: dropped.before(index, msg))
-    synchronizer = message_filters.ApproximateTimeSynchronizer(subscribers, queue_size, slop_s)
+        source.registerCallback(lambda msg, index=index: dropped.before(index, msg))
+    synchronizer = message_filters.ApproximateTimeSynchronizer(inputs, queue_size, slop_s)
     emit = monitor.counting(callback)
 
     def emit_and_note(*msgs: Any) -> None:
@@ -339,10 +357,9 @@ def _message_filters_subscriptions(
     if inspectable:
         dropped.synchronizer = synchronizer
     tracked = dropped if inspectable else None
-    for index, subscriber in enumerate(subscribers):
+    for index, source in enumerate(inputs):
         # Registered after the synchronizer's own input: sees what it has already done.
-        subscriber.registerCallback(lambda msg, index=index: _after(monitor, tracked, index,
-                                                                    msg))
+        source.registerCallback(lambda msg, index=index: _after(monitor, tracked, index, msg))
     return SynchronizedSubscriptions(BACKEND_MESSAGE_FILTERS, subscribers, synchronizer,
                                      [topic for _, topic in topics], monitor, tracked)
 
@@ -352,3 +369,17 @@ def _after(monitor: _SyncMonitor, dropped: _MessageFiltersLosses | None, index: 
     monitor.on_message(index, msg)
     if dropped is not None:
         dropped.after(index, msg)
+
+
+def _unwrapping(callback: Callable[..., None]) -> Callable[..., None]:
+    """Wrap ``callback`` to get the messages behind the synchronizer's views."""
+    def call(*msgs: Any) -> None:
+        callback(*[unwrap(msg) for msg in msgs])
+    return call
+
+
+def _viewed(message_filters: Any, source: Any, view: SyncView) -> Any:
+    """Return a message_filters filter that passes ``source``'s messages on through ``view``."""
+    viewed = message_filters.SimpleFilter()
+    source.registerCallback(lambda msg: viewed.signalMessage(view(msg)))
+    return viewed

@@ -68,7 +68,8 @@ class WarningThrottle:
 def held_back_text(held: Counter[str]) -> str:
     """Say how many warnings were held back, per subject when they have one."""
     total = sum(held.values())
-    text = f'{total} more warning{"s" if total != 1 else ""} of this cause held back since the last one'
+    plural = 's' if total != 1 else ''
+    text = f'{total} more warning{plural} of this cause held back since the last one'
     if set(held) == {''}:
         return text
     return text + ': ' + ', '.join(f'{n} on {subject or "others"}'
