@@ -19,8 +19,9 @@ The synthetic street's rig drives at ``--speed`` m/s turning at ``--yaw-rate`` d
 LiDAR sweeps in ``--period`` s with a time per point (stamped at the sweep's start, cut behind
 the rig); the camera is stamped mid-sweep plus each of ``--offsets`` s. For every scene seed
 and offset, the sparse depth map projected from the sweep as it was measured (one transform
-for the whole cloud) and from the sweep moved to the image's instant (``align_sweep``, poses
-from the rig's trajectory as tf2 would give them) is compared with the rendered depth at the
+for the whole cloud), from the sweep moved to the image's instant (``align_sweep``, poses
+from the rig's trajectory as tf2 would give them) and from the sweep moved as a cloud without
+point times is (every point taken at the stamp) is compared with the rendered depth at the
 same pixels: the median absolute error per offset and over all. A still rig (speed and yaw
 rate 0) must give bit-identical maps. Last, the time ``align_sweep`` takes for one sweep of
 128 beams (about 130k points).
@@ -50,7 +51,10 @@ import numpy as np
 def _frame(seed: int, offset_s: float, motion: world.RigMotion, args,
            with_rgb: bool = False) -> tuple:
     """
-    Return one frame's sparse maps (without, with alignment, a still rig's) and its view.
+    Return one frame's sparse maps and its view.
+
+    The maps: without alignment, with alignment, a still rig's, and aligned as a cloud without
+    point times is (every point taken at the stamp, the sweep's start).
 
     The view is rendered without noise or shadows unless ``with_rgb`` (the image a completer
     sees); its depth is the ground truth either way.
@@ -67,13 +71,17 @@ def _frame(seed: int, offset_s: float, motion: world.RigMotion, args,
     T_world_cam_image = T_world_lidar_image @ np.linalg.inv(T_cam_lidar)
     view = (world.render(scene, camera, T_world_cam_image) if with_rgb else
             world.render(scene, camera, T_world_cam_image, noise_std=0.0, shadows=False))
-    aligned = align_sweep(sweep.points, sweep.times, image_s,
-                          lambda s: RigidTransform.from_matrix(motion.pose(T_world_lidar, s)))
+
+    def pose(seconds: float) -> RigidTransform:
+        return RigidTransform.from_matrix(motion.pose(T_world_lidar, seconds))
+
+    aligned = align_sweep(sweep.points, sweep.times, image_s, pose)
+    at_stamp = align_sweep(sweep.points, np.zeros(len(sweep.points)), image_s, pose)
     still = world.simulate_moving_sweep(scene, T_world_lidar_image, lidar,
                                         world.RigMotion(0.0, 0.0, motion.sweep_period_s))
     extrinsic = RigidTransform.from_matrix(T_cam_lidar)
     maps = [lidar_to_sparse_depth(points, extrinsic, camera, ProjectionConfig()).depth
-            for points in (sweep.points, aligned.points, still.points)]
+            for points in (sweep.points, aligned.points, still.points, at_stamp.points)]
     return maps, view
 
 
@@ -82,28 +90,33 @@ def _errors(sparse: np.ndarray, depth: np.ndarray) -> np.ndarray:
     return np.abs(sparse[both] - depth[both]).astype(np.float64)
 
 
+def _row(label: str, errors: tuple[list, list, list]) -> str:
+    """Return a table row: the median errors without, with alignment and without times."""
+    without, with_alignment, at_stamp = (float(np.median(np.concatenate(e))) for e in errors)
+    return (f'| {label} | {without:.4f} | {with_alignment:.4f} | '
+            f'{without / with_alignment:.1f} | {at_stamp:.4f} |')
+
+
 def accuracy(args) -> None:
     """Print the median sparse-depth error per offset, without and with alignment."""
     motion = world.RigMotion(args.speed, args.yaw_rate, args.period)
     print(f'rig: {args.speed} m/s, {args.yaw_rate} deg/s, {1 / args.period:g} Hz sweep, '
           f'{args.beams} beams; camera {args.width}x{args.height}, fx {args.fx}; '
           f'scene seeds {args.seeds}')
-    print('| camera offset (ms) | median error without (m) | with alignment (m) | ratio |')
-    print('|---:|---:|---:|---:|')
-    pooled = ([], [])
+    print('| camera offset (ms) | median error without (m) | with alignment (m) | ratio | '
+          'aligned without point times (m) |')
+    print('|---:|---:|---:|---:|---:|')
+    pooled = ([], [], [])
     for offset in args.offsets:
-        errors = ([], [])
+        errors = ([], [], [])
         for seed in args.seeds:
             maps, view = _frame(seed, offset, motion, args)
-            for kept, sparse in zip(errors, maps):
+            for kept, sparse in zip(errors, (maps[0], maps[1], maps[3])):
                 kept.append(_errors(sparse, view.depth))
-        without, with_alignment = (float(np.median(np.concatenate(e))) for e in errors)
         for kept, new in zip(pooled, errors):
             kept.extend(new)
-        print(f'| {offset * 1e3:+.0f} | {without:.4f} | {with_alignment:.4f} | '
-              f'{without / with_alignment:.1f} |')
-    without, with_alignment = (float(np.median(np.concatenate(e))) for e in pooled)
-    print(f'| all | {without:.4f} | {with_alignment:.4f} | {without / with_alignment:.1f} |')
+        print(_row(f'{offset * 1e3:+.0f}', errors))
+    print(_row('all', pooled))
     still = world.RigMotion(0.0, 0.0, args.period)
     same = all(np.array_equal(*_frame(seed, offset, still, args)[0][:2])
                for seed in args.seeds[:1] for offset in args.offsets)

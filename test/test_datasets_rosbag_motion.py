@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from conftest import SHARED_DATA
 from lrda_ros.datasets.rosbag import RosbagDataset
+from lrda_ros.eval.run import motion_alignment_lines
 from lrda_ros.messages.point_times import AzimuthSweep
 from lrda_ros.messages.sweep_alignment import MotionConfig
 import numpy as np
@@ -43,6 +44,24 @@ def test_without_poses_the_frames_keep_the_static_extrinsic_bit_for_bit(bag):
         assert off.notes['motion_alignment'] == 'off'
         assert fallback.notes['motion_alignment'] == 'no_fixed_frame_pose'
         np.testing.assert_array_equal(off.sparse_depth, fallback.sparse_depth)
+
+
+def test_kitti_stamps_without_point_times_leave_nothing_to_move_and_say_so(bag):
+    # No odom in the bag, no time field, camera and LiDAR stamped alike: no pose is needed,
+    # so no frame is 'aligned' and none is a fallback either. The summary lrda eval prints
+    # says so once, in words true for this bag.
+    dataset = RosbagDataset(bag, poses='none', motion=MotionConfig())
+    frames = list(dataset)
+    assert {frame.notes['motion_alignment'] for frame in frames} == {'nothing_to_move'}
+    assert motion_alignment_lines(dataset.motion_outcomes, dataset.motion_details) == [
+        f'motion alignment: {len(frames)} of {len(frames)} clouds nothing_to_move: nothing to '
+        "move (no point times, and the cloud stamped at the image's instant)"]
+    kitti = RosbagDataset(bag, poses='none', motion=KITTI)
+    list(kitti)
+    (line,) = motion_alignment_lines(kitti.motion_outcomes, kitti.motion_details)
+    assert line.startswith(f'motion alignment: {len(frames)} of {len(frames)} clouds '
+                           'no_fixed_frame_pose: projected with the static extrinsic')
+    assert 'no odom frame linked to velo_link in /tf, no odometry' in line
 
 
 def test_odometry_poses_move_the_sides_of_the_sweep_not_its_middle(bag):

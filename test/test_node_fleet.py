@@ -59,13 +59,13 @@ class CameraHarness:
 
     def __init__(self, node, name: str) -> None:
         self.name = name
-        self.pub_image = node.create_publisher(Image, f'{name}/image', 10)
-        self.pub_info = node.create_publisher(CameraInfo, f'{name}/camera_info', 10)
-        self.pub_points = node.create_publisher(PointCloud2, f'{name}/points', 10)
+        self.pub_image = node.create_publisher(Image, f'{name}/image', 60)
+        self.pub_info = node.create_publisher(CameraInfo, f'{name}/camera_info', 60)
+        self.pub_points = node.create_publisher(PointCloud2, f'{name}/points', 60)
         self.depth: list[Image] = []
         self.info: list[CameraInfo] = []
-        node.create_subscription(Image, f'{name}/depth', self.depth.append, 10)
-        node.create_subscription(CameraInfo, f'{name}/depth/camera_info', self.info.append, 10)
+        node.create_subscription(Image, f'{name}/depth', self.depth.append, 60)
+        node.create_subscription(CameraInfo, f'{name}/depth/camera_info', self.info.append, 60)
 
     def publish(self, frame, stamp_ns: int, image: Image | None = None) -> None:
         camera_header = header(f'{self.name}_optical', stamp_ns)
@@ -90,13 +90,14 @@ def fleet(ros_context, namespace, tiny_model_dir, sequences):
     peer = rclpy.create_node('fleet_harness', namespace=namespace, context=ros_context)
     cameras = {name: CameraHarness(peer, name) for name in CAMERAS}
     diagnostics: list[DiagnosticArray] = []
-    peer.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 10)
+    # Deep enough that no status is lost while the test is busy elsewhere (a loaded machine).
+    peer.create_subscription(DiagnosticArray, '/diagnostics', diagnostics.append, 1000)
     executor = SingleThreadedExecutor(context=ros_context)
     executor.add_node(node)
     executor.add_node(peer)
     assert spin_until(executor, lambda: all(
         camera.publisher('pub_depth').get_subscription_count() > 0 for camera in node.cameras)
-        and all(h.pub_points.get_subscription_count() > 0 for h in cameras.values()), 10)
+        and all(h.pub_points.get_subscription_count() > 0 for h in cameras.values()), 60)
     yield node, cameras, diagnostics, executor
     executor.shutdown()
     node.destroy_node()
@@ -123,10 +124,10 @@ def test_two_cameras_publish_their_own_depth_with_their_own_headers(fleet, seque
             stamp = 5 * 10**9 + k * period + (7_000_000 if name == 'side' else 0)
             cameras[name].publish(sequences[name][k], stamp)
             sent[name].append(stamp)
-            assert spin_until(executor, lambda: stats[name].received == len(sent[name]), 10)
+            assert spin_until(executor, lambda: stats[name].received == len(sent[name]), 60)
     assert spin_until(executor, lambda: all(
         s.processed + s.replaced == len(sent[name]) for name, s in stats.items()), 60)
-    assert spin_until(executor, lambda: all(h.depth for h in cameras.values()), 10)
+    assert spin_until(executor, lambda: all(h.depth for h in cameras.values()), 60)
     for name, harness in cameras.items():
         width, height, _ = CAMERAS[name]
         for message in harness.depth:
@@ -145,7 +146,7 @@ def test_two_cameras_publish_their_own_depth_with_their_own_headers(fleet, seque
                   if node.get_name() in status.name]
         return {status.name: status for status in latest}
 
-    assert spin_until(executor, lambda: len(statuses()) >= 2, 10)
+    assert spin_until(executor, lambda: len(statuses()) >= 2, 60)
     names = sorted(statuses())
     assert names[0].endswith('/front: depth completion')
     assert names[1].endswith('/side: depth completion')
@@ -161,18 +162,21 @@ def test_bad_input_on_one_camera_never_stops_the_other(fleet, sequences):
         cameras['side'].publish(sequences['side'][k], stamp, image=broken)
         cameras['front'].publish(sequences['front'][k], stamp)
         assert spin_until(executor, lambda: front.processed + front.replaced == k + 1, 60)
-    assert spin_until(executor, lambda: side.dropped['malformed'] + side.replaced == 3, 30)
+    assert spin_until(executor, lambda: side.dropped['malformed'] + side.replaced == 3, 60)
     assert side.processed == 0 and side.dropped['malformed'] >= 1
     assert front.dropped == {} and front.processed >= 2
-    assert spin_until(executor, lambda: len(cameras['front'].depth) >= 2, 10)
+    assert spin_until(executor, lambda: len(cameras['front'].depth) >= 2, 60)
     assert not cameras['side'].depth
 
-    def level(camera: str) -> int | None:
-        found = [status.level for array in diagnostics for status in array.status
-                 if status.name.endswith(f'/{camera}: depth completion')]
-        return found[-1] if found else None
+    def warned(camera: str) -> bool:
+        # A status tells the period in which the drops were counted, then the steady state:
+        # wait for that status among all received, not for the latest one to be it.
+        return any(status.level == DiagnosticStatus.WARN and 'dropped for errors' in
+                   status.message for array in diagnostics for status in array.status
+                   if status.name.endswith(f'/{camera}: depth completion'))
 
-    assert spin_until(executor, lambda: level('side') == DiagnosticStatus.WARN, 10)
+    assert spin_until(executor, lambda: warned('side'), 60)
+    assert not warned('front')
 
 
 def test_a_camera_that_stops_sending_does_not_stall_the_rest(fleet, sequences):
@@ -247,9 +251,9 @@ def test_the_managed_node_runs_every_camera_on_its_transitions(
         assert [camera.subscriptions_handle.topics for camera in node.cameras] == [
             [f'{name}/image', f'{name}/camera_info', f'{name}/points'] for name in CAMERAS]
         assert spin_until(executor, lambda: all(
-            h.pub_points.get_subscription_count() > 0 for h in cameras.values()), 10)
+            h.pub_points.get_subscription_count() > 0 for h in cameras.values()), 60)
         assert spin_until(executor, lambda: all(
-            c.publisher('pub_depth').get_subscription_count() > 0 for c in node.cameras), 10)
+            c.publisher('pub_depth').get_subscription_count() > 0 for c in node.cameras), 60)
         for name, harness in cameras.items():
             harness.publish(sequences[name][0], 11 * 10**9)
         assert spin_until(executor, lambda: all(h.depth for h in cameras.values()), 60)

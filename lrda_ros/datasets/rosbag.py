@@ -25,6 +25,8 @@ input and scored.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -109,6 +111,9 @@ class RosbagDataset(FrameDataset):
         self.pose_warning: str | None = None
         self.pose_source, self._fixed_frame = self._pose_source(poses)
         self._odometry: LidarOdometry | None = None
+        #: Clouds of the last pass per motion alignment outcome, with the first one's detail.
+        self.motion_outcomes: Counter[str] = Counter()
+        self.motion_details: dict[str, str] = {}
 
     def _pose_source(self, poses: str) -> tuple[str, str | None]:
         """Return (pose source, fixed frame for 'tf') as ``poses`` asks and the bag allows."""
@@ -191,6 +196,8 @@ class RosbagDataset(FrameDataset):
             motion = self._aligned(cloud, points, stamp, clouds[0].header.frame_id)
             lidar.append(LidarCloud(motion.points, T_cam_lidar))
             outcomes.append(motion.outcome)
+            self.motion_outcomes[motion.outcome] += 1
+            self.motion_details.setdefault(motion.outcome, motion.detail or motion.times_source)
         inputs = FrameInputs.from_clouds(any_image_to_rgb(image), camera, lidar, stamp)
         with_depth_topic = bool(self.source.topics.depth)
         rule = HoldoutRule() if with_depth_topic else HoldoutRule(self.holdout_fraction,
@@ -214,6 +221,8 @@ class RosbagDataset(FrameDataset):
     def __iter__(self) -> Iterator[Frame]:
         """Stream the frames in time order."""
         sets = self.source.synchronized(self.queue_size, self.slop_s, order=self._stamps)
+        self.motion_outcomes.clear()
+        self.motion_details.clear()
         for index, messages in enumerate(sets):
             yield self._frame(index, messages)
 

@@ -24,6 +24,7 @@ with the slop the data needs. Interrupted (SIGINT/SIGTERM), it writes the frames
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, replace
 import json
 from pathlib import Path
@@ -42,6 +43,9 @@ from ..datasets import DEFAULT_PROTOCOLS, Frame, FrameDataset, open_dataset, Sam
 from ..engine import DepthModel, TTOConfig
 from ..engine.loading import load_depth_model
 from ..geometry import SPARSE_INPUT_FILTER
+from ..messages.sweep_alignment import (
+    MOVED, MOVED_WITHOUT_POINT_TIMES, NO_FIXED_FRAME_POSE, NOTHING_TO_MOVE, OUTCOMES,
+    UNREADABLE_TIME_FIELD)
 from ..messages.sync_losses import LOSS_REASONS
 from ..settings import InvalidParameterError, OFFLINE_POINT_TOPICS
 
@@ -138,6 +142,9 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
         if result.interrupted:
             raise KeyboardInterrupt
         raise ValueError(f'{options.root}: no frame was evaluated')
+    for line in motion_alignment_lines(getattr(dataset, 'motion_outcomes', None),
+                                       getattr(dataset, 'motion_details', {})):
+        print(line)
     title = report_title(options.kind, options.root)
     sync_losses = getattr(dataset, 'sync_losses', None)
     metadata = report_metadata(
@@ -151,6 +158,33 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     if options.budgets and not result.interrupted:
         _write_budget_curve(options, dataset, model, config, summary, title)
     return result, summary
+
+
+#: What each motion alignment outcome means for the clouds, and what to change if anything.
+_OUTCOME_WORDS = {
+    MOVED: "moved to the image's instant with their point times",
+    MOVED_WITHOUT_POINT_TIMES: (
+        "moved as a whole from their stamp to the image's (no point times: right only for "
+        'clouds stamped mid-sweep; -p motion.time_field:=<field> or -p '
+        'motion.azimuth_times:=true gives point times)'),
+    NOTHING_TO_MOVE: 'nothing to move',
+    NO_FIXED_FRAME_POSE: 'projected with the static extrinsic: no pose of the LiDAR',
+    UNREADABLE_TIME_FIELD: 'projected with the static extrinsic: the time field cannot be read',
+}
+
+
+def motion_alignment_lines(outcomes: Counter | None, details: dict[str, str]) -> list[str]:
+    """Say once per outcome what motion alignment did to the clouds of a bag, and why."""
+    if not outcomes or set(outcomes) == {'off'}:
+        return []
+    total = sum(outcomes.values())
+    lines = []
+    for outcome, count in sorted(outcomes.items(), key=lambda item: OUTCOMES.index(item[0])
+                                 if item[0] in OUTCOMES else len(OUTCOMES)):
+        detail = details.get(outcome, '')
+        words = _OUTCOME_WORDS.get(outcome, outcome) + (f' ({detail})' if detail else '')
+        lines.append(f'motion alignment: {count} of {total} clouds {outcome}: {words}')
+    return lines
 
 
 def _warn_sync_losses(losses: dict | None) -> None:

@@ -195,8 +195,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   choices=('raw', 'compressed'), read_only=True),
     ParameterSpec('sync.queue_size', 10, 'Messages kept per input for time synchronization.',
                   1, 1000, read_only=True),
-    ParameterSpec('sync.slop', 0.05, 'Largest stamp difference (s) of a synchronized set.',
-                  0.0, 10.0, read_only=True),
+    ParameterSpec('sync.slop', 0.05, 'Largest stamp difference (s) of a synchronized set. '
+                  "With motion.align a cloud counts at its sweep's middle (from its point times "
+                  'or azimuth sweep), so half a sweep (0.05 s at 10 Hz) pairs any camera phase '
+                  'with the sweep that spans it, however the driver stamps.', 0.0, 10.0,
+                  read_only=True),
     ParameterSpec('lidar_to_camera.use_tf', True, 'Look up the LiDAR->camera transform in tf2 '
                   '(ignored when an override below is set or tf2_ros is missing).'),
     ParameterSpec('lidar_to_camera.translation', [0.0], 'Override: translation [x, y, z] (m) of '
@@ -209,10 +212,12 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('tf_timeout', 0.05, 'Seconds to wait for a transform.', 0.0, 10.0),
     ParameterSpec('motion.align', True, "Move each LiDAR point to where it was at the image's "
                   "stamp, through motion.fixed_frame: the LiDAR at the point's time, then at "
-                  "the image's (two tf2 look-ups per cloud, constant velocity between). Where the "
-                  'fixed-frame chain is missing the frame goes out with the static extrinsic, '
-                  'counted on /diagnostics and warned about once per cause. false = one '
-                  'transform per cloud, as for a robot standing still.', read_only=True),
+                  "the image's (two tf2 look-ups per cloud, constant velocity between), and "
+                  "pair each image with the cloud whose sweep spans it. Where the fixed-frame "
+                  'chain is missing the frame goes out with the static extrinsic, counted on '
+                  '/diagnostics and warned about once per cause. false = one transform per '
+                  'cloud, as for a robot standing still, clouds paired by their header stamps.',
+                  read_only=True),
     ParameterSpec('motion.fixed_frame', 'odom', 'Motion alignment: the tf frame that stands '
                   'still while the robot moves (REP 105 odom; map or world also do).'),
     ParameterSpec('motion.time_field', 'auto', "Motion alignment: the clouds' per-point time "
