@@ -53,6 +53,8 @@ def test_the_middle_comes_from_the_drivers_point_times(driver, times, middle_ms)
     seen = at_sweep_middle(cloud, MotionConfig())
     assert isinstance(seen, SweepStamped) and unwrap(seen) is cloud
     assert header_stamp_ns(seen) == header_stamp_ns(cloud) + seen.offset_ns
+    # A stamp of the cloud's own stamp type: rclpy's Time.from_msg takes no other.
+    assert type(seen.header.stamp) is type(cloud.header.stamp)
 
 
 @pytest.mark.parametrize('sweep', [

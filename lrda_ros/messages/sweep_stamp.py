@@ -37,7 +37,7 @@ import numpy as np
 
 from .conversions import MalformedMessageError
 from .point_times import AzimuthSweep, find_time_layout, point_times
-from .stamps import header_stamp_ns, stamp_from_ns
+from .stamps import header_stamp_ns, ns_to_sec_nanosec, stamp_from_ns
 from .sweep_alignment import MotionConfig
 
 
@@ -91,9 +91,18 @@ def at_sweep_middle(cloud: Any, config: MotionConfig) -> Any:
     offset = sweep_middle_offset_ns(cloud, config) if stamp is not None else None
     if not offset or stamp + offset < 0:
         return cloud
-    header = SimpleNamespace(stamp=stamp_from_ns(stamp + offset),
+    header = SimpleNamespace(stamp=_stamp_like(cloud.header.stamp, stamp + offset),
                              frame_id=getattr(cloud.header, 'frame_id', ''))
     return SweepStamped(cloud, header, offset)
+
+
+def _stamp_like(original: Any, stamp_ns: int) -> Any:
+    """Return a stamp of ``original``'s type (builtin_interfaces/Time for rclpy's readers)."""
+    sec, nanosec = ns_to_sec_nanosec(stamp_ns)
+    try:
+        return type(original)(sec=sec, nanosec=nanosec)
+    except TypeError:  # a type that is not built from its fields
+        return stamp_from_ns(stamp_ns)
 
 
 def unwrap(msg: Any) -> Any:
