@@ -213,7 +213,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('motion.align', True, "Move each LiDAR point to where it was at the image's "
                   "stamp, through motion.fixed_frame: the LiDAR at the point's time, then at "
                   "the image's (two tf2 look-ups per cloud, constant velocity between), and "
-                  "pair each image with the cloud whose sweep spans it. Where the fixed-frame "
+                  'pair each image with the cloud whose sweep spans it. Where the fixed-frame '
                   'chain is missing the frame goes out with the static extrinsic, counted on '
                   '/diagnostics and warned about once per cause. false = one transform per '
                   'cloud, as for a robot standing still, clouds paired by their header stamps.',
