@@ -202,7 +202,8 @@ def test_bad_and_unsynchronized_input_is_dropped_and_counted(system, frames):
     assert spin_until(executor, lambda: node.stats.processed == 1, 60)
 
     def latest_status():
-        ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+        mine = node.get_fully_qualified_name()  # /diagnostics is shared
+        ours = [s for d in harness.diagnostics for s in d.status if s.name.startswith(mine)]
         return ours[-1] if ours else None
 
     assert spin_until(executor, lambda: latest_status() is not None and {
@@ -212,7 +213,8 @@ def test_bad_and_unsynchronized_input_is_dropped_and_counted(system, frames):
     assert int(values['dropped (malformed)']) == 2
     assert int(values['dropped (too_few_points)']) == 1
     # The errors were told at WARN in the window they came in; the counts stay as values.
-    ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+    mine = node.get_fully_qualified_name()  # /diagnostics is shared
+    ours = [s for d in harness.diagnostics for s in d.status if s.name.startswith(mine)]
     assert any(s.level == s.WARN and 'frames dropped for errors' in s.message for s in ours)
 
 
@@ -289,7 +291,8 @@ def test_time_budget_stops_the_optimization_and_shows_on_diagnostics(system, fra
     assert np.isfinite(depth).mean() > 0.99
 
     def budget_values():
-        ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+        mine = node.get_fully_qualified_name()  # /diagnostics is shared
+        ours = [s for d in harness.diagnostics for s in d.status if s.name.startswith(mine)]
         return {kv.key: kv.value for kv in ours[-1].values} if ours else {}
 
     assert spin_until(executor, lambda: budget_values().get('frames stopped at the time '

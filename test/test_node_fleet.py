@@ -108,6 +108,11 @@ def stamp_of(message) -> int:
     return message.header.stamp.sec * 10**9 + message.header.stamp.nanosec
 
 
+def ours(node, status) -> bool:
+    """Return whether a status is this node's: /diagnostics is shared by every node running."""
+    return status.name.startswith(node.get_fully_qualified_name() + '/')
+
+
 def by_name(node):
     return {camera.name: camera for camera in node.cameras}
 
@@ -143,7 +148,7 @@ def test_two_cameras_publish_their_own_depth_with_their_own_headers(fleet, seque
 
     def statuses():
         latest = [status for array in diagnostics for status in array.status
-                  if node.get_name() in status.name]
+                  if ours(node, status)]
         return {status.name: status for status in latest}
 
     assert spin_until(executor, lambda: len(statuses()) >= 2, 60)
@@ -173,7 +178,7 @@ def test_bad_input_on_one_camera_never_stops_the_other(fleet, sequences):
         # wait for that status among all received, not for the latest one to be it.
         return any(status.level == DiagnosticStatus.WARN and 'dropped for errors' in
                    status.message for array in diagnostics for status in array.status
-                   if status.name.endswith(f'/{camera}: depth completion'))
+                   if ours(node, status) and status.name.endswith(f'/{camera}: depth completion'))
 
     assert spin_until(executor, lambda: warned('side'), 60)
     assert not warned('front')

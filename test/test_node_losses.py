@@ -54,7 +54,8 @@ class LoggedWarnings:
 
 
 def latest_status(node, harness):
-    ours = [s for d in harness.diagnostics for s in d.status if node.get_name() in s.name]
+    mine = node.get_fully_qualified_name()  # /diagnostics is shared
+    ours = [s for d in harness.diagnostics for s in d.status if s.name.startswith(mine)]
     return ours[-1] if ours else None
 
 
