@@ -206,7 +206,7 @@ def test_bad_calibrations_are_counted_drops_naming_the_field(system):
     start, inputs, executor = system
     node, received = start('checked')
     warnings = []
-    node._warn_throttled = lambda key, message: warnings.append(message)
+    node._warn_throttled = lambda key, message, subject='': warnings.append(message)
     points_lidar = T_CAM_LIDAR.inverse().apply(scene('plumb_bob')[0])
     rgb = smooth_image(1, HEIGHT, WIDTH)
     bad = []

@@ -115,14 +115,6 @@ def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig) -> tuple[n
     return np.zeros(points.shape[0]), CLOUD_STAMP
 
 
-class NoTf2Error(LookupError):
-    """No tf2 to look poses up in (tf2_ros is not installed)."""
-
-
-def _no_tf2(stamp_ns: int) -> RigidTransform:
-    raise NoTf2Error('tf2_ros is not installed')
-
-
 def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
                 pose_at_ns: Callable[[int], RigidTransform] | None,
                 config: MotionConfig) -> CloudAlignment:
@@ -141,18 +133,17 @@ def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
         times, source = cloud_times(cloud, points, config)
     except MalformedMessageError as error:
         return CloudAlignment(points, UNREADABLE_TIME_FIELD, str(error))
-    lookup = _no_tf2 if pose_at_ns is None else pose_at_ns
-
     def pose_at(seconds: float) -> RigidTransform:
-        return lookup(cloud_ns + int(round(seconds * 1e9)))
+        if pose_at_ns is None:  # asked for only where a pose can change something
+            raise LookupError('tf2_ros is not installed')
+        return pose_at_ns(cloud_ns + int(round(seconds * 1e9)))
 
     image_offset_s = (image_stamp_ns - cloud_ns) * 1e-9
     try:
         aligned = align_sweep(points, times, image_offset_s, pose_at, config.max_point_offset_s)
-    except NoTf2Error as error:
-        return CloudAlignment(points, NO_TF2, str(error), source)
     except LookupError as error:
-        return CloudAlignment(points, NO_FIXED_FRAME_POSE, str(error), source)
+        cause = NO_TF2 if pose_at_ns is None else NO_FIXED_FRAME_POSE
+        return CloudAlignment(points, cause, str(error), source)
     counts = (aligned.times.num_not_finite, aligned.times.num_outside_sweep)
     if aligned.points is points:
         window = aligned.window_s
