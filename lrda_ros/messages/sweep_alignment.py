@@ -133,6 +133,7 @@ def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
         times, source = cloud_times(cloud, points, config)
     except MalformedMessageError as error:
         return CloudAlignment(points, UNREADABLE_TIME_FIELD, str(error))
+
     def pose_at(seconds: float) -> RigidTransform:
         if pose_at_ns is None:  # asked for only where a pose can change something
             raise LookupError('tf2_ros is not installed')
