@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from .lora_paths import merged_weight
+from .lora_paths import merged_weight, scaled
 from .model import DepthModel, EncodedImage
 from .precision import full_precision
 from .resampling import (
@@ -143,7 +143,7 @@ def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tenso
         for adapter in conv.active_adapters:
             if adapter in conv.lora_A:
                 downs.append(_window_rows(conv.lora_A[adapter].weight))
-                ups.append(conv.lora_B[adapter].weight.flatten(1) * conv.scaling[adapter])
+                ups.append(scaled(conv.lora_B[adapter].weight.flatten(1), conv.scaling[adapter]))
     frozen = _window_rows(base.weight)
     if downs and not frozen.requires_grad:
         output, down = _FrozenAndDownProducts.apply(patches, frozen, torch.cat(downs))

@@ -399,7 +399,7 @@ class DepthCompleter:
         plan = self._sparse_plan(pixel_values, encoded, samples)
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, config.tail_strips)
-        rules = StepRules(self.adaptation.parameters, target, stage.max_steps, config,
+        rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps, config,
                           stage.end)
         if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
