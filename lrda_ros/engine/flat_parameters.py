@@ -100,7 +100,7 @@ class FlatParameters:
         return [buffer.detach().clone() for buffer in self.buffers]
 
     def views(self, buffers: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-        """Return a view per parameter (its shape and strides) of tensors laid out as the buffers."""
+        """Return a view per parameter (shape and strides) of tensors laid out as the buffers."""
         views = []
         for parameter, (group, offset) in zip(self.parameters, self._place):
             views.append(buffers[group].as_strided(parameter.shape, parameter.stride(),

@@ -52,6 +52,8 @@ NON_LAUNCHING = {
     'narrow', 'chunk', 'unflatten', 'flatten', 'view_as', 'expand_as', 'contiguous',
     'movedim', 'diagonal', 'real', 'imag', 'view_as_real', 'view_as_complex', 'unfold',
     '_nested_tensor_size', 'is_nonzero', '_to_dense',
+    # the profiler's markers (torch.optim's step is one)
+    '_record_function_enter', '_record_function_enter_new', '_record_function_exit',
 }
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
