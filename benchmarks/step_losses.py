@@ -38,12 +38,13 @@ from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model
 import torch
 
 
-def step_losses(dtype: str, steps: int, frames: int, compile_steps: bool) -> list[list[float]]:
+def step_losses(dtype: str, steps: int, frames: int, compile_steps: bool,
+                lora_path: str = 'separate') -> list[list[float]]:
     """Return each cold frame's losses before each of its ``steps`` steps."""
     images = panning_frames(224, 308, frames, LidarPattern(), seed=0)
     options = SpeedOptions(dtype=dtype, schedule='paper', device='cpu')
     config = replace(options.tto_config(), warm_start=False, iterations=steps,
-                     lora_path='separate', compile=compile_steps)
+                     lora_path=lora_path, compile=compile_steps)
     completer = DepthCompleter(random_model('vits', 0), config)
     return [completer.complete(rgb, sparse).losses for rgb, sparse in images]
 
@@ -63,13 +64,16 @@ def main() -> None:
     parser.add_argument('--steps', type=int, default=10)
     parser.add_argument('--frames', type=int, default=3)
     parser.add_argument('--compile', action='store_true', help='compiled steps')
+    parser.add_argument('--lora-path', default='separate', choices=['separate', 'merged'],
+                        help="the adapted layers' form (default: separate, peft's own)")
     parser.add_argument('--compare', nargs=2, metavar='JSON', help='compare two outputs')
     args = parser.parse_args()
     if args.compare:
         compare(*(json.load(open(path)) for path in args.compare))
         return
     torch.manual_seed(0)
-    json.dump(step_losses(args.dtype, args.steps, args.frames, args.compile), sys.stdout)
+    json.dump(step_losses(args.dtype, args.steps, args.frames, args.compile, args.lora_path),
+              sys.stdout)
     print()
 
 

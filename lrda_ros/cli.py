@@ -106,9 +106,8 @@ def _add_eval(commands) -> None:
                         help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
     parser.add_argument('--compile', action='store_true', default=None,
-                        help="torch.compile the step and decode (the node's compile; the "
-                             'steps then decode the full map): for CUDA, slower than eager on '
-                             'a CPU')
+                        help="torch.compile the step and decode (the node's compile): for "
+                             'CUDA')
     parser.add_argument('--encoder-backend', choices=('torch', 'onnxruntime', 'tensorrt'),
                         help='where the encoder runs; ' + node_default('encoder_backend'))
     parser.add_argument('--num-points', type=number(int, 1),
@@ -215,9 +214,7 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help='evaluate the full-resolution head during TTO steps')
     parser.add_argument('--compile', action='store_true',
                         help="torch.compile the step and decode (the node's compile; the "
-                             'steps then decode the full map; the compilation happens in '
-                             'the untimed warm-up frame): for CUDA, slower than eager on a '
-                             'CPU')
+                             'compilation happens in the untimed warm-up frame): for CUDA')
     parser.add_argument('--no-structure', action='store_true',
                         help='skip the cost structure (encoder pass, decoder steps)')
     parser.add_argument('--no-ablations', action='store_true',
