@@ -1,0 +1,161 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The two sides of the calibration check's score: image edges and LiDAR depth discontinuities.
+
+After Levinson & Thrun ("Automatic Online Calibration of Cameras and Lasers", RSS 2013):
+
+* an image's edge strength at a pixel is the largest absolute grey-level difference to its
+  eight neighbours; the map is then spread by an *inverse distance transform*,
+  ``D = alpha E + (1 - alpha) max_q E(q) gamma^dist(p, q)``, so a point a few pixels off an edge
+  still scores and the score rises smoothly towards the right calibration;
+* a LiDAR point's discontinuity is how much nearer it is than its neighbours on the same scan
+  line, ``X = max(r_prev - r, r_next - r, 0) ** 0.5``: a point on the near side of a depth
+  jump, which lies on an object's outline, where the image has an edge too.
+
+``dist`` is the city-block distance (the transform is then two linear passes per axis; the
+paper's is the chessboard one, which no separable pass gives). Pure numpy, vectorized except
+for the transform's passes, which are a loop over rows and columns of whole-array steps.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .checks import InvalidPointsError
+
+#: Levinson & Thrun's constants: share of the edge itself, decay per pixel of distance.
+EDGE_ALPHA = 1.0 / 3.0
+EDGE_GAMMA = 0.98
+
+
+def grey(rgb: np.ndarray) -> np.ndarray:
+    """Return an ``(H, W)`` or ``(H, W, C)`` image as float32 grey levels in [0, 1] (0-255 in)."""
+    image = np.asarray(rgb)
+    if image.ndim == 3:
+        image = image[..., :3].astype(np.float32).mean(axis=2)
+    if image.ndim != 2 or min(image.shape) < 3:
+        raise InvalidPointsError(f'image must be (H, W) or (H, W, C) with H, W >= 3, got '
+                                 f'{np.shape(rgb)}')
+    image = image.astype(np.float32)
+    return image / 255.0 if np.issubdtype(np.asarray(rgb).dtype, np.integer) else image
+
+
+def edge_strength(grey_image: np.ndarray) -> np.ndarray:
+    """
+    Return each pixel's largest absolute difference to its 8 neighbours (float32 (H, W)).
+
+    The border pixels compare with the neighbours they have.
+    """
+    g = np.asarray(grey_image, np.float32)
+    edges = np.zeros_like(g)
+    height, width = g.shape
+    for dy in (-1, 0, 1):
+        for dx in (-1, 0, 1):
+            if dy == dx == 0:
+                continue
+            rows = slice(max(dy, 0), height + min(dy, 0))
+            cols = slice(max(dx, 0), width + min(dx, 0))
+            shifted_rows = slice(max(-dy, 0), height + min(-dy, 0))
+            shifted_cols = slice(max(-dx, 0), width + min(-dx, 0))
+            difference = np.abs(g[rows, cols] - g[shifted_rows, shifted_cols])
+            np.maximum(edges[rows, cols], difference, out=edges[rows, cols])
+    return edges
+
+
+def _decaying_max_along(values: np.ndarray, gamma: float, axis: int) -> np.ndarray:
+    """Return ``max_q values[q] gamma^|p - q|`` along ``axis`` (two linear passes)."""
+    moved = np.moveaxis(np.array(values, np.float32, copy=True), axis, 0)
+    for index in range(1, moved.shape[0]):  # forward: carry the decayed maximum
+        np.maximum(moved[index], moved[index - 1] * gamma, out=moved[index])
+    for index in range(moved.shape[0] - 2, -1, -1):  # backward
+        np.maximum(moved[index], moved[index + 1] * gamma, out=moved[index])
+    return np.moveaxis(moved, 0, axis)
+
+
+def inverse_distance_transform(edges: np.ndarray, alpha: float = EDGE_ALPHA,
+                               gamma: float = EDGE_GAMMA) -> np.ndarray:
+    """
+    Return ``alpha E + (1 - alpha) max_q E(q) gamma^(|dx| + |dy|)`` (float32, same shape).
+
+    The maximum over the whole image of an exponentially decaying kernel of the city-block
+    distance is separable: the decayed maximum along rows, then along columns of that.
+    """
+    if not (0.0 <= alpha <= 1.0 and 0.0 < gamma < 1.0):
+        raise ValueError(f'alpha must be in [0, 1] and gamma in (0, 1), got {alpha}, {gamma}')
+    e = np.asarray(edges, np.float32)
+    spread = _decaying_max_along(_decaying_max_along(e, gamma, 1), gamma, 0)
+    return (alpha * e + (1.0 - alpha) * spread).astype(np.float32)
+
+
+def edge_map(rgb: np.ndarray, alpha: float = EDGE_ALPHA, gamma: float = EDGE_GAMMA
+             ) -> np.ndarray:
+    """Return the score's image side: the inverse distance transform of the edge strength."""
+    return inverse_distance_transform(edge_strength(grey(rgb)), alpha, gamma)
+
+
+def scan_neighbours(points: np.ndarray, max_azimuth_step_deg: float = 1.0,
+                    max_elevation_step_deg: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return each point's previous and next neighbour on its scan line (index, -1 for none).
+
+    Spinning-LiDAR drivers emit their points ring by ring in azimuth order (KITTI's Velodyne,
+    Ouster, the synthetic sweep), so two consecutive points are neighbours when their azimuths
+    and elevations are close. A cloud that is not in that order (fewer than half its points
+    with a neighbour that way) is sorted first by elevation in steps of
+    ``max_elevation_step_deg`` and then by azimuth.
+    """
+    p = np.asarray(points, np.float64)
+    if p.ndim != 2 or p.shape[1] != 3:
+        raise InvalidPointsError(f'points must have shape (N, 3), got {np.shape(points)}')
+    azimuth = np.degrees(np.arctan2(p[:, 1], p[:, 0]))
+    elevation = np.degrees(np.arctan2(p[:, 2], np.hypot(p[:, 0], p[:, 1])))
+    order = np.arange(len(p))
+    linked = _linked(azimuth, elevation, order, max_azimuth_step_deg, max_elevation_step_deg)
+    if len(p) > 1 and linked.mean() < 0.5:
+        order = np.lexsort((azimuth, np.round(elevation / max_elevation_step_deg)))
+        linked = _linked(azimuth, elevation, order, max_azimuth_step_deg,
+                         max_elevation_step_deg)
+    previous = np.full(len(p), -1, np.int64)
+    following = np.full(len(p), -1, np.int64)
+    previous[order[1:][linked]] = order[:-1][linked]
+    following[order[:-1][linked]] = order[1:][linked]
+    return previous, following
+
+
+def _linked(azimuth: np.ndarray, elevation: np.ndarray, order: np.ndarray,
+            max_azimuth: float, max_elevation: float) -> np.ndarray:
+    """Return, for each consecutive pair of ``order``, whether the two are scan neighbours."""
+    step = np.abs(np.diff(azimuth[order]))
+    step = np.minimum(step, 360.0 - step)  # across the +-180 degree seam
+    return (step <= max_azimuth) & (np.abs(np.diff(elevation[order])) <= max_elevation)
+
+
+def depth_discontinuities(points: np.ndarray, max_azimuth_step_deg: float = 1.0,
+                          max_elevation_step_deg: float = 0.4) -> np.ndarray:
+    """
+    Return each point's discontinuity ``max(r_prev - r, r_next - r, 0) ** 0.5`` (float64, m^0.5).
+
+    ``r`` is the range from the sensor; a missing neighbour (the end of a scan line, a gap)
+    counts as no jump. Only the near side of a jump scores: it is the object's outline.
+    """
+    p = np.asarray(points, np.float64)
+    previous, following = scan_neighbours(p, max_azimuth_step_deg, max_elevation_step_deg)
+    ranges = np.linalg.norm(p, axis=1)
+    jump = np.zeros(len(p))
+    for neighbour in (previous, following):
+        has = neighbour >= 0
+        jump[has] = np.maximum(jump[has], ranges[neighbour[has]] - ranges[has])
+    return np.sqrt(jump)

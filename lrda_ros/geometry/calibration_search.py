@@ -1,0 +1,374 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The calibration check: the correction that maximizes the window's score, and how sure it is.
+
+**Optimizer.** Levinson & Thrun search a grid of small perturbations around the current
+calibration and move to the best; the score is a sum over a few thousand points of a smooth
+(spread, bilinearly sampled) edge map, cheap to evaluate and without a useful analytic
+gradient through the pixel grid, so the search here is the same idea made cheaper: a
+coordinate *pattern search* (compass search: each parameter ±step, keep any gain, halve the
+steps when none helps), first on the rotation alone from 1 degree steps (rotation moves every
+point, translation mostly the near ones), then on every free parameter together.
+
+**Confidence.** At the optimum the score's Hessian ``H`` (central differences) and each
+frame's gradient ``g_f`` give the sandwich covariance ``H^-1 (sum_f g_f g_f^T) H^-1`` with the
+frames as independent samples: a parameter's standard error grows where the frames disagree
+and where the score is flat along it, alone or together with another (a time offset on a rig
+moving at one constant twist is the same as a rotation and translation of the mount, and the
+covariance says so). A parameter whose standard error exceeds its ``observable_*`` bound is
+*unobservable*: it is reported without a value and held at zero (the given calibration). The
+verdict is ``suspect`` when an observable parameter's correction exceeds its tolerance and three
+standard errors and the score gains at least ``min_gain``; ``consistent`` when none does; and
+``not enough evidence`` for too few frames, outline points or image edges, or nothing
+observable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
+
+#: Verdicts.
+CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
+_DEG = np.pi / 180.0
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    """How the check searches and decides; angles in degrees, lengths in m, times in s."""
+
+    #: Fewest frames in the window (one frame has no spread to judge a peak by).
+    min_frames: int = 3
+    #: Fewest outline points over the window, and per frame on average.
+    min_points: int = 300
+    #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
+    min_edge_level: float = 0.002
+    #: Which parameters are searched: rotation always; translation and time offset optional
+    #: (the time offset also needs moving frames).
+    translation: bool = False
+    time_offset: bool = True
+    #: The search's largest excursion per parameter.
+    max_rotation_deg: float = 5.0
+    max_translation_m: float = 0.15
+    max_time_offset_s: float = 0.15
+    #: Smallest corrections that count (below: consistent).
+    rotation_tolerance_deg: float = 0.3
+    translation_tolerance_m: float = 0.03
+    time_tolerance_s: float = 0.01
+    #: Least share of the score a parameter's tolerance-sized change must cost, the other
+    #: parameters re-adjusted, for the parameter to count as observed.
+    least_drop: float = 0.001
+    #: Least relative score gain of a suspect calibration.
+    min_gain: float = 0.002
+
+    def __post_init__(self) -> None:
+        if self.min_frames < 1 or self.min_points < 1:
+            raise ValueError('min_frames and min_points must be >= 1')
+        for name in ('max_rotation_deg', 'max_translation_m', 'max_time_offset_s',
+                     'rotation_tolerance_deg', 'translation_tolerance_m', 'time_tolerance_s',
+                     'least_drop'):
+            if not getattr(self, name) > 0:
+                raise ValueError(f'{name} must be > 0, got {getattr(self, name)}')
+
+    def scales(self) -> np.ndarray:
+        """Return each parameter's unit of search (1 degree, 0.1 m, 20 ms) in theta's units."""
+        return np.array([_DEG] * 3 + [0.1] * 3 + [0.02])
+
+    def bounds(self) -> np.ndarray:
+        """Return each parameter's largest excursion in theta's units."""
+        return np.array([self.max_rotation_deg * _DEG] * 3 + [self.max_translation_m] * 3
+                        + [self.max_time_offset_s])
+
+    def tolerances(self) -> np.ndarray:
+        """Return each parameter's smallest correction that counts, in theta's units."""
+        return np.array([self.rotation_tolerance_deg * _DEG] * 3
+                        + [self.translation_tolerance_m] * 3 + [self.time_tolerance_s])
+
+
+@dataclass(frozen=True)
+class ParameterEstimate:
+    """One parameter of the correction: value and standard error (theta's units), or why not."""
+
+    name: str
+    value: float | None
+    standard_error: float | None
+    observable: bool
+    searched: bool
+    note: str = ''
+
+
+@dataclass(frozen=True)
+class CalibrationCheck:
+    """The check's result: verdict, the correction theta (7,), per-parameter confidence."""
+
+    verdict: str
+    reason: str
+    theta: np.ndarray
+    parameters: tuple[ParameterEstimate, ...]
+    score_given: float
+    score_corrected: float
+    frames: int
+    points: int
+    evaluations: int
+    #: Each frame's score at the given and the corrected calibration.
+    frame_scores: tuple[tuple[float, float], ...] = field(default=())
+
+    @property
+    def gain(self) -> float:
+        """Return the relative score gain of the correction over the given calibration."""
+        return (self.score_corrected / self.score_given - 1.0) if self.score_given > 0 else 0.0
+
+    def parameter(self, name: str) -> ParameterEstimate:
+        """Return the estimate of parameter ``name`` (PARAMETER_NAMES)."""
+        return self.parameters[PARAMETER_NAMES.index(name)]
+
+
+def _pattern_search(score: WindowScore, theta: np.ndarray, free: np.ndarray,
+                    steps: np.ndarray, smallest: np.ndarray, bounds: np.ndarray
+                    ) -> tuple[np.ndarray, float]:
+    """
+    Maximize ``score`` over the ``free`` entries by compass search; return (theta, best).
+
+    Every free parameter is tried ±step and the best move taken (the steepest of the
+    compass's directions: taking the first gain can lock a coupled pair, roll and pitch, into
+    a side peak); without any gain the steps halve, down to ``smallest``.
+    """
+    theta = theta.copy()
+    best = score(theta)
+    steps = steps.copy()
+    while np.any(free & (steps >= smallest)):
+        trials = []
+        for index in np.flatnonzero(free & (steps >= smallest)):
+            for sign in (1.0, -1.0):
+                trial = theta.copy()
+                trial[index] = np.clip(trial[index] + sign * steps[index], -bounds[index],
+                                       bounds[index])
+                if trial[index] != theta[index]:
+                    trials.append(trial)
+        values = [score(trial) for trial in trials]
+        if values and max(values) > best:
+            best = max(values)
+            theta = trials[int(np.argmax(values))]
+        else:
+            steps = steps / 2.0
+    return theta, best
+
+
+def _rotation_search(score: WindowScore, theta: np.ndarray, scales: np.ndarray,
+                     smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """
+    Maximize over the rotation: compass search, then Levinson & Thrun's grid around the peak.
+
+    The grid (5 x 5 x 5 rotations, ±0.5 degree) finds a higher peak a coupled pair (roll and
+    pitch) can hide from the compass; the compass restarts from it until the grid finds none.
+    """
+    rotation_only = np.zeros(7, bool)
+    rotation_only[:3] = True
+    offsets = np.stack(np.meshgrid(*[np.linspace(-0.5, 0.5, 5) * _DEG] * 3, indexing='ij'),
+                       axis=-1).reshape(-1, 3)
+    theta, best = _pattern_search(score, theta, rotation_only, scales, smallest, bounds)
+    for _ in range(10):
+        grid = np.repeat(theta[None], len(offsets), axis=0)
+        grid[:, :3] = np.clip(grid[:, :3] + offsets, -bounds[:3], bounds[:3])
+        values = np.array([score(trial) for trial in grid])
+        if values.max() <= best:
+            break
+        theta, best = _pattern_search(score, grid[int(np.argmax(values))], rotation_only,
+                                      scales / 4, smallest, bounds)
+    return theta
+
+
+def _free_parameters(frames: list[CalibrationFrame], config: CheckConfig) -> np.ndarray:
+    free = np.zeros(7, bool)
+    free[:3] = True
+    free[3:6] = config.translation
+    free[6] = config.time_offset and any(frame.moving for frame in frames)
+    return free
+
+
+def _differences(score: WindowScore, theta: np.ndarray, index: np.ndarray,
+                 h: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """
+    Return the score's Hessian over ``index`` (central differences), frame gradients, score.
+
+    The gradients are each frame's (F, n), as shares of the window score (a frame's score
+    over the number of frames); the score is the window's at ``theta``.
+    """
+    n = len(index)
+    center = score.per_frame(theta)
+
+    def at(offsets: dict[int, float]) -> np.ndarray:
+        trial = theta.copy()
+        for position, sign in offsets.items():
+            trial[index[position]] += sign * h[position]
+        return score.per_frame(trial)
+
+    plus = [at({i: 1.0}) for i in range(n)]
+    minus = [at({i: -1.0}) for i in range(n)]
+    gradients = np.zeros((len(center), n))
+    for i in range(n):
+        gradients[:, i] = (plus[i] - minus[i]) / (2 * h[i])
+    total = float(center.mean())
+    hessian = np.zeros((n, n))
+    for i in range(n):
+        hessian[i, i] = (plus[i].mean() - 2 * total + minus[i].mean()) / h[i] ** 2
+        for j in range(i + 1, n):
+            cross = (at({i: 1.0, j: 1.0}).mean() - at({i: 1.0, j: -1.0}).mean()
+                     - at({i: -1.0, j: 1.0}).mean() + at({i: -1.0, j: -1.0}).mean())
+            hessian[i, j] = hessian[j, i] = cross / (4 * h[i] * h[j])
+    return hessian, gradients / len(center), total
+
+
+def _curvature_inverse(hessian: np.ndarray, total: float) -> np.ndarray:
+    """Return ``(-H)^-1`` with a curvature floor: a flat direction gets a large variance."""
+    if hessian.size == 0:
+        return hessian
+    values, vectors = np.linalg.eigh(-(hessian + hessian.T) / 2)
+    values = np.maximum(values, 1e-9 * max(total, 1e-12))
+    return (vectors / values) @ vectors.T
+
+
+def _observable(hessian: np.ndarray, total: float, tolerances: np.ndarray,
+                least_drop: float) -> np.ndarray:
+    """
+    Return which parameters the window observes: those whose *marginal* peak is sharp.
+
+    A parameter's marginal curvature ``1 / ((-H)^-1)_pp`` is what the score loses when the
+    parameter moves and every other free one re-adjusts to make up for it (the score's
+    profile). A parameter counts as observed when moving it by its tolerance so costs at least
+    ``least_drop`` of the score; the weakest one is dropped (held at the given value) and the
+    rest judged again without it.
+    """
+    kept = np.ones(len(tolerances), bool)
+    while kept.any():
+        positions = np.flatnonzero(kept)
+        inverse = _curvature_inverse(hessian[np.ix_(positions, positions)], total)
+        drops = 0.5 * tolerances[positions] ** 2 / np.diag(inverse) / max(total, 1e-12)
+        weakest = int(np.argmin(drops))
+        if drops[weakest] >= least_drop:
+            break
+        kept[positions[weakest]] = False
+    return kept
+
+
+def _standard_errors(hessian: np.ndarray, gradients: np.ndarray, total: float) -> np.ndarray:
+    """Return the sandwich standard errors with the frames as samples."""
+    frames, n = gradients.shape
+    if n == 0:
+        return np.zeros(0)
+    inverse = _curvature_inverse(hessian, total)
+    meat = gradients.T @ gradients * frames / max(frames - 1, 1)
+    return np.sqrt(np.maximum(np.diag(inverse @ meat @ inverse), 0.0))
+
+
+def check_calibration(frames: list[CalibrationFrame],
+                      config: CheckConfig = CheckConfig()) -> CalibrationCheck:
+    """
+    Return the verdict on a window of frames' calibration, its correction and confidence.
+
+    Never raises on thin evidence: too few frames, outline points or image edges give
+    :data:`NOT_ENOUGH_EVIDENCE` with the reason and a zero correction.
+    """
+    frames = list(frames)
+    score = WindowScore(frames)
+    points = sum(len(frame.points) for frame in frames)
+    zero = np.zeros(7)
+    reason = _too_little(frames, points, config)
+    if reason:
+        return _without_estimate(reason, frames, points, score)
+    free = _free_parameters(frames, config)
+    scales, bounds = config.scales(), config.bounds()
+    smallest = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
+    theta = _rotation_search(score, zero, scales, smallest, bounds)
+    theta, _ = _pattern_search(score, theta, free, scales / 4, smallest, bounds)
+    steps = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
+    index = np.flatnonzero(free)
+    hessian, _, total = _differences(score, theta, index, steps[index])
+    observable = np.zeros(7, bool)
+    observable[index] = _observable(hessian, total, config.tolerances()[index],
+                                    config.least_drop)
+    if np.any(free & ~observable):  # hold what the window cannot see at the given value
+        theta = np.where(observable, theta, 0.0)
+        theta, _ = _pattern_search(score, theta, observable, scales / 8, smallest, bounds)
+    errors = np.full(7, np.nan)
+    index = np.flatnonzero(observable)
+    hessian, gradients, total = _differences(score, theta, index, steps[index])
+    errors[index] = _standard_errors(hessian, gradients, total)
+    given, corrected = score.per_frame(zero), score.per_frame(theta)
+    parameters = tuple(_estimate(index, theta, errors, free, observable, frames)
+                       for index in range(7))
+    check = CalibrationCheck(
+        verdict=CONSISTENT, reason='', theta=theta, parameters=parameters,
+        score_given=float(given.mean()), score_corrected=float(corrected.mean()),
+        frames=len(frames), points=points, evaluations=score.evaluations,
+        frame_scores=tuple(zip(given.tolist(), corrected.tolist())))
+    return _with_verdict(check, observable, errors, config)
+
+
+def _too_little(frames: list[CalibrationFrame], points: int, config: CheckConfig) -> str:
+    if len(frames) < config.min_frames:
+        return (f'{len(frames)} frame(s) in the window, at least {config.min_frames} needed to '
+                'judge a peak')
+    if points < config.min_points:
+        return (f'{points} LiDAR outline points (depth jumps) in the window, at least '
+                f'{config.min_points} needed')
+    blank = sum(frame.edge_level < config.min_edge_level for frame in frames)
+    if blank > len(frames) // 2:
+        return f'{blank} of {len(frames)} images have almost no edges (blank, dark or blurred)'
+    return ''
+
+
+def _without_estimate(reason: str, frames: list[CalibrationFrame], points: int,
+                      score: WindowScore) -> CalibrationCheck:
+    parameters = tuple(ParameterEstimate(name, None, None, False, False, 'not enough evidence')
+                       for name in PARAMETER_NAMES)
+    given = score.per_frame(np.zeros(7)) if frames else np.zeros(0)
+    value = float(given.mean()) if len(given) else 0.0
+    return CalibrationCheck(NOT_ENOUGH_EVIDENCE, reason, np.zeros(7), parameters, value, value,
+                            len(frames), points, score.evaluations)
+
+
+def _estimate(index: int, theta: np.ndarray, errors: np.ndarray, free: np.ndarray,
+              observable: np.ndarray, frames: list[CalibrationFrame]) -> ParameterEstimate:
+    name = PARAMETER_NAMES[index]
+    if not free[index]:
+        note = ('no motion in the window (a still robot, or no odometry and point times): a '
+                'time offset changes nothing' if index == 6 else 'not searched')
+        return ParameterEstimate(name, None, None, False, False, note)
+    if not observable[index]:
+        return ParameterEstimate(name, None, float(errors[index]), False, True,
+                                 'not observable in this window: the score has no clear peak '
+                                 'along it (or it trades off against another parameter)')
+    return ParameterEstimate(name, float(theta[index]), float(errors[index]), True, True)
+
+
+def _with_verdict(check: CalibrationCheck, observable: np.ndarray, errors: np.ndarray,
+                  config: CheckConfig) -> CalibrationCheck:
+    if not observable[:3].any():
+        return replace(check, verdict=NOT_ENOUGH_EVIDENCE, theta=np.zeros(7),
+                       reason='no rotation is observable in this window (too few edges that '
+                              'the LiDAR outlines cross)')
+    theta = check.theta
+    significant = observable & (np.abs(theta) > config.tolerances()) & (
+        np.abs(theta) > 3 * np.nan_to_num(errors, nan=np.inf))
+    if significant.any() and check.gain >= config.min_gain:
+        return replace(check, verdict=SUSPECT, reason='the data fit a corrected calibration '
+                       f'better (score +{100 * check.gain:.1f} %)')
+    return replace(check, verdict=CONSISTENT, reason='no correction beyond the tolerances '
+                   'fits the data better')
