@@ -227,3 +227,35 @@ def add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
     parser.add_argument('--workers', type=number(int, 0), default=0,
                         help='Ray workers, each with the model loaded once (default: one per '
                         'GPU, or per CPU without GPUs)')
+
+
+def add_extrinsic_options(parser: argparse.ArgumentParser) -> None:
+    """Add --lidar-to-camera-*: T_camera_lidar instead of the bag's /tf_static and /tf."""
+    for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
+                          ('matrix', '16 values, row-major 4x4; wins over the other two')):
+        parser.add_argument(f'--lidar-to-camera-{name}', type=floats, metavar='V,V,...',
+                            help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
+                                 "/tf (as the node's lidar_to_camera.* parameters; default: "
+                                 'none)')
+
+
+def extrinsic_of(args: argparse.Namespace, parameters: dict | None = None):
+    """
+    Return the T_camera_lidar of the --lidar-to-camera-* options, or None.
+
+    ``parameters`` (node parameter values from --params-file and -p): their
+    ``lidar_to_camera.*`` override applies where no option is given.
+    """
+    from .settings import extrinsic_override, InvalidParameterError
+
+    values = dict(parameters or {})
+    given = [args.lidar_to_camera_translation, args.lidar_to_camera_rotation,
+             args.lidar_to_camera_matrix]
+    if not any(given):
+        given = [values.get(f'lidar_to_camera.{name}', ())
+                 for name in ('translation', 'rotation', 'matrix')]
+    try:
+        return extrinsic_override(*[value or () for value in given])
+    except InvalidParameterError as error:
+        option = '--' + error.name.replace('.', '-').replace('_', '-')
+        raise ValueError(f'{option}: {error.reason}') from None
