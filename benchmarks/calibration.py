@@ -13,8 +13,7 @@
 # limitations under the License.
 
 """
-The calibration check measured: known errors applied to the KITTI bag, time offsets on the
-synthetic moving rig, and the check's cost.
+The calibration check measured: known errors on the KITTI bag, time offsets, its cost.
 
 ``kitti``: the shared KITTI bag's 10 frames with its /tf_static extrinsic (the reference)
 turned by rotation errors about each camera axis and combinations of them, and shifted by
@@ -90,7 +89,8 @@ def _kitti(args) -> None:
               flush=True)
 
 
-def _moving_window(offset_s: float, motion: world.RigMotion, seeds, size, gamma: float) -> list:
+def _moving_window(offset_s: float, motion: world.RigMotion, seeds, size,
+                   selection: FrameSelection) -> list:
     """Return the rig's calibration frames: each seed's scene, image taken offset late."""
     width, height, fx = size
     camera = world.pinhole_camera_focal(width, height, fx)
@@ -109,30 +109,37 @@ def _moving_window(offset_s: float, motion: world.RigMotion, seeds, size, gamma:
         frames.append(calibration_frame(
             rgb, sweep.points, RigidTransform.from_matrix(T_cam_lidar), camera,
             times_s=sweep.times - stamp_s, twist=motion.twist(),
-            selection=FrameSelection(edge_gamma=gamma)))
+            selection=selection))
     return frames
 
 
 def _moving(args) -> None:
+    selection = FrameSelection(outline_shift=args.outline_shift,
+                               edge_contrast_px=args.edge_contrast)
+    print(f'frames: {args.window} views, {args.width}x{args.height}, fx {args.fx:g}; '
+          f'outline_shift {args.outline_shift:g}, edge_contrast_px {args.edge_contrast}\n')
     print('| rig | offset applied (ms) | search | verdict | estimated offset (ms) | standard '
-          'error (ms) | error (ms) |')
-    print('|---|---:|---|---|---:|---:|---:|')
+          'error (ms) | error (ms) | score gain | seconds |')
+    print('|---|---:|---|---|---:|---:|---:|---:|---:|')
     size = (args.width, args.height, args.fx)
     rigs = [(f'{args.speed:g} m/s, {args.yaw_rate:g} deg/s',
              world.RigMotion(args.speed, args.yaw_rate), args.offsets),
             ('still', world.RigMotion(0.0, 0.0), [0.05])]
     for label, motion, offsets in rigs:
         for offset in offsets:
-            frames = _moving_window(offset, motion, range(args.window), size, args.gamma)
+            frames = _moving_window(offset, motion, range(args.window), size, selection)
             for name, config in (('time', CheckConfig(rotation=False)),
                                  ('rot+time', CheckConfig())):
+                start = time.perf_counter()
                 check = calibrate_frames(frames, config).check
+                seconds = time.perf_counter() - start
                 p = check.parameter('time_offset')
                 estimate = f'{1e3 * p.value:+.1f}' if p.observable else 'unobservable'
                 error = f'{1e3 * (p.value - offset):+.1f}' if p.observable else '-'
                 se = f'{1e3 * p.standard_error:.1f}' if p.standard_error else '-'
                 print(f'| {label} | {1e3 * offset:+.0f} | {name} | {check.verdict} | {estimate} '
-                      f'| {se} | {error} |', flush=True)
+                      f'| {se} | {error} | {100 * check.gain:+.2f} % | {seconds:.1f} |',
+                      flush=True)
 
 
 def _cost(args) -> None:
@@ -165,9 +172,11 @@ def main() -> None:
     moving.add_argument('--width', type=int, default=1216)
     moving.add_argument('--height', type=int, default=352)
     moving.add_argument('--fx', type=float, default=700.0)
-    moving.add_argument('--gamma', type=float, default=0.9,
-                        help="edge spread per pixel (FrameSelection.edge_gamma; the"
-                        " procedural textures' edges need a narrower spread than 0.98)")
+    moving.add_argument('--outline-shift', type=float, default=0.5,
+                        help="FrameSelection.outline_shift: 0.5 for the synthetic LiDAR's "
+                        'thin rays')
+    moving.add_argument('--edge-contrast', type=int, default=31,
+                        help='FrameSelection.edge_contrast_px: 31 for the procedural textures')
     args = parser.parse_args()
     {'kitti': _kitti, 'moving': _moving, 'cost': _cost}[args.command](args)
 

@@ -13,13 +13,14 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: demo, eval, speed, paper, densify, play, hold-rate, train-prior,
-calibrate.
+The ``lrda`` command, one subcommand per job.
 
-Each command is named by what it gives: ``eval`` the accuracy of methods on one dataset or
-bag, ``speed`` their time and memory, ``paper`` the paper's table on its benchmarks. The
-former names ``bench`` (speed) and ``benchmark`` (paper) still run, hidden from the help, and
-say what replaced them (:data:`RENAMED`).
+demo, eval, speed, paper, densify, play, hold-rate, train-prior and calibrate. Each command
+is named by what it gives: ``eval`` the accuracy of methods on one dataset or bag, ``speed``
+their time and memory, ``paper`` the paper's table on its benchmarks, ``calibrate`` a
+verdict on a bag's LiDAR->camera calibration. The former names ``bench`` (speed) and
+``benchmark`` (paper) still run, hidden from the help, and say what replaced them
+(:data:`RENAMED`).
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
 command prints one line saying what to change and exits 1 (argparse's usage errors: 2);

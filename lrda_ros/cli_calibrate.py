@@ -45,7 +45,7 @@ def add_calibrate(parser: argparse.ArgumentParser) -> None:
                              + node_default('sync.queue_size'))
     add_topics(parser, ('image', 'camera-info', 'points'), several_points=True)
     parser.add_argument('--image-is-rectified', action='store_true', default=None,
-                        help="the image is rectified (project with P, no distortion); default: "
+                        help='the image is rectified (project with P, no distortion); default: '
                              "the node's image_is_rectified")
     add_extrinsic_options(parser)
     add_node_parameters(parser, 'the options above win over both')

@@ -22,7 +22,7 @@ overlay of LiDAR outlines on the image before and after, and the score around th
 
 from .bag import bag_window, BagFrame, BagWindow
 from .run import (
-    CALIBRATION_JSON, calibrate_bag, calibrate_frames, calibrate_window, CalibrateOptions,
+    calibrate_bag, calibrate_frames, calibrate_window, CalibrateOptions, CALIBRATION_JSON,
     CalibrationResult, OVERLAY_PNG, PROFILES_PNG)
 
 __all__ = [

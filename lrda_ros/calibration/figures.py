@@ -12,7 +12,7 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""The calibration check's figures: LiDAR outlines on the image before and after, score profiles."""
+"""The calibration check's figures: LiDAR outlines on the image before and after, profiles."""
 
 from __future__ import annotations
 

@@ -100,6 +100,28 @@ def inverse_distance_transform(edges: np.ndarray, alpha: float = EDGE_ALPHA,
     return (alpha * e + (1.0 - alpha) * spread).astype(np.float32)
 
 
+def local_contrast(values: np.ndarray, window: int) -> np.ndarray:
+    """
+    Return ``values`` minus their mean over a ``window`` x ``window`` box (edges replicated).
+
+    A high-pass of the spread edge map: where the image is textured all over (the synthetic
+    world's procedural surfaces), the plain map rises and falls smoothly with the texture's
+    density and a wide search drifts towards dense texture; against its local mean only an
+    edge that stands out scores.
+    """
+    if window < 1 or window % 2 == 0:
+        raise ValueError(f'window must be odd and >= 1, got {window}')
+    image = np.asarray(values, np.float64)
+    height, width = image.shape
+    pad = window // 2
+    sums = np.cumsum(np.cumsum(np.pad(image, pad, mode='edge'), axis=0), axis=1)
+    sums = np.pad(sums, ((1, 0), (1, 0)))
+    box = (sums[window:window + height, window:window + width]
+           - sums[:height, window:window + width]
+           - sums[window:window + height, :width] + sums[:height, :width])
+    return (image - box / window ** 2).astype(np.float32)
+
+
 def edge_map(rgb: np.ndarray, alpha: float = EDGE_ALPHA, gamma: float = EDGE_GAMMA
              ) -> np.ndarray:
     """Return the score's image side: the inverse distance transform of the edge strength."""
@@ -144,18 +166,51 @@ def _linked(azimuth: np.ndarray, elevation: np.ndarray, order: np.ndarray,
 
 
 def depth_discontinuities(points: np.ndarray, max_azimuth_step_deg: float = 1.0,
-                          max_elevation_step_deg: float = 0.4) -> np.ndarray:
+                          max_elevation_step_deg: float = 0.4
+                          ) -> tuple[np.ndarray, np.ndarray]:
     """
-    Return each point's discontinuity ``max(r_prev - r, r_next - r, 0) ** 0.5`` (float64, m^0.5).
+    Return each point's discontinuity and the neighbour it jumps to (index, -1 for none).
 
-    ``r`` is the range from the sensor; a missing neighbour (the end of a scan line, a gap)
-    counts as no jump. Only the near side of a jump scores: it is the object's outline.
+    The discontinuity is ``max(r_prev - r, r_next - r, 0) ** 0.5`` (m^0.5), ``r`` the range
+    from the sensor; a missing neighbour (the end of a scan line, a gap) counts as no jump.
+    Only the near side of a jump scores: it is the object's outline.
     """
     p = np.asarray(points, np.float64)
     previous, following = scan_neighbours(p, max_azimuth_step_deg, max_elevation_step_deg)
     ranges = np.linalg.norm(p, axis=1)
     jump = np.zeros(len(p))
+    partner = np.full(len(p), -1, np.int64)
     for neighbour in (previous, following):
         has = neighbour >= 0
-        jump[has] = np.maximum(jump[has], ranges[neighbour[has]] - ranges[has])
-    return np.sqrt(jump)
+        step = np.zeros(len(p))
+        step[has] = ranges[neighbour[has]] - ranges[has]
+        larger = has & (step > jump)
+        jump[larger] = step[larger]
+        partner[larger] = neighbour[larger]
+    return np.sqrt(jump), partner
+
+
+def outline_points(near: np.ndarray, far: np.ndarray, shift: float = 0.5) -> np.ndarray:
+    """
+    Return where each outline lies: from a near point towards the farther neighbour past it.
+
+    The silhouette lies between the last ray that hit the object and the first that missed
+    it. With rays much thinner than their spacing the near ray is on average half a step
+    inside the silhouette (``shift`` 0.5: the bisector); a beam as wide as the step (real
+    spinning LiDARs: a partial hit returns the near range) puts the near ray on it already
+    (``shift`` 0). The outline keeps the near point's range. A pair further apart than twice
+    the median pair (missing returns between them: the silhouette could be anywhere) keeps
+    the near point's own ray, as does a point given as its own ``far``.
+    """
+    near = np.asarray(near, np.float64)
+    far = np.asarray(far, np.float64)
+    ranges = np.linalg.norm(near, axis=1)
+    own = near / np.maximum(ranges, 1e-12)[:, None]
+    other = far / np.maximum(np.linalg.norm(far, axis=1), 1e-12)[:, None]
+    apart = np.linalg.norm(other - own, axis=1)
+    if len(apart) and np.any(apart > 0):
+        typical = np.median(apart[apart > 0])
+        other = np.where((apart <= 2 * typical)[:, None], other, own)
+    direction = own + shift * (other - own)
+    direction /= np.maximum(np.linalg.norm(direction, axis=1), 1e-12)[:, None]
+    return direction * ranges[:, None]

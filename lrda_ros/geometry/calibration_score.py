@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .calibration_edges import (
-    depth_discontinuities, EDGE_ALPHA, EDGE_GAMMA, edge_strength, grey, inverse_distance_transform)
+    depth_discontinuities, EDGE_ALPHA, EDGE_GAMMA, edge_strength, grey, inverse_distance_transform,
+    local_contrast, outline_points)
 from .camera import CameraModel, project_points
 from .checks import as_points, InvalidPointsError
 from .motion import move_points
@@ -57,12 +58,21 @@ class FrameSelection:
     max_range_m: float = 60.0
     #: The strongest discontinuities kept per frame (cost bound).
     max_points: int = 6000
+    #: Where an outline lies between its near point's ray (0) and the far neighbour's (1):
+    #: 0 for real spinning LiDARs, whose beams are about as wide as their azimuth step; 0.5
+    #: for ideal thin rays (the synthetic world): calibration_edges.outline_points.
+    outline_shift: float = 0.0
+    #: 0: the plain spread edge map (Levinson & Thrun); an odd number of pixels: the map minus
+    #: its mean over that box (calibration_edges.local_contrast), for images textured all over.
+    edge_contrast_px: int = 0
     edge_alpha: float = EDGE_ALPHA
     edge_gamma: float = EDGE_GAMMA
 
     def __post_init__(self) -> None:
-        if not (self.min_jump_m > 0 and self.max_range_m > 0 and self.max_points >= 1):
-            raise ValueError('min_jump_m and max_range_m must be > 0, max_points >= 1')
+        if not (self.min_jump_m > 0 and self.max_range_m > 0 and self.max_points >= 1
+                and 0.0 <= self.outline_shift <= 1.0 and self.edge_contrast_px >= 0):
+            raise ValueError('min_jump_m and max_range_m must be > 0, max_points >= 1, '
+                             'outline_shift in [0, 1]')
 
 
 @dataclass(frozen=True, eq=False)
@@ -117,7 +127,7 @@ def calibration_frame(rgb: np.ndarray, points_lidar: np.ndarray, T_cam_lidar: Ri
         finite &= np.isfinite(times_s)
     points = points[finite]
     times = times_s[finite] if times_s is not None else None
-    weights = depth_discontinuities(points)
+    weights, partner = depth_discontinuities(points)
     ranges = np.linalg.norm(points, axis=1)
     keep = np.flatnonzero((weights >= np.sqrt(selection.min_jump_m))
                           & (ranges <= selection.max_range_m))
@@ -125,9 +135,16 @@ def calibration_frame(rgb: np.ndarray, points_lidar: np.ndarray, T_cam_lidar: Ri
         keep = keep[np.argsort(-weights[keep], kind='stable')[:selection.max_points]]
     raw = edge_strength(grey(image))
     edges = inverse_distance_transform(raw, selection.edge_alpha, selection.edge_gamma)
+    if selection.edge_contrast_px:
+        edges = local_contrast(edges, selection.edge_contrast_px)
+    # Each outline between its point and the neighbour it jumps to, at the mean time.
+    far = np.where(partner[keep] >= 0, partner[keep], keep)
+    outline = outline_points(points[keep], points[far], selection.outline_shift)
+    if times is not None:
+        times = (times[keep] + times[far]) / 2
     return CalibrationFrame(
-        edges=edges, camera=camera, T_cam_lidar=T_cam_lidar, points=points[keep],
-        weights=weights[keep], times_s=None if times is None else times[keep],
+        edges=edges, camera=camera, T_cam_lidar=T_cam_lidar, points=outline,
+        weights=weights[keep], times_s=times,
         twist=None if twist is None else np.asarray(twist, np.float64).reshape(6),
         edge_level=float(raw.mean()))
 
@@ -190,6 +207,19 @@ class WindowScore:
         self._cached: list[np.ndarray] = []
         #: Evaluations so far (the optimizer's cost).
         self.evaluations = 0
+
+    @property
+    def scale(self) -> float:
+        """
+        Return the frames' mean absolute edge value: the score's unit where it is small.
+
+        A plain edge map's score is of its order; a contrast map's
+        (``FrameSelection.edge_contrast_px``) is near zero away from an edge, so its gains and
+        drops are measured against a tenth of this instead.
+        """
+        if not self.frames:
+            return 0.0
+        return float(np.mean([np.abs(frame.edges).mean() for frame in self.frames]))
 
     def _points_in_camera(self, time_offset_s: float) -> list[np.ndarray]:
         if self._cached_offset != time_offset_s:

@@ -68,7 +68,7 @@ class CheckConfig:
     #: The search's largest excursion per parameter.
     max_rotation_deg: float = 5.0
     max_translation_m: float = 0.15
-    max_time_offset_s: float = 0.15
+    max_time_offset_s: float = 0.1
     #: Smallest corrections that count (below: consistent).
     rotation_tolerance_deg: float = 0.3
     translation_tolerance_m: float = 0.03
@@ -128,13 +128,17 @@ class CalibrationCheck:
     frames: int
     points: int
     evaluations: int
+    #: The edge maps' scale (WindowScore.scale): a tenth of it is the unit of the gain where
+    #: the given score is smaller (a contrast map's).
+    score_unit: float = 0.0
     #: Each frame's score at the given and the corrected calibration.
     frame_scores: tuple[tuple[float, float], ...] = field(default=())
 
     @property
     def gain(self) -> float:
         """Return the relative score gain of the correction over the given calibration."""
-        return (self.score_corrected / self.score_given - 1.0) if self.score_given > 0 else 0.0
+        unit = max(self.score_given, 0.1 * self.score_unit)
+        return (self.score_corrected - self.score_given) / unit if unit > 0 else 0.0
 
     def parameter(self, name: str) -> ParameterEstimate:
         """Return the estimate of parameter ``name`` (PARAMETER_NAMES)."""
@@ -196,6 +200,32 @@ def _rotation_search(score: WindowScore, theta: np.ndarray, scales: np.ndarray,
     return theta
 
 
+def _time_scan(score: WindowScore, theta: np.ndarray, rotation: bool, scales: np.ndarray,
+               smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """
+    Return theta at the best time offset of a scan over its whole range (5 ms steps).
+
+    The offset's profile has side peaks, so it is scanned rather than climbed. On a rig moving
+    at one twist, an offset also turns the LiDAR as a yaw of the mount would: with the rotation
+    searched, each offset of the scan gets its best rotation (warm-started from the previous
+    offset's), so the scan follows that ridge instead of crossing it.
+    """
+    rotation_only = np.zeros(7, bool)
+    rotation_only[:3] = rotation
+    best, best_value = theta, -np.inf
+    current = theta.copy()
+    for offset in np.arange(-bounds[6], bounds[6] + 1e-9, 0.005):
+        current[6] = offset
+        if rotation:
+            current, value = _pattern_search(score, current, rotation_only, scales / 4,
+                                             smallest * 4, bounds)
+        else:
+            value = score(current)
+        if value > best_value:
+            best, best_value = current.copy(), value
+    return best
+
+
 def _free_parameters(frames: list[CalibrationFrame], config: CheckConfig) -> np.ndarray:
     free = np.zeros(7, bool)
     free[:3] = config.rotation
@@ -210,7 +240,9 @@ def _differences(score: WindowScore, theta: np.ndarray, index: np.ndarray,
     Return the score's Hessian over ``index`` (central differences), frame gradients, score.
 
     The gradients are each frame's (F, n), as shares of the window score (a frame's score
-    over the number of frames); the score is the window's at ``theta``.
+    over the number of frames); the score is the window's at ``theta``, or a tenth of the
+    edge maps' scale where that is larger (``WindowScore.scale``; a contrast map's score is
+    near zero): the unit relative drops are taken in.
     """
     n = len(index)
     center = score.per_frame(theta)
@@ -226,10 +258,10 @@ def _differences(score: WindowScore, theta: np.ndarray, index: np.ndarray,
     gradients = np.zeros((len(center), n))
     for i in range(n):
         gradients[:, i] = (plus[i] - minus[i]) / (2 * h[i])
-    total = float(center.mean())
+    total = max(float(center.mean()), 0.1 * score.scale)  # the unit drops are measured in
     hessian = np.zeros((n, n))
     for i in range(n):
-        hessian[i, i] = (plus[i].mean() - 2 * total + minus[i].mean()) / h[i] ** 2
+        hessian[i, i] = (plus[i].mean() - 2 * center.mean() + minus[i].mean()) / h[i] ** 2
         for j in range(i + 1, n):
             cross = (at({i: 1.0, j: 1.0}).mean() - at({i: 1.0, j: -1.0}).mean()
                      - at({i: -1.0, j: 1.0}).mean() + at({i: -1.0, j: -1.0}).mean())
@@ -298,12 +330,8 @@ def check_calibration(frames: list[CalibrationFrame],
     scales, bounds = config.scales(), config.bounds()
     smallest = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
     theta = _rotation_search(score, zero, scales, smallest, bounds) if config.rotation else zero
-    if free[6]:  # the time offset's profile has side peaks: scan it whole first
-        scan = np.arange(-bounds[6], bounds[6] + 1e-9, 0.005)
-        values = [score(np.concatenate([theta[:6], [offset]])) for offset in scan]
-        theta[6] = scan[int(np.argmax(values))]
-        if config.rotation:
-            theta = _rotation_search(score, theta, scales / 4, smallest, bounds)
+    if free[6]:
+        theta = _time_scan(score, theta, config.rotation, scales, smallest, bounds)
     theta, _ = _pattern_search(score, theta, free, scales / 4, smallest, bounds)
     steps = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
     index = np.flatnonzero(free)
@@ -325,7 +353,7 @@ def check_calibration(frames: list[CalibrationFrame],
         verdict=CONSISTENT, reason='', theta=theta, parameters=parameters,
         score_given=float(given.mean()), score_corrected=float(corrected.mean()),
         frames=len(frames), points=points, evaluations=score.evaluations,
-        frame_scores=tuple(zip(given.tolist(), corrected.tolist())))
+        score_unit=score.scale, frame_scores=tuple(zip(given.tolist(), corrected.tolist())))
     return _with_verdict(check, observable, errors, config)
 
 

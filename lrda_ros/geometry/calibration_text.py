@@ -46,9 +46,9 @@ def describe(check: CalibrationCheck) -> str:
         rotation = np.degrees(check.theta[:3])
         if np.any(rotation):
             axis = 'xyz'[int(np.argmax(np.abs(rotation)))]
-            parts.append(f'the LiDAR->camera rotation looks off by '
-                         f'{np.degrees(np.linalg.norm(check.theta[:3])):.2f} deg, mostly about the '
-                         f"camera's {axis} axis ({AXIS_NAMES[axis]}; rotation vector "
+            angle = np.degrees(np.linalg.norm(check.theta[:3]))
+            parts.append(f'the LiDAR->camera rotation looks off by {angle:.2f} deg, mostly '
+                         f"about the camera's {axis} axis ({AXIS_NAMES[axis]}; rotation vector "
                          + ', '.join(f'{value:+.2f}' for value in rotation) + ' deg)')
         if np.any(check.theta[3:6]):
             parts.append('translation off by ' + ', '.join(
