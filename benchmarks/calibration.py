@@ -89,14 +89,13 @@ def _kitti(args) -> None:
               flush=True)
 
 
-def _moving_window(offset_s: float, motion: world.RigMotion, seeds, size,
-                   selection: FrameSelection) -> list:
+def _moving_window(offset_s: float, motions, seeds, size, selection: FrameSelection) -> list:
     """Return the rig's calibration frames: each seed's scene, image taken offset late."""
     width, height, fx = size
     camera = world.pinhole_camera_focal(width, height, fx)
     T_cam_lidar = world.lidar_mount()
     frames = []
-    for seed in seeds:
+    for seed, motion in zip(seeds, motions):
         scene = world.make_scene('outdoor', seed, length=80.0)
         T_world_cam = world.camera_pose((15.0, scene.layout.lane_y, 1.6), 0.0, 0.0)
         T_world_lidar = T_world_cam @ T_cam_lidar
@@ -122,12 +121,16 @@ def _moving(args) -> None:
           'error (ms) | error (ms) | score gain | seconds |')
     print('|---|---:|---|---|---:|---:|---:|---:|---:|')
     size = (args.width, args.height, args.fx)
+    turns = [args.yaw_rate * sign for sign in (1, -1, 0.5, -0.5, 0)]
     rigs = [(f'{args.speed:g} m/s, {args.yaw_rate:g} deg/s',
-             world.RigMotion(args.speed, args.yaw_rate), args.offsets),
-            ('still', world.RigMotion(0.0, 0.0), [0.05])]
-    for label, motion, offsets in rigs:
+             [world.RigMotion(args.speed, args.yaw_rate)] * args.window, args.offsets),
+            (f'{args.speed:g} m/s, turns of ' + ', '.join(f'{t:+g}' for t in turns) + ' deg/s',
+             [world.RigMotion(args.speed, turns[i % 5]) for i in range(args.window)],
+             args.offsets),
+            ('still', [world.RigMotion(0.0, 0.0)] * args.window, [0.05])]
+    for label, motions, offsets in rigs:
         for offset in offsets:
-            frames = _moving_window(offset, motion, range(args.window), size, selection)
+            frames = _moving_window(offset, motions, range(args.window), size, selection)
             for name, config in (('time', CheckConfig(rotation=False)),
                                  ('rot+time', CheckConfig())):
                 start = time.perf_counter()

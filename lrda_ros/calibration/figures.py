@@ -113,8 +113,9 @@ def profile_figure(profiles: dict[str, tuple[np.ndarray, np.ndarray]],
         base = -check.theta[index] / _TO_THETA[index]
         axis.axvline(base, color='tab:red', linestyle='--', linewidth=0.8, label='given')
         axis.set_xlabel('offset from the estimate:\n' + _LABELS[index], fontsize=8)
-        axis.set_title(name + ('' if estimate.observable else ' (not observable)'),
-                       fontsize=9)
+        note = ('' if estimate.observable else ' (not searched)' if not estimate.searched
+                else ' (not observable)')
+        axis.set_title(name + note, fontsize=9)
         axis.tick_params(labelsize=7)
     axes[0][0].set_ylabel('window score (mean edge value\nunder the outline points)',
                           fontsize=8)

@@ -226,12 +226,47 @@ def _time_scan(score: WindowScore, theta: np.ndarray, rotation: bool, scales: np
     return best
 
 
-def _free_parameters(frames: list[CalibrationFrame], config: CheckConfig) -> np.ndarray:
+#: Why a time offset is not searched.
+NO_MOTION = ('no motion in the window (a still robot, or no odometry and point times): a time '
+             'offset changes nothing')
+ONE_TWIST = ('the window moves at one twist: a time offset then moves every frame\'s points as '
+             'one fixed turn and shift of the mount would, so with the rotation searched it '
+             'cannot be told apart; check it with the extrinsic trusted (rotation off) or over '
+             'frames with different motions (turning both ways, speeding up)')
+
+
+def one_twist(frames: list[CalibrationFrame], spread: float = 0.2) -> bool:
+    """
+    Return whether the moving frames share one twist, within ``spread`` of its size.
+
+    Then ``exp(-offset xi)`` is the same rigid transform for every frame: a time offset and a
+    correction of the extrinsic have the same effect on the score. Turn rates and speeds are
+    compared apart (at least 0.05 rad/s and 0.5 m/s count as their size).
+    """
+    twists = np.array([frame.twist for frame in frames if frame.moving])
+    if len(twists) < 2:
+        return True
+    mean = twists.mean(axis=0)
+    for part, least in ((slice(0, 3), 0.5), (slice(3, 6), 0.05)):
+        size = max(float(np.linalg.norm(mean[part])), least)
+        if np.max(np.linalg.norm(twists[:, part] - mean[part], axis=1)) > spread * size:
+            return False
+    return True
+
+
+def _free_parameters(frames: list[CalibrationFrame], config: CheckConfig
+                     ) -> tuple[np.ndarray, str]:
+    """Return the searched parameters, and why the time offset is not searched ('' if it is)."""
     free = np.zeros(7, bool)
     free[:3] = config.rotation
     free[3:6] = config.translation
-    free[6] = config.time_offset and any(frame.moving for frame in frames)
-    return free
+    why = ''
+    if not any(frame.moving for frame in frames):
+        why = NO_MOTION
+    elif (config.rotation or config.translation) and one_twist(frames):
+        why = ONE_TWIST
+    free[6] = config.time_offset and not why
+    return free, why
 
 
 def _differences(score: WindowScore, theta: np.ndarray, index: np.ndarray,
@@ -326,7 +361,7 @@ def check_calibration(frames: list[CalibrationFrame],
     reason = _too_little(frames, points, config)
     if reason:
         return _without_estimate(reason, frames, points, score)
-    free = _free_parameters(frames, config)
+    free, time_note = _free_parameters(frames, config)
     scales, bounds = config.scales(), config.bounds()
     smallest = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
     theta = _rotation_search(score, zero, scales, smallest, bounds) if config.rotation else zero
@@ -347,7 +382,7 @@ def check_calibration(frames: list[CalibrationFrame],
     hessian, gradients, total = _differences(score, theta, index, steps[index])
     errors[index] = _standard_errors(hessian, gradients, total)
     given, corrected = score.per_frame(zero), score.per_frame(theta)
-    parameters = tuple(_estimate(index, theta, errors, free, observable, frames)
+    parameters = tuple(_estimate(index, theta, errors, free, observable, time_note)
                        for index in range(7))
     check = CalibrationCheck(
         verdict=CONSISTENT, reason='', theta=theta, parameters=parameters,
@@ -381,11 +416,10 @@ def _without_estimate(reason: str, frames: list[CalibrationFrame], points: int,
 
 
 def _estimate(index: int, theta: np.ndarray, errors: np.ndarray, free: np.ndarray,
-              observable: np.ndarray, frames: list[CalibrationFrame]) -> ParameterEstimate:
+              observable: np.ndarray, time_note: str) -> ParameterEstimate:
     name = PARAMETER_NAMES[index]
     if not free[index]:
-        note = ('no motion in the window (a still robot, or no odometry and point times): a '
-                'time offset changes nothing' if index == 6 else 'not searched')
+        note = (time_note or 'not searched') if index == 6 else 'not searched'
         return ParameterEstimate(name, None, None, False, False, note)
     if not observable[index]:
         return ParameterEstimate(name, None, float(errors[index]), False, True,

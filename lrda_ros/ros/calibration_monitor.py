@@ -48,7 +48,7 @@ from ..settings.node_settings import CalibrationCheckSettings
 CALIBRATION_KEYS = ('verdict', 'correction rotation vector (deg, camera frame)',
                     'rotation standard error (deg)', 'score gain (%)', 'frames used',
                     'outline points', 'frames in window', 'checks run',
-                    'last check duration (s)', 'correction applied')
+                    'last check duration (s)', 'background CPU time (s)', 'correction applied')
 
 
 class CalibrationMonitor:
@@ -70,6 +70,8 @@ class CalibrationMonitor:
         self.check: CalibrationCheck | None = None
         self.checks_run = 0
         self.last_seconds = float('nan')
+        #: CPU seconds the background thread has spent (frames prepared and checks).
+        self.cpu_seconds = 0.0
         #: Set after every check, and whenever a frame joins the window (tests wait on them).
         self.checked = threading.Event()
         self.frame_added = threading.Event()
@@ -122,14 +124,17 @@ class CalibrationMonitor:
                 if self._stop:
                     return
                 inputs, self._box = self._box, None
+            start = time.thread_time()
             # The given extrinsic: the check judges it, not an applied correction.
             frame = calibration_frame(inputs.rgb, inputs.points_lidar, inputs.T_cam_lidar,
                                       inputs.camera)
             self._window.append(frame)
-            self.frame_added.set()
             due = self._clock() - self._last_check >= self.settings.period_s
             if len(self._window) == self._window.maxlen and due:
                 self._check(list(self._window), config)
+            with self._lock:
+                self.cpu_seconds += time.thread_time() - start
+            self.frame_added.set()
 
     def _check(self, frames: list, config: CheckConfig) -> None:
         start = time.monotonic()
@@ -151,10 +156,11 @@ class CalibrationMonitor:
         """Return the ``<name>: calibration`` status: OK, WARN with the correction, or waiting."""
         with self._lock:
             check, runs, seconds = self.check, self.checks_run, self.last_seconds
-            frames = len(self._window)
+            frames, cpu = len(self._window), self.cpu_seconds
         values = dict.fromkeys(CALIBRATION_KEYS, '')
         values.update({'frames in window': f'{frames}/{self.settings.window}',
                        'checks run': runs, 'last check duration (s)': f'{seconds:.2f}',
+                       'background CPU time (s)': f'{cpu:.2f}',
                        'correction applied': 'no' if self.applied is None else ', '.join(
                            f'{v:+.2f}' for v in np.degrees(self.applied[:3])) + ' deg'})
         level = DiagnosticStatus.OK
