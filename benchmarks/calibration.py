@@ -20,13 +20,17 @@ turned by rotation errors about each camera axis and combinations of them, and s
 translation errors, each checked with the default settings (rotation searched) and, for the
 translations, with the translation searched too. ``moving``: the synthetic street seen by a
 rig driving at ``--speed`` m/s and turning at ``--yaw-rate`` deg/s, the camera's image taken
-``offset`` after its stamp; a window of ``--window`` views (one scene seed each). A still rig
-must report the time offset as unobservable. ``cost``: the seconds to prepare one KITTI frame
-(edge map, outline points) and to check a window.
+``offset`` after its stamp; a window of ``--window`` views (one scene seed each), the rig at one
+twist, then turning a different way in each view. A still rig must report the time offset as
+unobservable. ``cost``: the seconds to prepare one KITTI frame
+(edge map, outline points) and to check a window. ``figure``: ``lrda calibrate``'s report and
+figures for the bag with its extrinsic turned by ``--rotation``.
 
     python benchmarks/calibration.py kitti --data ../shared/data
     python benchmarks/calibration.py moving
     python benchmarks/calibration.py cost --data ../shared/data
+    python benchmarks/calibration.py figure --data ../shared/data --rotation 0,1,0 \
+        --output out/calibration_figure      # lrda calibrate's figures, extrinsic turned
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ from pathlib import Path
 import time
 
 from lrda_ros import world
-from lrda_ros.calibration import bag_window, calibrate_frames
+from dataclasses import replace
+
+from lrda_ros.calibration import bag_window, calibrate_frames, calibrate_window, CalibrateOptions
 from lrda_ros.geometry import RigidTransform
 from lrda_ros.geometry.calibration_score import (
     calibration_frame, FrameSelection, rotation_matrix, rotation_vector)
@@ -160,13 +166,28 @@ def _cost(args) -> None:
           f'({result.check.evaluations} score evaluations)')
 
 
+def _figure(args) -> None:
+    bag = args.data / KITTI_BAG
+    window = bag_window(bag)
+    rotation = [float(v) for v in args.rotation.split(',')]
+    given = _perturb(window.extrinsic, rotation, (0.0, 0.0, 0.0))
+    result = calibrate_window(replace(window, extrinsic=given),
+                              CalibrateOptions(bag, output=args.output))
+    print(result.message)
+    print(f'wrote {args.output}/: calibration.json, overlay.png, score_profiles.png')
+
+
 def main() -> None:
     """Run one of the measurements."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     commands = parser.add_subparsers(dest='command', required=True)
-    for name in ('kitti', 'cost'):
+    for name in ('kitti', 'cost', 'figure'):
         command = commands.add_parser(name)
         command.add_argument('--data', type=Path, default=Path('../shared/data'))
+        if name == 'figure':
+            command.add_argument('--rotation', default='0,1,0',
+                                 help='error applied to the extrinsic (deg, camera frame)')
+            command.add_argument('--output', type=Path, default=Path('out/calibration_figure'))
     moving = commands.add_parser('moving')
     moving.add_argument('--offsets', type=float, nargs='+', default=[0.02, 0.04, 0.06, 0.08])
     moving.add_argument('--speed', type=float, default=10.0)
@@ -181,7 +202,7 @@ def main() -> None:
     moving.add_argument('--edge-contrast', type=int, default=31,
                         help='FrameSelection.edge_contrast_px: 31 for the procedural textures')
     args = parser.parse_args()
-    {'kitti': _kitti, 'moving': _moving, 'cost': _cost}[args.command](args)
+    {'kitti': _kitti, 'moving': _moving, 'cost': _cost, 'figure': _figure}[args.command](args)
 
 
 if __name__ == '__main__':

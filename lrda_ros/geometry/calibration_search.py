@@ -16,23 +16,31 @@
 The calibration check: the correction that maximizes the window's score, and how sure it is.
 
 **Optimizer.** Levinson & Thrun search a grid of small perturbations around the current
-calibration and move to the best; the score is a sum over a few thousand points of a smooth
-(spread, bilinearly sampled) edge map, cheap to evaluate and without a useful analytic
-gradient through the pixel grid, so the search here is the same idea made cheaper: a
-coordinate *pattern search* (compass search: each parameter ±step, keep any gain, halve the
-steps when none helps), first on the rotation alone from 1 degree steps (rotation moves every
-point, translation mostly the near ones), then on every free parameter together.
+calibration and move to the best. The score is a sum over a few thousand outline points of a
+smooth (spread, bilinearly sampled) edge map: cheap to evaluate, without a useful analytic
+gradient through the pixel grid, and with side peaks. So the search is derivative-free:
+
+1. the rotation alone by *compass search* (each angle ±step, the best of those moves taken,
+   the steps halved when none gains, from 1 degree down to 0.01), then Levinson & Thrun's grid
+   around the peak (5 x 5 x 5 rotations, ±0.5 degree), restarting the compass from any better
+   point it finds (roll and pitch can hide a higher peak from the compass);
+2. on a moving rig, the time offset scanned over its whole range in 5 ms steps, the rotation
+   re-fitted at each offset (the offset's profile has side peaks, and an offset turns the
+   LiDAR as a yaw of the mount would);
+3. every free parameter together by compass search from there.
 
 **Confidence.** At the optimum the score's Hessian ``H`` (central differences) and each
 frame's gradient ``g_f`` give the sandwich covariance ``H^-1 (sum_f g_f g_f^T) H^-1`` with the
 frames as independent samples: a parameter's standard error grows where the frames disagree
 and where the score is flat along it, alone or together with another (a time offset on a rig
 moving at one constant twist is the same as a rotation and translation of the mount, and the
-covariance says so). A parameter whose standard error exceeds its ``observable_*`` bound is
-*unobservable*: it is reported without a value and held at zero (the given calibration). The
-verdict is ``suspect`` when an observable parameter's correction exceeds its tolerance and three
-standard errors and the score gains at least ``min_gain``; ``consistent`` when none does; and
-``not enough evidence`` for too few frames, outline points or image edges, or nothing
+covariance says so). A parameter is *observable* when moving it by its tolerance costs at least
+``least_drop`` of the score with the others re-adjusted (its marginal curvature) and its peak
+lies inside the search range (not within a fifth of its edge). An unobservable parameter is
+reported without a value and held at zero (the given calibration), the others searched again.
+The verdict is ``suspect`` when an observable parameter's correction exceeds its tolerance and
+three standard errors and the score gains at least ``min_gain``; ``consistent`` when none does;
+and ``not enough evidence`` for too few frames, outline points or image edges, or nothing
 observable.
 """
 
@@ -47,6 +55,8 @@ from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
 #: Verdicts.
 CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
 _DEG = np.pi / 180.0
+#: The searches' finest steps: 0.01 degree, 2 mm, 0.5 ms.
+_SMALLEST = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
 
 
 @dataclass(frozen=True)
@@ -68,7 +78,7 @@ class CheckConfig:
     #: The search's largest excursion per parameter.
     max_rotation_deg: float = 5.0
     max_translation_m: float = 0.15
-    max_time_offset_s: float = 0.1
+    max_time_offset_s: float = 0.15
     #: Smallest corrections that count (below: consistent).
     rotation_tolerance_deg: float = 0.3
     translation_tolerance_m: float = 0.03
@@ -205,19 +215,20 @@ def _time_scan(score: WindowScore, theta: np.ndarray, rotation: bool, scales: np
     """
     Return theta at the best time offset of a scan over its whole range (5 ms steps).
 
-    The offset's profile has side peaks, so it is scanned rather than climbed. On a rig moving
-    at one twist, an offset also turns the LiDAR as a yaw of the mount would: with the rotation
-    searched, each offset of the scan gets its best rotation (warm-started from the previous
-    offset's), so the scan follows that ridge instead of crossing it.
+    The offset's profile has side peaks, so it is scanned rather than climbed. An offset also
+    turns the LiDAR as a yaw of the mount would: with the rotation searched, each offset of
+    the scan gets its own best rotation, fitted from the given one (a fit carried from offset
+    to offset, or started from the rotation fitted without an offset, stops in side peaks), so
+    the scan follows that ridge instead of crossing it.
     """
     rotation_only = np.zeros(7, bool)
     rotation_only[:3] = rotation
     best, best_value = theta, -np.inf
-    current = theta.copy()
     for offset in np.arange(-bounds[6], bounds[6] + 1e-9, 0.005):
+        current = np.where(rotation_only, 0.0, theta)
         current[6] = offset
         if rotation:
-            current, value = _pattern_search(score, current, rotation_only, scales / 4,
+            current, value = _pattern_search(score, current, rotation_only, scales,
                                              smallest * 4, bounds)
         else:
             value = score(current)
@@ -362,21 +373,19 @@ def check_calibration(frames: list[CalibrationFrame],
     if reason:
         return _without_estimate(reason, frames, points, score)
     free, time_note = _free_parameters(frames, config)
-    scales, bounds = config.scales(), config.bounds()
-    smallest = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
-    theta = _rotation_search(score, zero, scales, smallest, bounds) if config.rotation else zero
-    if free[6]:
-        theta = _time_scan(score, theta, config.rotation, scales, smallest, bounds)
-    theta, _ = _pattern_search(score, theta, free, scales / 4, smallest, bounds)
+    theta = _search(score, free, config)
     steps = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
     index = np.flatnonzero(free)
     hessian, _, total = _differences(score, theta, index, steps[index])
     observable = np.zeros(7, bool)
     observable[index] = _observable(hessian, total, config.tolerances()[index],
                                     config.least_drop)
+    # A peak at the edge of the search range is no peak: the score still rises beyond it.
+    observable &= np.abs(theta) < 0.8 * config.bounds()
     if np.any(free & ~observable):  # hold what the window cannot see at the given value
         theta = np.where(observable, theta, 0.0)
-        theta, _ = _pattern_search(score, theta, observable, scales / 8, smallest, bounds)
+        theta, _ = _pattern_search(score, theta, observable, config.scales() / 8, _SMALLEST,
+                                   config.bounds())
     errors = np.full(7, np.nan)
     index = np.flatnonzero(observable)
     hessian, gradients, total = _differences(score, theta, index, steps[index])
@@ -390,6 +399,18 @@ def check_calibration(frames: list[CalibrationFrame],
         frames=len(frames), points=points, evaluations=score.evaluations,
         score_unit=score.scale, frame_scores=tuple(zip(given.tolist(), corrected.tolist())))
     return _with_verdict(check, observable, errors, config)
+
+
+def _search(score: WindowScore, free: np.ndarray, config: CheckConfig) -> np.ndarray:
+    """Return the correction maximizing ``score`` over ``free``, searched from zero."""
+    scales, bounds = config.scales(), config.bounds()
+    theta = np.zeros(7)
+    if config.rotation and free[:3].any():
+        theta = _rotation_search(score, theta, scales, _SMALLEST, bounds)
+    if free[6]:
+        theta = _time_scan(score, theta, config.rotation, scales, _SMALLEST, bounds)
+    theta, _ = _pattern_search(score, theta, free, scales / 4, _SMALLEST, bounds)
+    return np.where(free, theta, 0.0)
 
 
 def _too_little(frames: list[CalibrationFrame], points: int, config: CheckConfig) -> str:
