@@ -36,12 +36,11 @@ figures for the bag with its extrinsic turned by ``--rotation``.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 import time
 
 from lrda_ros import world
-from dataclasses import replace
-
 from lrda_ros.calibration import bag_window, calibrate_frames, calibrate_window, CalibrateOptions
 from lrda_ros.geometry import RigidTransform
 from lrda_ros.geometry.calibration_score import (
@@ -124,8 +123,8 @@ def _moving(args) -> None:
     print(f'frames: {args.window} views, {args.width}x{args.height}, fx {args.fx:g}; '
           f'outline_shift {args.outline_shift:g}, edge_contrast_px {args.edge_contrast}\n')
     print('| rig | offset applied (ms) | search | verdict | estimated offset (ms) | standard '
-          'error (ms) | error (ms) | score gain | seconds |')
-    print('|---|---:|---|---|---:|---:|---:|---:|---:|')
+          'error (ms) | error (ms) | seconds |')
+    print('|---|---:|---|---|---:|---:|---:|---:|')
     size = (args.width, args.height, args.fx)
     turns = [args.yaw_rate * sign for sign in (1, -1, 0.5, -0.5, 0)]
     rigs = [(f'{args.speed:g} m/s, {args.yaw_rate:g} deg/s',
@@ -147,7 +146,7 @@ def _moving(args) -> None:
                 error = f'{1e3 * (p.value - offset):+.1f}' if p.observable else '-'
                 se = f'{1e3 * p.standard_error:.1f}' if p.standard_error else '-'
                 print(f'| {label} | {1e3 * offset:+.0f} | {name} | {check.verdict} | {estimate} '
-                      f'| {se} | {error} | {100 * check.gain:+.2f} % | {seconds:.1f} |',
+                      f'| {se} | {error} | {seconds:.1f} |',
                       flush=True)
 
 
@@ -173,8 +172,16 @@ def _figure(args) -> None:
     given = _perturb(window.extrinsic, rotation, (0.0, 0.0, 0.0))
     result = calibrate_window(replace(window, extrinsic=given),
                               CalibrateOptions(bag, output=args.output))
+    from PIL import Image
+
+    # The documentation's copy: 900 px wide, 256 colours.
+    with Image.open(args.output / 'overlay.png') as overlay:
+        small = overlay.convert('RGB').resize(
+            (900, round(overlay.height * 900 / overlay.width)), Image.LANCZOS)
+        small.quantize(256).save(args.output / 'overlay_doc.png', optimize=True)
     print(result.message)
-    print(f'wrote {args.output}/: calibration.json, overlay.png, score_profiles.png')
+    print(f'wrote {args.output}/: calibration.json, overlay.png, overlay_doc.png, '
+          'score_profiles.png')
 
 
 def main() -> None:

@@ -114,3 +114,20 @@ def test_a_disabled_check_reports_off_and_changes_nothing():
     monitor.stop()
     assert status.level == DiagnosticStatus.OK and status.message.startswith('off')
     assert not monitor.frame_added.is_set()
+
+
+def test_a_frame_the_check_cannot_read_is_skipped_and_the_thread_goes_on():
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), lambda message: None, _Clock())
+    try:
+        left, right = PLANKS[0]
+        wrong_size = FrameInputs(plank_image(left, right)[:, :100], CAMERA,
+                                 plank_scan(left, right)[0], TURNED)
+        monitor.offer(wrong_size)
+        assert monitor.frame_added.wait(60)
+        values = {kv.key: kv.value for kv in monitor.status('/node').values}
+        assert values['frames in window'] == '0/3'
+        _run(monitor)  # later frames still join, and the check runs
+        assert monitor.status('/node').level == DiagnosticStatus.WARN
+    finally:
+        monitor.stop()

@@ -62,7 +62,7 @@ def overlay_figure(rgb: np.ndarray, frame: CalibrationFrame, check: CalibrationC
                                (axes[1], check.theta, 'corrected extrinsic')):
         uv, depth = _outline_pixels(frame, theta)
         axis.imshow(rgb)
-        scatter = axis.scatter(uv[:, 0], uv[:, 1], c=depth, s=2, cmap='turbo_r', vmin=0,
+        scatter = axis.scatter(uv[:, 0], uv[:, 1], c=depth, s=5, cmap='turbo_r', vmin=0,
                                vmax=far, linewidths=0)
         axis.set_xlim(0, width)
         axis.set_ylim(height, 0)

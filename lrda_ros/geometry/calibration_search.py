@@ -240,7 +240,7 @@ def _time_scan(score: WindowScore, theta: np.ndarray, rotation: bool, scales: np
 #: Why a time offset is not searched.
 NO_MOTION = ('no motion in the window (a still robot, or no odometry and point times): a time '
              'offset changes nothing')
-ONE_TWIST = ('the window moves at one twist: a time offset then moves every frame\'s points as '
+ONE_TWIST = ("the window moves at one twist: a time offset then moves every frame's points as "
              'one fixed turn and shift of the mount would, so with the rotation searched it '
              'cannot be told apart; check it with the extrinsic trusted (rotation off) or over '
              'frames with different motions (turning both ways, speeding up)')

@@ -125,9 +125,12 @@ class CalibrationMonitor:
                     return
                 inputs, self._box = self._box, None
             start = time.thread_time()
-            # The given extrinsic: the check judges it, not an applied correction.
-            frame = calibration_frame(inputs.rgb, inputs.points_lidar, inputs.T_cam_lidar,
-                                      inputs.camera)
+            try:  # the given extrinsic: the check judges it, not an applied correction
+                frame = calibration_frame(inputs.rgb, inputs.points_lidar, inputs.T_cam_lidar,
+                                          inputs.camera)
+            except ValueError:  # bad input (InputError): the frame path counts its drop
+                self.frame_added.set()
+                continue
             self._window.append(frame)
             due = self._clock() - self._last_check >= self.settings.period_s
             if len(self._window) == self._window.maxlen and due:

@@ -546,12 +546,12 @@ class CompletionCore:
                     'synchronization': handle.backend if handle else '',
                     'conversion': self._conversion(),
                 }
+                if camera.name in self._calibration:  # before the camera's main status
+                    statuses.append(self._calibration[camera.name].status(
+                        camera.status_name(name)))
                 statuses.append(completion_status(
                     camera.status_name(name), camera.stats, self._lifecycle_state(), context,
                     bool(choice and choice.is_demo_prior)))
-                if camera.name in self._calibration:
-                    statuses.append(self._calibration[camera.name].status(
-                        camera.status_name(name)))
                 camera.stats.close_window()
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
