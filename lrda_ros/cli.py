@@ -35,8 +35,9 @@ import sys
 
 from .cli_calibrate import add_calibrate, run_calibrate
 from .cli_options import (add_engine_options, add_extrinsic_options, add_long_run, add_model,
-                          add_node_parameters, add_schedule, add_topics, bag_topics, common,
-                          csv, DefaultsHelpFormatter, extrinsic_of, floats, MODEL_HELP,
+                          add_node_parameters, add_rectified_option, add_schedule,
+                          add_sync_options, add_topics, bag_topics, common, csv,
+                          DefaultsHelpFormatter, extrinsic_of, floats, MODEL_HELP,
                           node_default, number, OneLineParser, parameter)
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
@@ -129,20 +130,12 @@ def _add_eval(commands) -> None:
                              'without gt/ (off unless given)')
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
-    parser.add_argument('--slop', type=parameter('sync.slop'),
-                        help='bags: largest stamp difference (s) of a synchronized set; '
-                             + node_default('sync.slop'))
-    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
-                        help='bags: messages kept per topic for synchronization; '
-                             + node_default('sync.queue_size'))
+    add_sync_options(parser)
     parser.add_argument('--budgets', type=floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
     add_topics(parser, ('image', 'camera-info', 'points', 'depth'), several_points=True)
-    parser.add_argument('--image-is-rectified', action='store_true', default=None,
-                        help='bags: the image is rectified (project with P, no distortion); '
-                             "default: the node's image_is_rectified (false: raw, projected "
-                             "with K and the camera_info's distortion)")
+    add_rectified_option(parser)
     add_extrinsic_options(parser)
     add_node_parameters(parser, 'the options above win over both')
 

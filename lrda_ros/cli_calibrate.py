@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_options import (add_extrinsic_options, add_node_parameters, add_topics, bag_topics,
-                          extrinsic_of, node_default, number, parameter)
+from .cli_options import (add_extrinsic_options, add_node_parameters, add_rectified_option,
+                          add_sync_options, add_topics, extrinsic_of, number)
 
 
 def add_calibrate(parser: argparse.ArgumentParser) -> None:
@@ -37,16 +37,9 @@ def add_calibrate(parser: argparse.ArgumentParser) -> None:
     parser.add_argument('--rotation-tolerance', type=number(float, above=0), default=0.3,
                         help='smallest rotation correction (deg) that makes a calibration '
                         'suspect')
-    parser.add_argument('--slop', type=parameter('sync.slop'),
-                        help='largest stamp difference (s) of a synchronized set; '
-                             + node_default('sync.slop'))
-    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
-                        help='messages kept per topic for synchronization; '
-                             + node_default('sync.queue_size'))
-    add_topics(parser, ('image', 'camera-info', 'points'), several_points=True)
-    parser.add_argument('--image-is-rectified', action='store_true', default=None,
-                        help='the image is rectified (project with P, no distortion); default: '
-                             "the node's image_is_rectified")
+    add_sync_options(parser)
+    add_topics(parser, ('image', 'camera-info', 'points'))
+    add_rectified_option(parser)
     add_extrinsic_options(parser)
     add_node_parameters(parser, 'the options above win over both')
 
@@ -55,13 +48,15 @@ def run_calibrate(args: argparse.Namespace) -> int:
     """Check the bag's calibration, print the verdict and the correction, write the report."""
     from .calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
     from .geometry.calibration_search import CheckConfig
+    from .messages.rosbag import BagTopics
     from .settings import load_parameters, NodeSettings
 
     parameters = load_parameters(args.params_file, args.parameters)
     settings = NodeSettings.from_values(parameters)
     extrinsic = extrinsic_of(args, parameters)
+    topics = BagTopics(args.image_topic, args.camera_info_topic, args.points_topic)
     options = CalibrateOptions(
-        bag=args.bag, output=args.output, topics=bag_topics(args), extrinsic=extrinsic,
+        bag=args.bag, output=args.output, topics=topics, extrinsic=extrinsic,
         image_is_rectified=(settings.image_is_rectified if args.image_is_rectified is None
                             else args.image_is_rectified),
         slop_s=settings.sync_slop if args.slop is None else args.slop,

@@ -229,6 +229,24 @@ def add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
                         'GPU, or per CPU without GPUs)')
 
 
+def add_sync_options(parser: argparse.ArgumentParser) -> None:
+    """Add --slop and --queue-size: how a bag's topics are synchronized (the node's sync.*)."""
+    parser.add_argument('--slop', type=parameter('sync.slop'),
+                        help='bags: largest stamp difference (s) of a synchronized set; '
+                             + node_default('sync.slop'))
+    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
+                        help='bags: messages kept per topic for synchronization; '
+                             + node_default('sync.queue_size'))
+
+
+def add_rectified_option(parser: argparse.ArgumentParser) -> None:
+    """Add --image-is-rectified (the node's image_is_rectified; unset: the node's)."""
+    parser.add_argument('--image-is-rectified', action='store_true', default=None,
+                        help='bags: the image is rectified (project with P, no distortion); '
+                             "default: the node's image_is_rectified (false: raw, projected "
+                             "with K and the camera_info's distortion)")
+
+
 def add_extrinsic_options(parser: argparse.ArgumentParser) -> None:
     """Add --lidar-to-camera-*: T_camera_lidar instead of the bag's /tf_static and /tf."""
     for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),

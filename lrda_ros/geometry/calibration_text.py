@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from .calibration_score import correction_transform, PARAMETER_NAMES
-from .calibration_search import CalibrationCheck, SUSPECT
+from .calibration_search import CalibrationCheck, CONSISTENT, SUSPECT
 from .transforms import RigidTransform
 
 #: Each camera axis and the motion it is the axis of (optical frame: x right, y down,
@@ -39,7 +39,10 @@ def describe(check: CalibrationCheck) -> str:
     E.g. 'the LiDAR->camera rotation looks off by 0.9 deg about the camera's y axis (yaw);
     time offset +35 ms (score +4.2 %, 10 frames)'.
     """
-    if check.verdict != SUSPECT:
+    if check.verdict == CONSISTENT:
+        text = (f'{check.verdict}: {check.reason} (best rotation vector '
+                + ', '.join(f'{value:+.2f}' for value in np.degrees(check.theta[:3])) + ' deg)')
+    elif check.verdict != SUSPECT:
         text = f'{check.verdict}: {check.reason}'
     else:
         parts = []
