@@ -162,13 +162,14 @@ def test_a_still_rig_reports_the_time_offset_as_not_observable():
     assert check_to_dict(check)['time_offset_ms'] is None
 
 
-@pytest.mark.parametrize('offset_s', [0.03, -0.05])
-def test_a_time_offset_on_a_moving_rig_is_found(offset_s):
-    # The rig slides right at 4 m/s; each column is timed by its azimuth over a 0.1 s sweep
-    # (stamp at its middle); the image was taken offset_s after its stamp, from where the rig
-    # then was. The plank shifts by 4 * offset_s metres: 0.12 m = 3 px at 6 m for 30 ms.
-    speed = 4.0
+def _sliding(offset_s: float, speed: float = 4.0) -> list:
+    """
+    Return the window of a rig sliding right at ``speed`` m/s, its images ``offset_s`` late.
 
+    Each column is timed by its azimuth over a 0.1 s sweep (stamp at its middle); the image
+    was taken ``offset_s`` after its stamp, from where the rig then was: the plank shifts by
+    ``speed * offset_s`` metres, 0.12 m = 3 px at 6 m for 30 ms at 4 m/s.
+    """
     def times_of(azimuth_deg: float) -> float:
         return (45.0 - azimuth_deg) / 90.0 * 0.1 - 0.05
 
@@ -178,7 +179,22 @@ def test_a_time_offset_on_a_moving_rig_is_found(offset_s):
         frames.append(calibration_frame(
             plank_image(left, right, camera_x_m=speed * offset_s), points, TRUE, CAMERA,
             times_s=times, twist=np.array([0.0, -speed, 0.0, 0.0, 0.0, 0.0])))
-    check = check_calibration(frames, CheckConfig(rotation=False))
+    return frames
+
+
+@pytest.mark.parametrize('offset_s', [0.03, -0.05])
+def test_a_time_offset_on_a_moving_rig_is_found(offset_s):
+    check = check_calibration(_sliding(offset_s), CheckConfig(rotation=False))
     offset = check.parameter('time_offset')
     assert offset.observable, describe(check)
     assert abs(offset.value - offset_s) <= 0.005
+
+
+def test_one_twist_makes_the_time_offset_unobservable_beside_the_rotation():
+    # Every frame slides at the same speed: an offset is one fixed shift of the mount, which a
+    # rotation of it matches at the plank's one depth. Searched with the rotation, the offset
+    # is said to be not observable, never given a value.
+    check = check_calibration(_sliding(0.03))
+    offset = check.parameter('time_offset')
+    assert not offset.observable and offset.value is None and 'one twist' in offset.note
+    assert check_to_dict(check)['time_offset_ms'] is None

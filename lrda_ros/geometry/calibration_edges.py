@@ -122,12 +122,6 @@ def local_contrast(values: np.ndarray, window: int) -> np.ndarray:
     return (image - box / window ** 2).astype(np.float32)
 
 
-def edge_map(rgb: np.ndarray, alpha: float = EDGE_ALPHA, gamma: float = EDGE_GAMMA
-             ) -> np.ndarray:
-    """Return the score's image side: the inverse distance transform of the edge strength."""
-    return inverse_distance_transform(edge_strength(grey(rgb)), alpha, gamma)
-
-
 def scan_neighbours(points: np.ndarray, max_azimuth_step_deg: float = 1.0,
                     max_elevation_step_deg: float = 0.4) -> tuple[np.ndarray, np.ndarray]:
     """

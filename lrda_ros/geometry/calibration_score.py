@@ -16,7 +16,7 @@
 The calibration check's score: how well LiDAR depth discontinuities land on image edges.
 
 A :class:`CalibrationFrame` holds what one frame contributes: the image's spread edge map
-(:func:`~.calibration_edges.edge_map`), the LiDAR points on the near side of depth jumps with
+(:func:`~.calibration_edges.inverse_distance_transform`), the outlines of LiDAR depth jumps with
 their weights (:func:`~.calibration_edges.depth_discontinuities`), the given extrinsic, the
 camera and, on a moving robot, each point's time and the LiDAR's twist. The score of a
 correction ``theta`` is, per frame, ``sum_i X_i D(pi(C(theta) T p_i)) / sum_i X_i``: the
