@@ -198,3 +198,14 @@ def test_one_twist_makes_the_time_offset_unobservable_beside_the_rotation():
     offset = check.parameter('time_offset')
     assert not offset.observable and offset.value is None and 'one twist' in offset.note
     assert check_to_dict(check)['time_offset_ms'] is None
+
+
+def test_the_node_parameters_make_the_monitor_settings_and_are_checked():
+    from lrda_ros.settings import InvalidParameterError, NodeSettings
+
+    settings = NodeSettings.from_values({'calibration_check.window': 5,
+                                         'calibration_check.apply': True}).calibration
+    assert (settings.enabled, settings.window, settings.period_s, settings.apply) == \
+        (True, 5, 30.0, True)
+    with pytest.raises(InvalidParameterError, match='calibration_check.window'):
+        NodeSettings.from_values({'calibration_check.window': 2})  # one frame has no spread
