@@ -26,7 +26,7 @@ from .cli_options import (add_extrinsic_options, add_node_parameters, add_rectif
 def add_calibrate(parser: argparse.ArgumentParser) -> None:
     """Add ``lrda calibrate``'s options to its parser."""
     parser.add_argument('--bag', type=Path, required=True,
-                        help='a rosbag2 folder (.db3 or .mcap)')
+                        help='a rosbag2 folder (.db3 or .mcap; required, no default)')
     parser.add_argument('--output', type=Path, default=Path('out/calibrate'),
                         help='folder of calibration.json, overlay.png and score_profiles.png')
     parser.add_argument('--max-frames', type=number(int, 1), default=10,

@@ -38,7 +38,7 @@ from .lora_paths import merged_weight, scaled
 from .model import DepthModel, EncodedImage
 from .precision import full_precision
 from .resampling import (
-    BandResizes, bilinear_corners, bilinear_matrix, GatherPair, gathered_product, pixel_rows)
+    BandResizes, bilinear_corners, bilinear_matrix, gathered_product, GatherPair, pixel_rows)
 from .strips import (
     conv1_band, conv1_size, row_bands, source_rows, tail_inputs, tail_runs_in_bands, TailInputs)
 

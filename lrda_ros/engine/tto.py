@@ -431,8 +431,7 @@ class DepthCompleter:
               index: int) -> None:
         """One optimization step, free of host synchronization."""
         self._optimizer.zero_grad(set_to_none=True)
-        # A compiled run's first step is eager: it builds what the frame computes once (the
-        # sparse head's gathers, the frozen layers' outputs) for the compiled steps to read.
+        # A compiled run's first step is eager: it fills the frame's caches (compiled.py).
         loss_function = self._loss if index == 0 else self._step_loss
         # The backward too: checkpointed bands recompute their forward with these weights.
         with self.adaptation.weights_for_one_step(self._autocast):

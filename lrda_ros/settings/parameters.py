@@ -155,7 +155,7 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('compile', False, 'Run the optimization step (forward and backward, the '
                   'sparse head included) and the final decode under torch.compile (one graph '
                   'each; compiled on the first frame of each resolution, whatever its LiDAR '
-                  'point count; a frame\'s first step runs eagerly). For CUDA, where it fuses '
+                  "point count; a frame's first step runs eagerly). For CUDA, where it fuses "
                   'hundreds of small kernel launches per step; on a CPU unmeasured at full size '
                   '(doc/performance.md). Depth Anything V2 with tail_strips 1 only; other '
                   'combinations stop start-up with the reason.', read_only=True),
