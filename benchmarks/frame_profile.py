@@ -23,7 +23,9 @@ and attention, dtype casts, other copies, elementwise work, resampling, the spar
 gathers and set-up, the optimizer, other), its share, and its operator calls per optimization
 step (lrda_ros/speed/op_kinds.py). Random weights at the official size, lrda speed's panning
 frames; the schedule is the paper's unless ``--schedule`` says otherwise, so that the step
-counts are fixed. Also prints the casts (``aten::_to_copy`` calls) per step.
+counts are fixed. Also prints the casts (``aten::_to_copy`` calls) per step, and the
+kernel-launching operations per step (lrda_ros/speed/launches.py: what decides a step's
+speed on a GPU), by operator and, with ``--launch-sources N``, the N lines issuing most.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from lrda_ros.engine import DepthCompleter
 from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.speed import SpeedOptions
 from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.launches import engine_step_launches
 from lrda_ros.speed.machine import machine_description, machine_line
 from lrda_ros.speed.op_kinds import kind_table, profile_by_kind
 
@@ -49,6 +52,8 @@ def main() -> None:
                         help="'auto' (default): bfloat16 where the CPU computes it natively")
     parser.add_argument('--schedule', default='paper', choices=SCHEDULES,
                         help='step schedule (default: paper, fixed step counts)')
+    parser.add_argument('--launch-sources', type=int, default=0, metavar='N',
+                        help='also print the N package lines issuing most launches per step')
     args = parser.parse_args()
     machine = machine_description('cpu', args.dtype)
     print(machine_line(machine), flush=True)
@@ -73,6 +78,14 @@ def main() -> None:
     for name, profiled in columns.items():
         print(f'{name}: casts {profiled.casts / max(steps[name], 1):.0f} per step; casts and '
               f'elementwise {profiled.share("dtype cast", "elementwise"):.0%} of the time')
+    launches = engine_step_launches(args.backbone, args.resolution, machine['dtype'],
+                                    by_source=args.launch_sources > 0)
+    print(f'kernel-launching operations: {launches.per_step:.0f} per step (cold frames of 6 '
+          f'and 3 steps), {launches.outside_steps:.0f} per frame outside the steps; most '
+          f'frequent per step: {launches.most_frequent(8)}')
+    top = sorted(launches.by_source.items(), key=lambda item: -item[1])
+    for source, count in top[:args.launch_sources]:
+        print(f'  {count:6.1f}  {source}')
 
 
 if __name__ == '__main__':

@@ -13,12 +13,14 @@
 # limitations under the License.
 
 """
-The ``lrda`` command: demo, eval, speed, paper, densify, play, hold-rate, train-prior.
+The ``lrda`` command, one subcommand per job.
 
-Each command is named by what it gives: ``eval`` the accuracy of methods on one dataset or
-bag, ``speed`` their time and memory, ``paper`` the paper's table on its benchmarks. The
-former names ``bench`` (speed) and ``benchmark`` (paper) still run, hidden from the help, and
-say what replaced them (:data:`RENAMED`).
+demo, eval, speed, paper, densify, play, hold-rate, train-prior and calibrate. Each command
+is named by what it gives: ``eval`` the accuracy of methods on one dataset or bag, ``speed``
+their time and memory, ``paper`` the paper's table on its benchmarks, ``calibrate`` a
+verdict on a bag's LiDAR->camera calibration. The former names ``bench`` (speed) and
+``benchmark`` (paper) still run, hidden from the help, and say what replaced them
+(:data:`RENAMED`).
 
 Also runnable from a ROS 2 install as ``ros2 run lrda_ros lrda <command> ...``. A failing
 command prints one line saying what to change and exits 1 (argparse's usage errors: 2);
@@ -31,10 +33,12 @@ import argparse
 from pathlib import Path
 import sys
 
-from .cli_options import (add_engine_options, add_long_run, add_model, add_node_parameters,
-                          add_schedule, add_topics, bag_topics, common, csv,
-                          DefaultsHelpFormatter, floats, MODEL_HELP, node_default, number,
-                          OneLineParser, parameter)
+from .cli_calibrate import add_calibrate, run_calibrate
+from .cli_options import (add_engine_options, add_extrinsic_options, add_long_run, add_model,
+                          add_node_parameters, add_rectified_option, add_schedule,
+                          add_sync_options, add_topics, bag_topics, common, csv,
+                          DefaultsHelpFormatter, extrinsic_of, floats, MODEL_HELP,
+                          node_default, number, OneLineParser, parameter)
 
 #: Former command names, hidden from the help: each still runs its successor, saying so.
 RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
@@ -106,9 +110,8 @@ def _add_eval(commands) -> None:
                         help="write each method's depth as depth/<method>/<frame>.npy "
                              '(float32 metres, NaN = no depth)')
     parser.add_argument('--compile', action='store_true', default=None,
-                        help="torch.compile the step and decode (the node's compile; the "
-                             'steps then decode the full map): for CUDA, slower than eager on '
-                             'a CPU')
+                        help="torch.compile the step and decode (the node's compile): for "
+                             'CUDA')
     parser.add_argument('--encoder-backend', choices=('torch', 'onnxruntime', 'tensorrt'),
                         help='where the encoder runs; ' + node_default('encoder_backend'))
     parser.add_argument('--num-points', type=number(int, 1),
@@ -126,40 +129,14 @@ def _add_eval(commands) -> None:
                              'without gt/ (off unless given)')
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
-    parser.add_argument('--slop', type=parameter('sync.slop'),
-                        help='bags: largest stamp difference (s) of a synchronized set; '
-                             + node_default('sync.slop'))
-    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
-                        help='bags: messages kept per topic for synchronization; '
-                             + node_default('sync.queue_size'))
+    add_sync_options(parser)
     parser.add_argument('--budgets', type=floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
     add_topics(parser, ('image', 'camera-info', 'points', 'depth'), several_points=True)
-    parser.add_argument('--image-is-rectified', action='store_true', default=None,
-                        help='bags: the image is rectified (project with P, no distortion); '
-                             "default: the node's image_is_rectified (false: raw, projected "
-                             "with K and the camera_info's distortion)")
-    for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
-                          ('matrix', '16 values, row-major 4x4; wins over the other two')):
-        parser.add_argument(f'--lidar-to-camera-{name}', type=floats, metavar='V,V,...',
-                            help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
-                                 "/tf (as the node's lidar_to_camera.* parameters; default: "
-                                 'none)')
+    add_rectified_option(parser)
+    add_extrinsic_options(parser)
     add_node_parameters(parser, 'the options above win over both')
-
-
-def _extrinsic(args):
-    """Return the T_camera_lidar of the --lidar-to-camera-* options, or None."""
-    from .settings import extrinsic_override, InvalidParameterError
-
-    try:
-        return extrinsic_override(args.lidar_to_camera_translation or (),
-                                  args.lidar_to_camera_rotation or (),
-                                  args.lidar_to_camera_matrix or ())
-    except InvalidParameterError as error:
-        option = '--' + error.name.replace('.', '-').replace('_', '-')
-        raise ValueError(f'{option}: {error.reason}') from None
 
 
 def _add_train_prior(commands) -> None:
@@ -215,9 +192,7 @@ def _add_speed(commands, name: str = 'speed') -> None:
                         help='evaluate the full-resolution head during TTO steps')
     parser.add_argument('--compile', action='store_true',
                         help="torch.compile the step and decode (the node's compile; the "
-                             'steps then decode the full map; the compilation happens in '
-                             'the untimed warm-up frame): for CUDA, slower than eager on a '
-                             'CPU')
+                             'compilation happens in the untimed warm-up frame): for CUDA')
     parser.add_argument('--no-structure', action='store_true',
                         help='skip the cost structure (encoder pass, decoder steps)')
     parser.add_argument('--no-ablations', action='store_true',
@@ -513,7 +488,7 @@ def eval_options(args):
         budgets=args.budgets,
         topics=bag_topics(args),
         slop_s=args.slop, queue_size=args.queue_size, independent=args.independent,
-        extrinsic=_extrinsic(args), image_is_rectified=args.image_is_rectified,
+        extrinsic=extrinsic_of(args), image_is_rectified=args.image_is_rectified,
         dtype=args.dtype, save_depth=args.save_depth, compile=args.compile,
         encoder_backend=args.encoder_backend,
         outlier_filter=None if args.outlier_filter is None else args.outlier_filter == 'on',
@@ -543,6 +518,8 @@ def command_line() -> argparse.ArgumentParser:
     _add_play(commands)
     _add_hold_rate(commands)
     _add_train_prior(commands)
+    add_calibrate(_add_command(commands, 'calibrate', "check a bag's LiDAR->camera "
+                               'calibration (and time offset) from its own frames'))
     for former, current in RENAMED.items():
         {'speed': _add_speed, 'paper': _add_paper}[current](commands, former)
     return parser
@@ -559,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
     runners = {'demo': _run_demo, 'eval': _run_eval, 'speed': _run_speed, 'paper': _run_paper,
                'densify': _run_densify, 'play': _run_play, 'hold-rate': _run_hold_rate,
-               'train-prior': _run_train_prior}
+               'train-prior': _run_train_prior, 'calibrate': run_calibrate}
     try:
         return runners[command](args)
     except KeyboardInterrupt:

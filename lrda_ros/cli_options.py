@@ -227,3 +227,53 @@ def add_long_run(parser: argparse.ArgumentParser, work: str) -> None:
     parser.add_argument('--workers', type=number(int, 0), default=0,
                         help='Ray workers, each with the model loaded once (default: one per '
                         'GPU, or per CPU without GPUs)')
+
+
+def add_sync_options(parser: argparse.ArgumentParser) -> None:
+    """Add --slop and --queue-size: how a bag's topics are synchronized (the node's sync.*)."""
+    parser.add_argument('--slop', type=parameter('sync.slop'),
+                        help='bags: largest stamp difference (s) of a synchronized set; '
+                             + node_default('sync.slop'))
+    parser.add_argument('--queue-size', type=parameter('sync.queue_size'),
+                        help='bags: messages kept per topic for synchronization; '
+                             + node_default('sync.queue_size'))
+
+
+def add_rectified_option(parser: argparse.ArgumentParser) -> None:
+    """Add --image-is-rectified (the node's image_is_rectified; unset: the node's)."""
+    parser.add_argument('--image-is-rectified', action='store_true', default=None,
+                        help='bags: the image is rectified (project with P, no distortion); '
+                             "default: the node's image_is_rectified (false: raw, projected "
+                             "with K and the camera_info's distortion)")
+
+
+def add_extrinsic_options(parser: argparse.ArgumentParser) -> None:
+    """Add --lidar-to-camera-*: T_camera_lidar instead of the bag's /tf_static and /tf."""
+    for name, meaning in (('translation', 'X,Y,Z (m)'), ('rotation', 'quaternion X,Y,Z,W'),
+                          ('matrix', '16 values, row-major 4x4; wins over the other two')):
+        parser.add_argument(f'--lidar-to-camera-{name}', type=floats, metavar='V,V,...',
+                            help=f'bags: T_camera_lidar {meaning} instead of /tf_static and '
+                                 "/tf (as the node's lidar_to_camera.* parameters; default: "
+                                 'none)')
+
+
+def extrinsic_of(args: argparse.Namespace, parameters: dict | None = None):
+    """
+    Return the T_camera_lidar of the --lidar-to-camera-* options, or None.
+
+    ``parameters`` (node parameter values from --params-file and -p): their
+    ``lidar_to_camera.*`` override applies where no option is given.
+    """
+    from .settings import extrinsic_override, InvalidParameterError
+
+    values = dict(parameters or {})
+    given = [args.lidar_to_camera_translation, args.lidar_to_camera_rotation,
+             args.lidar_to_camera_matrix]
+    if not any(given):
+        given = [values.get(f'lidar_to_camera.{name}', ())
+                 for name in ('translation', 'rotation', 'matrix')]
+    try:
+        return extrinsic_override(*[value or () for value in given])
+    except InvalidParameterError as error:
+        option = '--' + error.name.replace('.', '-').replace('_', '-')
+        raise ValueError(f'{option}: {error.reason}') from None

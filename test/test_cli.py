@@ -21,7 +21,8 @@ from lrda_ros.paper import run as paper_run
 from lrda_ros.speed import run as speed_run
 import pytest
 
-COMMANDS = ('demo', 'eval', 'speed', 'paper', 'densify', 'play', 'hold-rate', 'train-prior')
+COMMANDS = ('demo', 'eval', 'speed', 'paper', 'densify', 'play', 'hold-rate', 'train-prior',
+            'calibrate')
 
 
 def test_the_help_lists_the_commands_by_what_they_do_and_not_the_former_names(capsys):

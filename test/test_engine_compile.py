@@ -88,16 +88,17 @@ def step_inputs(engine: DepthCompleter, image: np.ndarray, sparse: np.ndarray) -
     return pixel_values, encoded, samples, target
 
 
-def loss_and_gradient(loss_function, inputs: tuple, parameters: list
+def loss_and_gradient(loss_function, inputs: tuple, parameters: list, plan=None
                       ) -> tuple[float, torch.Tensor]:
     """Return a step's loss and its gradient over the adapters (flattened)."""
-    loss = loss_function(*inputs, None)
+    loss = loss_function(*inputs, plan)
     # Layers the loss does not reach (the head's last adapters on a cold frame) get zeros.
     gradients = torch.autograd.grad(loss, parameters, materialize_grads=True)
     return float(loss), torch.cat([gradient.flatten() for gradient in gradients])
 
 
-def test_compiled_step_and_decode_compute_the_eager_functions(monkeypatch):
+@pytest.mark.parametrize('sparse_head', [False, True])
+def test_compiled_step_and_decode_compute_the_eager_functions(monkeypatch, sparse_head):
     # Compared from one state, the adapters each frame leaves: a step's loss and gradient and
     # the dense decode, compiled against eager. (Trajectories are not compared: Adam moves a
     # weight by about the learning rate whatever the size of its gradient, so float32
@@ -110,15 +111,22 @@ def test_compiled_step_and_decode_compute_the_eager_functions(monkeypatch):
         return compile_fx(graph, inputs)  # Inductor, as ``compile: true`` runs
 
     monkeypatch.setattr(tto, 'compiled', functools.partial(compiled, backend=counting_backend))
-    engine = completer(warm_start=True, compile=True)
+    engine = completer(warm_start=True, compile=True, sparse_head=sparse_head)
     parameters = engine.adaptation.parameters
     image = smooth_image(2, 42, 56)
     for seed, count in enumerate((150, 170, 130)):  # the point count changes every frame
         sparse = sparse_of(image.shape, count, seed)
         engine.complete(image, sparse)  # moves the adapters (warm start: state carried over)
         inputs = step_inputs(engine, image, sparse)
-        loss, gradient = loss_and_gradient(engine._step_loss, inputs, parameters)
-        expected_loss, expected = loss_and_gradient(engine._loss, inputs, parameters)
+        plan = engine._sparse_plan(*inputs[:3])
+        if plan is not None:
+            plan.prepare(engine.model, inputs[1])
+        engine._loss(*inputs, plan)  # as a frame's eager first step: its caches filled
+        if plan is not None:
+            mark_points_dynamic(*plan.frame_tensors())
+        loss, gradient = loss_and_gradient(engine._step_loss, inputs, parameters, plan)
+        expected_loss, expected = loss_and_gradient(engine._loss, inputs, parameters, plan)
+        engine._frame_plans.clear()
         with torch.no_grad():
             features = engine.adaptation.features(engine.model, *inputs[:2])
             decoded, expected_decoded = engine._decode(features), engine.model.decode(features)
@@ -127,17 +135,29 @@ def test_compiled_step_and_decode_compute_the_eager_functions(monkeypatch):
         spread = float(expected_decoded.max() - expected_decoded.min())
         torch.testing.assert_close(decoded, expected_decoded, rtol=0,
                                    atol=FORWARD_RTOL * spread)
-    # Once for this resolution: the decode, and the step twice, as a frame's first step fills
-    # the cache of frozen outputs (engine/model.py) and the later steps read it.
-    assert len(compiles) == 3
+    # Once for this resolution, whatever the point count: the decode and the step (a frame's
+    # first step runs eagerly and fills the cache of frozen outputs the compiled steps read).
+    assert len(compiles) == 2
     engine.complete(smooth_image(3, 56, 70), sparse_of((56, 70), 150, 0))
-    assert len(compiles) == 6  # a new resolution compiles all three once more
+    assert len(compiles) == 4  # a new resolution compiles both once more
 
 
-def test_compile_steps_decode_the_full_map_with_a_notice():
-    engine = completer(compile=True, sparse_head=True)
-    assert not engine._uses_sparse_head
-    assert any('compiled steps decode the full depth map' in n for n in engine.notices)
+@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
+def test_the_sparse_head_step_is_one_graph(dtype):
+    engine = completer(compile=True, sparse_head=True, dtype=dtype)
+    assert engine._uses_sparse_head and not engine.notices
+    image = smooth_image(1, 42, 56)
+    pixel_values = engine.model.preprocess(image, None)
+    with engine._autocast():
+        encoded = engine.model.encode(pixel_values, image.shape[:2])
+    samples = tto.SparseSamples.from_map(sparse_of(image.shape, 120, 0), 0.5, 250.0,
+                                         engine.model.device)
+    target = 1.0 / samples.depth
+    plan = engine._sparse_plan(pixel_values, encoded, samples)
+    plan.prepare(engine.model, encoded)
+    engine._loss(pixel_values, encoded, samples, target, plan)  # a frame's eager first step
+    step = torch._dynamo.explain(engine._loss)(pixel_values, encoded, samples, target, plan)
+    assert (step.graph_count, step.graph_break_count) == (1, 0), step.break_reasons
 
 
 @pytest.mark.parametrize('options, reason', [

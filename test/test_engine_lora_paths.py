@@ -22,7 +22,7 @@ from contextlib import nullcontext
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.lora import LoraAdapters
-from lrda_ros.engine.lora_paths import delta_weight, weights_merged_together
+from lrda_ros.engine.lora_paths import delta_weight, weights_for_one_step
 import numpy as np
 import pytest
 import torch
@@ -132,12 +132,12 @@ def same_shape_layers():
     return network, adapters
 
 
-def test_weights_merged_together_are_each_layers_own_with_their_gradients():
+def test_weights_for_one_step_are_each_layers_own_with_their_gradients():
     network, adapters = same_shape_layers()
     x = torch.randn(1, 4, 5, 7, dtype=torch.float64, requires_grad=True)
     results = []
     for together in (False, True):
-        with weights_merged_together(adapters.forwards.values()) if together else nullcontext():
+        with weights_for_one_step(adapters.forwards.values()) if together else nullcontext():
             grouped = {name for name, forward in adapters.forwards.items()
                        if forward.step_weight is not None}
             output = network(x)
@@ -151,12 +151,12 @@ def test_weights_merged_together_are_each_layers_own_with_their_gradients():
         torch.testing.assert_close(together, alone, rtol=1e-12, atol=1e-12)
 
 
-def test_weights_merged_together_take_one_batched_product_per_shape():
+def test_weights_for_one_step_take_one_batched_product_per_shape():
     network, adapters = same_shape_layers()
     x = torch.randn(1, 4, 5, 7, dtype=torch.float64)
     for together, products in ((False, {'mm': 5}), (True, {'mm': 2, 'bmm': 1})):
         with _Operators() as operators:
-            with weights_merged_together(adapters.forwards.values()) if together else \
+            with weights_for_one_step(adapters.forwards.values()) if together else \
                     nullcontext():
                 network(x)
         assert {k: operators.counts[k] for k in products} == products
@@ -215,7 +215,8 @@ class CastCounter(TorchDispatchMode):
     def __init__(self, frozen: set[int], adapters: set[int], largest_weight: int) -> None:
         super().__init__()
         self.frozen, self.adapters, self.largest_weight = frozen, adapters, largest_weight
-        #: Shapes of the adapters stacked for layers merged together (lora_paths).
+        #: Shapes of the adapters stacked for layers merged together, or concatenated to be
+        #: cast together (lora_paths).
         self.adapter_stacks: set[tuple[int, ...]] = set()
         self.casts = Counter()
 
@@ -232,7 +233,7 @@ class CastCounter(TorchDispatchMode):
                     'activation' if source.numel() > self.largest_weight else 'weight-sized')
             self.casts[kind] += 1
         output = func(*args, **(kwargs or {}))
-        if func is torch.ops.aten.stack.default and all(
+        if func in (torch.ops.aten.stack.default, torch.ops.aten.cat.default) and all(
                 t.untyped_storage().data_ptr() in self.adapters for t in args[0]):
             self.adapter_stacks.add(tuple(output.shape))
         return output

@@ -101,11 +101,11 @@ LAYERS = (
     ('lrda_ros.messages', 'lrda_ros.world', 'lrda_ros.settings'),
     ('lrda_ros.pipeline',),
     ('lrda_ros.datasets',),
-    ('lrda_ros.eval',),
+    ('lrda_ros.eval', 'lrda_ros.calibration'),
     ('lrda_ros.speed', 'lrda_ros.paper'),
     ('lrda_ros.ros',),
     ('lrda_ros.demo', 'lrda_ros.densify'),
-    ('lrda_ros.cli', 'lrda_ros.cli_options'),
+    ('lrda_ros.cli', 'lrda_ros.cli_options', 'lrda_ros.cli_calibrate'),
 )
 #: The evaluation rooms: accuracy on one source (eval), its frames (datasets), the paper's
 #: table (paper) and speed measurement (speed). Each is read in a sitting: small modules, and a

@@ -29,8 +29,9 @@ from typing import Any, Callable
 import torch
 
 from .config import Scope, TTOConfig
+from .flat_parameters import FlatParameters
 from .lora import adaptable_layers, LoraAdapters, ParameterSnapshot
-from .lora_paths import weights_merged_together
+from .lora_paths import weights_for_one_step
 from .model import DepthModel, EncodedImage
 
 
@@ -47,6 +48,11 @@ class Adaptation:
     def parameters(self) -> list[torch.Tensor]:
         """Return the tensors the optimizer updates."""
         return [] if self.snapshot is None else self.snapshot.parameters
+
+    @property
+    def flat_parameters(self) -> FlatParameters | None:
+        """Return the parameters as they live in flat buffers (None: nothing to adapt)."""
+        return None if self.snapshot is None else self.snapshot.flat
 
     def capture(self) -> list[torch.Tensor]:
         """Return a copy of the trainable state."""
@@ -103,6 +109,8 @@ class LoraAdaptation(Adaptation):
         #: A compiled forward computes each merged weight itself (the attributes set per step
         #: would be guards).
         self._merge_together = not config.compile
+        #: The frozen weights of each shape group, stacked once (lora_paths).
+        self._frozen_stacks: dict = {}
 
     def optimizing(self) -> AbstractContextManager[None]:
         """Apply LoRA dropout during the steps only."""
@@ -110,10 +118,11 @@ class LoraAdaptation(Adaptation):
 
     def weights_for_one_step(self, precision: Callable[[], AbstractContextManager]
                              ) -> AbstractContextManager[None]:
-        """Merge the merged-form layers' weights of one shape together (lora_paths)."""
+        """Cast the adapters together, merge the weights of one shape together (lora_paths)."""
         if not self._merge_together:
             return nullcontext()
-        return weights_merged_together(self.adapters.forwards.values(), precision)
+        return weights_for_one_step(self.adapters.forwards.values(), precision,
+                                    self._frozen_stacks)
 
 
 class DecoderFullAdaptation(Adaptation):

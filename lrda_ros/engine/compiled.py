@@ -22,10 +22,13 @@ compiles once (the warm-up, paid on the first frame of that resolution) and late
 it reuse the graphs. The backward pass is compiled with the forward (AOTAutograd); Adam's
 fused step and the step rules (engine/steps.py) stay eager.
 
-What compiles whole is Depth Anything V2's decoder with the dense head, adapted in the decoder.
-The sparse head's CSR products cannot be traced, so compiled steps decode the full map (the
-completer notes it); decoder tail strips (checkpointing) and the scopes that re-encode (the
-encoder's backward, untested) are rejected at start-up.
+What compiles whole is Depth Anything V2's decoder adapted in the decoder, with the dense head
+or the sparse head: the sparse head's gathers are a custom operator with its shape and
+gradient registered (engine/resampling.py), its per-frame sizes marked dynamic
+(``SparseHeadPlan.frame_tensors``). A frame's first step runs eagerly: it builds what a frame
+computes once (the gather matrices, the frozen layers' outputs), which the compiled steps then
+read. Decoder tail strips (checkpointing) and the scopes that re-encode (the encoder's
+backward, untested) are rejected at start-up.
 """
 
 from __future__ import annotations
@@ -66,4 +69,5 @@ def compiled(function: Function, backend: str = 'inductor') -> Function:
 def mark_points_dynamic(*tensors: torch.Tensor) -> None:
     """Let the point count (dim 0) vary between frames without compiling again."""
     for tensor in tensors:
-        torch._dynamo.mark_dynamic(tensor, 0)
+        # 'maybe': a size Dynamo proves constant (a frame of one point) is no error.
+        torch._dynamo.maybe_mark_dynamic(tensor, 0)

@@ -24,6 +24,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import nn
 
+from .flat_parameters import FlatParameters
 from .lora_paths import install
 from ..errors import ConfigError
 
@@ -36,15 +37,22 @@ _ADAPTABLE_TYPES = (nn.Conv2d, nn.Linear)
 
 
 class ParameterSnapshot:
-    """Copies of a parameter list that can be restored in place (best iterate, reset)."""
+    """
+    Copies of a parameter list that can be restored in place (best iterate, reset).
+
+    The parameters live in flat buffers (engine/flat_parameters.py): a reset or a capture is
+    a copy per buffer, not per parameter.
+    """
 
     def __init__(self, parameters: Sequence[torch.Tensor]) -> None:
-        self.parameters = list(parameters)
-        self.initial = self.capture()
+        self.flat = FlatParameters(parameters)
+        self.parameters = self.flat.parameters
+        self._initial = self.flat.clone_buffers()
+        self.initial = self.flat.views(self._initial)
 
     def capture(self) -> list[torch.Tensor]:
-        """Return detached copies of the current values."""
-        return [p.detach().clone() for p in self.parameters]
+        """Return detached copies of the current values (views of one copy per buffer)."""
+        return self.flat.views(self.flat.clone_buffers())
 
     @torch.no_grad()
     def restore(self, values: Sequence[torch.Tensor]) -> None:
@@ -54,7 +62,7 @@ class ParameterSnapshot:
 
     def reset(self) -> None:
         """Restore the values captured at construction."""
-        self.restore(self.initial)
+        self.flat.copy_from(self._initial)
 
 
 def adaptable_layers(network: nn.Module, prefixes: Sequence[str],
@@ -70,19 +78,25 @@ def adaptable_layers(network: nn.Module, prefixes: Sequence[str],
     return names
 
 
-def _match_conv_padding(network: nn.Module, layer_names: Sequence[str]) -> None:
+def _match_conv_layers(network: nn.Module, layer_names: Sequence[str]) -> None:
     """
-    Give each conv adapter's down-projection the padding mode of the layer it adapts.
+    Give each conv adapter's down-projection the padding mode and layout of its layer.
 
     peft builds it with zero padding; for a layer that pads by reflection (UniDepthV2's
     output convolutions) the adapter would then differ from a weight update at the borders.
-    With the same mode (and the 1x1 up-projection) it is exactly W + BA.
+    With the same mode (and the 1x1 up-projection) it is exactly W + BA. In the frozen
+    weight's memory layout (channels-last where the network is), the gradients the
+    convolutions return in that layout reach it without a copy.
     """
     for name in layer_names:
         layer = network.get_submodule(name)
         base = getattr(layer, 'base_layer', None)
         if isinstance(base, nn.Conv2d):
-            layer.lora_A[ADAPTER_NAME].padding_mode = base.padding_mode
+            down = layer.lora_A[ADAPTER_NAME]
+            down.padding_mode = base.padding_mode
+            if base.weight.is_contiguous(memory_format=torch.channels_last):
+                down.weight.data = down.weight.data.contiguous(
+                    memory_format=torch.channels_last)
 
 
 class LoraAdapters:
@@ -117,7 +131,7 @@ class LoraAdapters:
         self.forwards = {name: install(network.get_submodule(name)) for name in layer_names}
         self._dropout = dropout
         network.requires_grad_(False)
-        _match_conv_padding(network, layer_names)
+        _match_conv_layers(network, layer_names)
         self.network = network
         self.layer_names = list(layer_names)
         self.parameters = [p for n, p in network.named_parameters() if '.lora_' in n]

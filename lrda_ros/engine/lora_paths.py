@@ -62,6 +62,29 @@ def _like(tensor: torch.Tensor | None, x: torch.Tensor) -> torch.Tensor | None:
     return tensor.to(x.dtype)
 
 
+def scaled(tensor: torch.Tensor, scaling: float) -> torch.Tensor:
+    """
+    Return ``tensor * scaling``; ``tensor`` itself when the scaling is 1.
+
+    LoRA's scaling is alpha / rank, 1 at the defaults (alpha = rank = 8): multiplying by 1
+    changes no value, yet costs a kernel launch each way per layer and step.
+    """
+    return tensor if scaling == 1 else tensor * scaling
+
+
+def adapter_weights(layer: nn.Module, adapter: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """
+    Return one adapter's (A, B) weights as this step computes with them.
+
+    Within :func:`weights_for_one_step` in a reduced precision, the copies cast for the step
+    together with every other layer's (one cast, not two per layer); otherwise peft's own.
+    """
+    cast = getattr(getattr(layer, 'forward', None), 'step_adapters', None)
+    if cast is not None and adapter in cast:
+        return cast[adapter]
+    return layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
+
+
 def low_rank_term(layer: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
     """
     Return ``sum over active adapters of s B (A dropout(x))`` in ``x``'s dtype (None: none).
@@ -74,10 +97,11 @@ def low_rank_term(layer: nn.Module, x: torch.Tensor) -> torch.Tensor | None:
         if adapter not in layer.lora_A:
             continue
         down, up = layer.lora_A[adapter], layer.lora_B[adapter]
+        down_weight, up_weight = adapter_weights(layer, adapter)
         hidden = layer.lora_dropout[adapter](x)
-        hidden = _base_apply(down, hidden, _like(down.weight, x), None)
-        hidden = _base_apply(up, hidden, _like(up.weight, x), _like(up.bias, x))
-        hidden = hidden * layer.scaling[adapter]
+        hidden = _base_apply(down, hidden, _like(down_weight, x), None)
+        hidden = _base_apply(up, hidden, _like(up_weight, x), _like(up.bias, x))
+        hidden = scaled(hidden, layer.scaling[adapter])
         term = hidden if term is None else term + hidden
     return term
 
@@ -93,9 +117,9 @@ def delta_weight(layer: nn.Module, adapter: str) -> torch.Tensor:
     """
     base = layer.base_layer
     if isinstance(base, nn.Conv2d) and base.groups == 1:
-        down, up = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
+        down, up = adapter_weights(layer, adapter)
         product = up.flatten(1) @ down.flatten(1)
-        return product.view(up.shape[0], *down.shape[1:]) * layer.scaling[adapter]
+        return scaled(product.view(up.shape[0], *down.shape[1:]), layer.scaling[adapter])
     return layer.get_delta_weight(adapter)
 
 
@@ -137,8 +161,11 @@ class AdaptedForward:
         #: (what :func:`choose_paths` measures at).
         self.last_input: tuple[tuple[int, ...], torch.dtype, bool, bool] | None = None
         #: This step's merged weight, computed together with those of the layers of its
-        #: shape (:func:`weights_merged_together`); None: computed in the call.
+        #: shape (:func:`weights_for_one_step`); None: computed in the call.
         self.step_weight: torch.Tensor | None = None
+        #: This step's adapter weights (A, B) by adapter, cast to the compute precision
+        #: together with every layer's (:func:`weights_for_one_step`); None: peft's own.
+        self.step_adapters: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
 
     def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         layer = self.layer
@@ -169,57 +196,135 @@ def _shape_group(forward: AdaptedForward) -> tuple[tuple, str] | None:
             or len(adapters) != 1 or not isinstance(base, nn.Conv2d) or base.groups != 1):
         return None
     adapter = adapters[0]
-    down, up = layer.lora_A[adapter].weight, layer.lora_B[adapter].weight
+    down, up = adapter_weights(layer, adapter)
     return (down.shape, up.shape, base.weight.shape, base.weight.dtype, down.dtype,
             down.device, layer.scaling[adapter]), adapter
 
 
-def _merged_together(members: list[tuple[nn.Module, str]]) -> list[torch.Tensor]:
-    """Return ``W + s B A`` of (layer, adapter) pairs of one shape group, as one batch."""
-    downs = torch.stack([layer.lora_A[adapter].weight.flatten(1) for layer, adapter in members])
-    ups = torch.stack([layer.lora_B[adapter].weight.flatten(1) for layer, adapter in members])
+def _merged_together(members: list[tuple[nn.Module, str]],
+                     frozen_stacks: dict | None = None) -> list[torch.Tensor]:
+    """
+    Return ``W + s B A`` of (layer, adapter) pairs of one shape group, as one batch.
+
+    The products are laid out in the frozen weights' memory order (a channels-last ``W``:
+    window, then channel), so the merged weights are in ``W``'s layout and their gradients,
+    which the convolutions return in it, reach the products without a copy. The frozen
+    weights, stacked once into ``frozen_stacks`` (they do not change), are added in one
+    operation. Each element's sums are :func:`delta_weight`'s.
+    """
+    pairs = [adapter_weights(layer, adapter) for layer, adapter in members]
+    weights = [layer.base_layer.weight for layer, _ in members]
+    order = _memory_order(weights[0])
+    if order[0] != 0:  # the output channel must be outermost to be a product's row
+        order = list(range(weights[0].dim()))
+    downs = torch.stack([down.permute(order) for down, _ in pairs]).flatten(2)
+    ups = torch.stack([up.flatten(1) for _, up in pairs])
     first, adapter = members[0]
-    deltas = torch.bmm(ups, downs) * first.scaling[adapter]  # delta_weight's, batched
-    weights = []
-    for (layer, _), delta in zip(members, deltas.unbind()):
-        weight = layer.base_layer.weight
-        weights.append(delta.view(weight.shape) + weight)
-    return weights
+    deltas = scaled(torch.bmm(ups, downs), first.scaling[adapter])  # delta_weight's, batched
+    key = tuple((w.data_ptr(), w.dtype, tuple(w.stride())) for w in weights)
+    frozen = None if frozen_stacks is None else frozen_stacks.get(key)
+    if frozen is None:
+        frozen = torch.stack([w.permute(order).reshape(w.shape[0], -1) for w in weights])
+        if frozen_stacks is not None:
+            frozen_stacks[key] = frozen
+    permuted = [weights[0].shape[d] for d in order]
+    return [merged.view(permuted).permute(_inverse(order))
+            for merged in (deltas + frozen).unbind()]
+
+
+def _memory_order(tensor: torch.Tensor) -> list[int]:
+    """Return the dimensions from outermost to innermost in memory (a dense tensor's)."""
+    return sorted(range(tensor.dim()), key=lambda d: (-tensor.stride(d), d))
+
+
+def _inverse(order: list[int]) -> list[int]:
+    inverse = [0] * len(order)
+    for position, dim in enumerate(order):
+        inverse[dim] = position
+    return inverse
+
+
+def _cast_adapters_together(forwards: list[AdaptedForward], dtype: torch.dtype) -> None:
+    """
+    Give each layer its adapters' weights in ``dtype``, cast for all layers in one operation.
+
+    The layers whose frozen weight is held in ``dtype`` (engine/precision.py): those kept in
+    float32 (the head's output layers) compute in float32 under any autocast.
+
+    Autocast would cast each layer's A and B as it meets them, and their gradients back, four
+    small kernels per layer and step; one concatenation, one cast and a split (views) do it
+    for all, and their backward is one concatenation and one cast. The same values: a cast
+    rounds each element alike, whichever tensor holds it. Each weight is flattened in its
+    memory order (a channels-last one too), so that no copy is made on the way in and its
+    cast copy keeps its layout.
+    """
+    owners, weights = [], []
+    for forward in forwards:
+        layer = forward.layer
+        if layer.base_layer.weight.dtype != dtype:  # a layer kept in float32 (model.py)
+            continue
+        for adapter in layer.active_adapters:
+            if adapter in layer.lora_A:
+                owners.append((forward, adapter))
+                weights += [layer.lora_A[adapter].weight, layer.lora_B[adapter].weight]
+    if not weights or any(w.dtype == dtype or w.device != weights[0].device for w in weights):
+        return
+    orders = [_memory_order(w) for w in weights]
+    cast = torch.cat([w.permute(order).reshape(-1) for w, order in zip(weights, orders)])
+    cast = cast.to(dtype)
+    pieces = [piece.view([w.shape[d] for d in order]).permute(_inverse(order))
+              for piece, w, order in zip(cast.split([w.numel() for w in weights]), weights,
+                                         orders)]
+    for index, (forward, adapter) in enumerate(owners):
+        if forward.step_adapters is None:
+            forward.step_adapters = {}
+        forward.step_adapters[adapter] = (pieces[2 * index], pieces[2 * index + 1])
 
 
 @contextmanager
-def weights_merged_together(forwards: Iterable[AdaptedForward],
-                            precision: Callable[[], AbstractContextManager] = nullcontext
-                            ) -> Iterator[None]:
+def weights_for_one_step(forwards: Iterable[AdaptedForward],
+                         precision: Callable[[], AbstractContextManager] = nullcontext,
+                         frozen_stacks: dict | None = None) -> Iterator[None]:
     """
-    Within the block, merged-form layers of one shape take weights computed together.
+    Within the block, layers compute with weights prepared for all layers together.
 
-    A layer's ``W + s B A`` is a few small operations (casts, the product, the scale, the
-    sum) and as many in the backward, each costing a kernel launch more than its arithmetic;
-    the layers of one shape (a DPT decoder's many 64-channel 3x3 convolutions) stacked make
-    the products one batched product and its backward two. The same sums as
-    :func:`merged_weight` (the products' rounding aside). For one step's forward and
-    backward passes (a checkpointed band recomputes its forward there): the adapters change
-    after it. ``precision``: the forward pass's context (autocast), which the weights are
-    computed in; the backward runs outside it, as autograd's should.
+    - In a reduced precision (autocast), every adapter's weights cast in one operation
+      (:func:`_cast_adapters_together`).
+    - Merged-form layers of one shape take weights computed together: a layer's ``W + s B A``
+      is a few small operations (casts, the product, the scale, the sum) and as many in the
+      backward, each costing a kernel launch more than its arithmetic; the layers of one
+      shape (a DPT decoder's many 64-channel 3x3 convolutions) stacked make the products one
+      batched product and its backward two. The same sums as :func:`merged_weight` (the
+      products' rounding aside).
+
+    For one step's forward and backward passes (a checkpointed band recomputes its forward
+    there): the adapters change after it. ``precision``: the forward pass's context
+    (autocast), which the weights are computed in; the backward runs outside it, as
+    autograd's should. ``frozen_stacks``: where the frozen weights stacked for the sums are
+    kept from one step to the next (none: stacked at each step).
     """
     forwards = list(forwards)
-    groups: dict[tuple, list[tuple[AdaptedForward, str]]] = defaultdict(list)
-    for forward in forwards:
-        group = _shape_group(forward)
-        if group is not None:
-            groups[group[0]].append((forward, group[1]))
     try:
         with precision():
+            device = next((f.layer.base_layer.weight.device for f in forwards), None)
+            if device is not None and torch.is_autocast_enabled(device.type):
+                _cast_adapters_together(forwards, torch.get_autocast_dtype(device.type))
+            groups: dict[tuple, list[tuple[AdaptedForward, str]]] = defaultdict(list)
+            for forward in forwards:
+                group = _shape_group(forward)
+                if group is not None:
+                    groups[group[0]].append((forward, group[1]))
             for members in groups.values():
                 if len(members) > 1:
-                    weights = _merged_together([(f.layer, adapter) for f, adapter in members])
+                    weights = _merged_together([(f.layer, adapter) for f, adapter in members],
+                                               frozen_stacks)
                     for (forward, _), weight in zip(members, weights):
                         forward.step_weight = weight
         yield
     finally:
         for forward in forwards:
             forward.step_weight = None
+            forward.step_adapters = None
 
 
 def install(layer: nn.Module, path: str = 'separate') -> AdaptedForward:

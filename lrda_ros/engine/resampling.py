@@ -27,6 +27,7 @@ buffer) cost several times as much.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 import warnings
 
 import torch
@@ -79,38 +80,88 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
                                        check_invariants=False)
 
 
-def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+def gather_rows(indices: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor,
+                dense: torch.Tensor) -> torch.Tensor:
     """
-    Return ``matrix @ dense`` for a CSR ``matrix``: bfloat16 for bfloat16 ``dense``, else float32.
+    Return the CSR product ``M @ dense``, M given by its parts: bfloat16 for bfloat16 ``dense``.
 
-    A weighted gather (``embedding_bag``, accumulating in float32): ``torch.sparse.mm``
-    zero-fills its output and copies it once more, which here costs twice the product itself.
-    Not differentiable.
+    ``indices``, ``offsets`` and ``weights`` are M's column indices, row starts (without the
+    end) and values. A weighted gather (``embedding_bag``, accumulating in float32):
+    ``torch.sparse.mm`` zero-fills its output and copies it once more, which here costs twice
+    the product itself. Not differentiable.
     """
     dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
-    crow = matrix.crow_indices()
     # Detached: with a table that requires a gradient, embedding_bag also builds its own
     # backward's bookkeeping (the bag of every index), unused here.
-    return F.embedding_bag(matrix.col_indices(), dense.detach().to(dtype), offsets=crow[:-1],
-                           per_sample_weights=matrix.values().to(dtype), mode='sum')
+    return F.embedding_bag(indices, dense.detach().to(dtype), offsets=offsets,
+                           per_sample_weights=weights.to(dtype), mode='sum')
 
 
-class GatheredProduct(torch.autograd.Function):
+def bilinear_gather(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    """Return ``matrix @ dense`` for a CSR ``matrix`` (:func:`gather_rows`)."""
+    return gather_rows(matrix.col_indices(), matrix.crow_indices()[:-1], matrix.values(), dense)
+
+
+@torch.library.custom_op('lrda::gathered_product', mutates_args=())
+def _gathered_product(indices: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor,
+                      transposed_indices: torch.Tensor, transposed_offsets: torch.Tensor,
+                      transposed_weights: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
+    return gather_rows(indices, offsets, weights, dense)
+
+
+@_gathered_product.register_fake
+def _gathered_product_shape(indices, offsets, weights, transposed_indices, transposed_offsets,
+                            transposed_weights, dense):
+    dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
+    return dense.new_empty((offsets.shape[0], dense.shape[1]), dtype=dtype)
+
+
+def _gathered_product_context(ctx, inputs, output) -> None:
+    ctx.save_for_backward(*inputs[3:6])
+    ctx.dtype = inputs[6].dtype
+
+
+def _gathered_product_backward(ctx, grad: torch.Tensor):
+    indices, offsets, weights = ctx.saved_tensors
+    dense = _gathered_product(indices, offsets, weights, indices, offsets, weights,
+                              grad.contiguous())
+    return None, None, None, None, None, None, dense.to(ctx.dtype)
+
+
+_gathered_product.register_autograd(_gathered_product_backward,
+                                    setup_context=_gathered_product_context)
+
+
+class GatherPair(NamedTuple):
+    """A CSR matrix and its transpose, as the parts :func:`gather_rows` takes (plain tensors)."""
+
+    indices: torch.Tensor
+    offsets: torch.Tensor
+    weights: torch.Tensor
+    transposed_indices: torch.Tensor
+    transposed_offsets: torch.Tensor
+    transposed_weights: torch.Tensor
+
+    @classmethod
+    def of(cls, matrix: torch.Tensor, dtype: torch.dtype) -> 'GatherPair':
+        """Return the pair of a CSR ``matrix``, its values in ``dtype`` (cast once)."""
+        transposed = transpose_csr(matrix)
+        # Copies: a CSR tensor's parts are views that torch.compile cannot take as inputs.
+        return cls(*(part.clone() for part in (
+            matrix.col_indices(), matrix.crow_indices()[:-1], matrix.values().to(dtype),
+            transposed.col_indices(), transposed.crow_indices()[:-1],
+            transposed.values().to(dtype))))
+
+
+def gathered_product(pair: GatherPair, dense: torch.Tensor) -> torch.Tensor:
     """
-    ``matrix @ dense`` for a bilinear matrix (:func:`bilinear_gather`).
+    Return ``matrix @ dense`` for a bilinear matrix (:func:`gather_rows`), differentiable.
 
-    The backward, a scatter, is a gather with the transpose, built once, not every step.
+    The backward, a scatter, is a gather with the transpose, built once, not every step. A
+    custom operator (``lrda::gathered_product``, with its shape and gradient registered):
+    torch.compile traces it as one node, where a CSR tensor cannot be traced at all.
     """
-
-    @staticmethod
-    def forward(ctx, matrix: torch.Tensor, transposed: torch.Tensor,
-                dense: torch.Tensor) -> torch.Tensor:
-        ctx.transposed, ctx.dtype = transposed, dense.dtype
-        return bilinear_gather(matrix, dense)
-
-    @staticmethod
-    def backward(ctx, grad: torch.Tensor):
-        return None, None, bilinear_gather(ctx.transposed, grad.contiguous()).to(ctx.dtype)
+    return _gathered_product(*pair, dense)
 
 
 def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
@@ -138,17 +189,6 @@ def transpose_csr(matrix: torch.Tensor) -> torch.Tensor:
         warnings.simplefilter('ignore', UserWarning)
         return torch.sparse_csr_tensor(transposed_crow, entry_rows[order],
                                        matrix.values()[order], size=(columns, rows),
-                                       check_invariants=False)
-
-
-def with_values_in(matrix: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Return a CSR matrix with its values in ``dtype`` (cast once, not at every gather)."""
-    if matrix.values().dtype == dtype:
-        return matrix
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore', UserWarning)
-        return torch.sparse_csr_tensor(matrix.crow_indices(), matrix.col_indices(),
-                                       matrix.values().to(dtype), size=matrix.shape,
                                        check_invariants=False)
 
 
@@ -218,8 +258,7 @@ class BandResizes:
             positions = torch.arange(rows[0] * out_w, rows[1] * out_w, device=band.device)
             matrix = bilinear_matrix(positions, size_out, (size_in, in_w),
                                      input_rows=(band_first_row, band_first_row + in_rows))
-            self._matrices[key] = (with_values_in(matrix, torch.bfloat16),
-                                   with_values_in(transpose_csr(matrix), torch.bfloat16))
-        samples = GatheredProduct.apply(*self._matrices[key], pixel_rows(band))
+            self._matrices[key] = GatherPair.of(matrix, torch.bfloat16)
+        samples = gathered_product(self._matrices[key], pixel_rows(band))
         channels_last = samples.view(1, rows[1] - rows[0], size_out[1], band.shape[1])
         return channels_last.permute(0, 3, 1, 2)

@@ -34,12 +34,11 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from .lora_paths import merged_weight
+from .lora_paths import merged_weight, scaled
 from .model import DepthModel, EncodedImage
 from .precision import full_precision
 from .resampling import (
-    BandResizes, bilinear_corners, bilinear_matrix, GatheredProduct, pixel_rows, transpose_csr,
-    with_values_in)
+    BandResizes, bilinear_corners, bilinear_matrix, gathered_product, GatherPair, pixel_rows)
 from .strips import (
     conv1_band, conv1_size, row_bands, source_rows, tail_inputs, tail_runs_in_bands, TailInputs)
 
@@ -127,6 +126,11 @@ def tall_transpose_product(left: torch.Tensor, right: torch.Tensor) -> torch.Ten
     return product
 
 
+def _joined(tensors: list[torch.Tensor], dim: int = 0) -> torch.Tensor:
+    """Return the tensors concatenated; one tensor as it is (a concatenation copies it)."""
+    return tensors[0] if len(tensors) == 1 else torch.cat(tensors, dim)
+
+
 def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
     """
     Return the head's conv2 over (M, 9C) bfloat16 windows, as float32 (M, C_out).
@@ -143,16 +147,16 @@ def _conv2_bfloat16(conv: torch.nn.Module, patches: torch.Tensor) -> torch.Tenso
         for adapter in conv.active_adapters:
             if adapter in conv.lora_A:
                 downs.append(_window_rows(conv.lora_A[adapter].weight))
-                ups.append(conv.lora_B[adapter].weight.flatten(1) * conv.scaling[adapter])
+                ups.append(scaled(conv.lora_B[adapter].weight.flatten(1), conv.scaling[adapter]))
     frozen = _window_rows(base.weight)
     if downs and not frozen.requires_grad:
-        output, down = _FrozenAndDownProducts.apply(patches, frozen, torch.cat(downs))
+        output, down = _FrozenAndDownProducts.apply(patches, frozen, _joined(downs))
     else:  # no adapters, or a trained weight (full decoder fine-tuning): plain autograd
         products = F.linear(patches, torch.cat([frozen, *downs]).to(torch.bfloat16)).float()
         output, down = products[:, :frozen.shape[0]], products[:, frozen.shape[0]:]
     if base.bias is not None:
         output = output + base.bias
-    return torch.addmm(output, down, torch.cat(ups, dim=1).t()) if ups else output
+    return torch.addmm(output, down, _joined(ups, dim=1).t()) if ups else output
 
 
 def sparse_product(matrix: torch.Tensor, dense: torch.Tensor) -> torch.Tensor:
@@ -192,6 +196,19 @@ class SparseHeadPlan:
     #: The decoder tail's resizes of the conv1 rows read (frame constants), as gathers.
     _band_resizes: BandResizes = field(default_factory=BandResizes, repr=False)
 
+    def frame_tensors(self) -> list[torch.Tensor]:
+        """
+        Return the plan's tensors whose first size follows the frame's LiDAR pixels.
+
+        Those a compiled step marks dynamic (engine/compiled.py): one graph serves frames of
+        any point count. The gather matrices count once built (a frame's first step).
+        """
+        tensors = [self.window_positions, self.window_inside, self.corner_index,
+                   self.corner_weight]
+        for pair in self._sampling.values():
+            tensors += list(pair)
+        return tensors
+
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
               processing_size: tuple[int, int]) -> 'SparseHeadPlan':
@@ -224,9 +241,8 @@ class SparseHeadPlan:
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,
                                      grid, self.window_inside.reshape(-1), grid_rows)
             matrix = matrix.to(features.device, torch.float32)
-            self._sampling[key] = (with_values_in(matrix, dtype),
-                                   with_values_in(transpose_csr(matrix), dtype))
-        samples = GatheredProduct.apply(*self._sampling[key], pixel_rows(features))
+            self._sampling[key] = GatherPair.of(matrix, dtype)
+        samples = gathered_product(self._sampling[key], pixel_rows(features))
         return samples.reshape(-1, 9 * features.shape[1])
 
     def _head_values(self, head: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:

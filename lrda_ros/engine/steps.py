@@ -22,7 +22,8 @@ one to finish, which is what CUDA graphs and a compiled step need. A decision ta
 masking:
 
 - the best iterate is kept with ``torch.where`` (a copy of the adapted weights per step, small
-  for LoRA);
+  for LoRA), over the flat buffers the weights live in (engine/flat_parameters.py): one
+  operation per buffer, not per adapted tensor;
 - a collapsed step writes the best weights back with ``torch.where`` and halves the learning
   rate, a 0-d tensor Adam reads on the device;
 - a step that must not run (collapse, divergence, or any step after a stop) is
@@ -40,10 +41,13 @@ so the frame's result is the same as ending the loop exactly there.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import math
+from typing import Sequence
 
 import torch
 
 from .config import TTOConfig
+from .flat_parameters import FlatParameters
 
 #: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
 MATERIAL_GAIN = 0.01
@@ -128,9 +132,11 @@ class StepRules:
     skips the optimizer step), and :meth:`trace` once at the frame's end.
     """
 
-    def __init__(self, parameters: list[torch.Tensor], target: torch.Tensor, iterations: int,
-                 config: TTOConfig, end: EndRule = EndRule()) -> None:
-        self.parameters = parameters
+    def __init__(self, parameters: FlatParameters | Sequence[torch.Tensor], target: torch.Tensor,
+                 iterations: int, config: TTOConfig, end: EndRule = EndRule()) -> None:
+        # A plain list is bound to buffers of its own here (an adaptation passes its own).
+        self.flat = (parameters if isinstance(parameters, FlatParameters)
+                     else FlatParameters(parameters))
         self.config = config
         self.end = end
         device = target.device
@@ -141,65 +147,79 @@ class StepRules:
         centred = target.float() - target.float().mean()
         self.constant_loss = (centred * centred).sum()
         self.best_loss = torch.tensor(float('inf'), device=device)
-        self.best_state = [p.detach().clone() for p in parameters]
+        self._best = self.flat.clone_buffers()
         self.active = torch.tensor(True, device=device)
         self.diverged = torch.tensor(False, device=device)
         self.backtracks = torch.zeros((), dtype=torch.int64, device=device)
         self.recorded = torch.zeros((), dtype=torch.int64, device=device)
         self._skip = torch.zeros((), device=device)
         self._collapsed = torch.tensor(False, device=device)
+        self._material_gain = MATERIAL_GAIN * self.constant_loss
+        self._divergence_bound = torch.tensor(math.inf, device=device)
+        self._half = torch.tensor(0.5, device=device)
+        self._one = torch.tensor(1.0, device=device)
         self.steps_run = 0
         self._posted = _PostedFlag(self.active)
 
     @torch.no_grad()
     def decide(self, index: int, loss: torch.Tensor) -> None:
-        """Record step ``index``'s loss (before its update) and decide what the step does."""
+        """
+        Record step ``index``'s loss (before its update) and decide what the step does.
+
+        A few dozen scalar operations: each is a kernel launch on a GPU, so what does not
+        change from step to step is computed once (the material gain, the divergence bound
+        once the first loss is known) and each mask once.
+        """
         config = self.config
         loss = loss.detach().float()
         active = self.active
         self.losses[index] = loss
-        self.recorded += active.long()
-        finite = torch.isfinite(loss)
+        self.recorded += active
+        if index == 0:
+            self._divergence_bound = config.divergence_factor * loss
+        finite = loss.abs() < math.inf  # False for inf and NaN
         # A step that gave back ``backtrack_fraction`` of the best iterate's material gain
         # over a constant prediction has collapsed it: undone, and the steps go on.
         gain = self.constant_loss - self.best_loss
-        collapsed = (active & finite & (gain > MATERIAL_GAIN * self.constant_loss)
+        collapsed = (active & finite & (gain > self._material_gain)
                      & (loss > self.best_loss + config.backtrack_fraction * gain))
         # A rise that is no collapse (or a non-finite loss) beyond divergence_factor ends them.
-        diverged = active & ~collapsed & (
-            ~finite | (loss > config.divergence_factor * self.losses[0]))
-        going = active & ~collapsed & ~diverged
+        kept = active & ~collapsed
+        diverged = kept & (~finite | (loss > self._divergence_bound))
+        going = kept & ~diverged
         improved = going & (loss < self.best_loss)
-        for best, parameter in zip(self.best_state, self.parameters):
-            best.copy_(torch.where(improved, parameter.detach(), best))
+        for best, current in zip(self._best, self.flat.buffers):
+            torch.where(improved, current, best, out=best)
         self.best_loss = torch.where(improved, loss, self.best_loss)
         self.best_history[index] = self.best_loss
-        # This step still runs: the frame ends after it.
-        ends = going & self._ends(index)
-        self.backtracks += collapsed.long()
+        self.backtracks += collapsed
         self.diverged |= diverged
-        self.active = active & ~(diverged | ends)
+        stops = diverged
+        ends = self._ends(index)
+        if ends is not None:  # this step still runs: the frame ends after it
+            stops = stops | (going & ends)
+        self.active = active & ~stops
         self._collapsed = collapsed
         self._skip = (~going).float()
         self._posted.post(self.active)
 
-    def _ends(self, index: int) -> torch.Tensor:
-        """Whether the end rules stop the steps after step ``index``."""
+    def _ends(self, index: int) -> torch.Tensor | None:
+        """Whether the end rules stop the steps after step ``index`` (None: no rule is on)."""
         end = self.end
-        ends = torch.zeros((), dtype=torch.bool, device=self.losses.device)
         if end.plateau_tol > 0 and index >= end.patience:
             before = self.best_history[index - end.patience]
-            ends = ends | (before - self.best_loss <= end.plateau_tol * before)
-        return ends
+            return before - self.best_loss <= end.plateau_tol * before
+        return None
 
     @torch.no_grad()
     def apply(self, optimizer: torch.optim.Optimizer) -> None:
         """Undo a collapsed step (best weights, half the step size), then step or skip."""
         collapsed = self._collapsed
-        for best, parameter in zip(self.best_state, self.parameters):
-            parameter.copy_(torch.where(collapsed, best, parameter))
+        for best, current in zip(self._best, self.flat.buffers):
+            torch.where(collapsed, best, current, out=current)
+        factor = torch.where(collapsed, self._half, self._one)
         for group in optimizer.param_groups:
-            group['lr'].mul_(torch.where(collapsed, 0.5, 1.0))
+            group['lr'].mul_(factor)
         optimizer.found_inf = self._skip
         optimizer.step()
         optimizer.found_inf = None
@@ -229,4 +249,5 @@ class StepRules:
             return StepTrace([], False, float('inf'), None)
         count = int(self.recorded)
         return StepTrace(self.losses[:count].tolist(), bool(self.diverged),
-                         float(self.best_loss), self.best_state, int(self.backtracks))
+                         float(self.best_loss), self.flat.views(self._best),
+                         int(self.backtracks))

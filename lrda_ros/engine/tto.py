@@ -85,9 +85,6 @@ class DepthCompleter:
         check_unshared(self.model.network)
         self.adaptation = build_adaptation(model, self.config)
         check_compile(self.model, self.config, self.adaptation.reencodes)
-        if self.config.compile and self.config.sparse_head and self.model.dpt_decoder:
-            self.notices.append('sparse_head: compiled steps decode the full depth map '
-                                '(torch.compile cannot trace the sparse head)')
         self._step_loss = compiled(self._loss) if self.config.compile else self._loss
         self._decode = compiled(self.model.decode) if self.config.compile else self.model.decode
         self.model.encoder_runner = encoder_backend_for(
@@ -143,8 +140,7 @@ class DepthCompleter:
 
     @property
     def _uses_sparse_head(self) -> bool:
-        # Compiled steps decode densely: torch.compile cannot trace the sparse head.
-        return self.config.sparse_head and self.model.dpt_decoder and not self.config.compile
+        return self.config.sparse_head and self.model.dpt_decoder
 
     def _probe_precision(self) -> None:
         """
@@ -399,7 +395,7 @@ class DepthCompleter:
         plan = self._sparse_plan(pixel_values, encoded, samples)
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, config.tail_strips)
-        rules = StepRules(self.adaptation.parameters, target, stage.max_steps, config,
+        rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps, config,
                           stage.end)
         if config.compile:
             mark_points_dynamic(samples.rows, samples.cols, target)
@@ -435,10 +431,14 @@ class DepthCompleter:
               index: int) -> None:
         """One optimization step, free of host synchronization."""
         self._optimizer.zero_grad(set_to_none=True)
+        # A compiled run's first step is eager: it fills the frame's caches (compiled.py).
+        loss_function = self._loss if index == 0 else self._step_loss
         # The backward too: checkpointed bands recompute their forward with these weights.
         with self.adaptation.weights_for_one_step(self._autocast):
-            loss = self._step_loss(pixel_values, encoded, samples, target, plan)
+            loss = loss_function(pixel_values, encoded, samples, target, plan)
             loss.backward()
+        if index == 0 and self.config.compile and plan is not None:
+            mark_points_dynamic(*plan.frame_tensors())
         rules.decide(index, loss)
         rules.apply(self._optimizer)
 

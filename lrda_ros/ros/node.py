@@ -56,6 +56,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
 from .builders import depth_to_image_msg
+from .calibration_monitor import CalibrationMonitor
 from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
     coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
@@ -142,6 +143,7 @@ class CompletionCore:
         self._slots: LatestSlots[str, tuple[Image, CameraInfo, tuple, float, int]] = \
             LatestSlots([])  # the cameras' once the parameters are read
         self._tf: TransformLookup | None = None
+        self._calibration: dict[str, CalibrationMonitor] = {}  # per camera, once loaded
         self._reader = MessageReader()  # cv_bridge / sensor_msgs_py where installed
         self._clouds = CloudInputs(self._reader, MotionAligner(self.get_logger().warning,
                                                                self._stats_lock), self._drop)
@@ -187,6 +189,8 @@ class CompletionCore:
         self._slots = LatestSlots([camera.name for camera in self.cameras])
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
         self._worker.start()
+        self._calibration = {camera.name: CalibrationMonitor(
+            settings.calibration, self.get_logger().warning) for camera in self.cameras}
 
     def _subscribe(self) -> None:
         """Subscribe to every camera's synchronized inputs: frames flow from now on."""
@@ -231,6 +235,8 @@ class CompletionCore:
 
     def _stop_worker(self) -> None:
         """Ask the worker to stop (it checks between optimization steps) and join it."""
+        for monitor in getattr(self, '_calibration', {}).values():
+            monitor.stop()
         if getattr(self, '_stop', None) is not None:
             self._stop.set()
             self._slots.close()
@@ -402,7 +408,12 @@ class CompletionCore:
         if lidar is None:
             return None
         pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
-        return FrameInputs.from_clouds(rgb, model, lidar, stamp_to_ns(image.header.stamp), pose)
+        stamp_ns = stamp_to_ns(image.header.stamp)
+        monitor = self._calibration.get(camera.name)
+        if monitor is not None:  # the given extrinsic is checked; a correction applied after
+            monitor.offer(FrameInputs.from_clouds(rgb, model, lidar, stamp_ns))
+            lidar = monitor.corrected(lidar)
+        return FrameInputs.from_clouds(rgb, model, lidar, stamp_ns, pose)
 
     # --- processing -------------------------------------------------------------------------
 
@@ -546,6 +557,9 @@ class CompletionCore:
                     'synchronization': handle.backend if handle else '',
                     'conversion': self._conversion(),
                 }
+                if camera.name in self._calibration:  # before the camera's main status
+                    statuses.append(self._calibration[camera.name].status(
+                        camera.status_name(name)))
                 statuses.append(completion_status(
                     camera.status_name(name), camera.stats, self._lifecycle_state(), context,
                     bool(choice and choice.is_demo_prior)))

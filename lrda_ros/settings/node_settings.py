@@ -135,6 +135,17 @@ def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
 
 
 @dataclass(frozen=True)
+class CalibrationCheckSettings:
+    """The node's background calibration check (``calibration_check.*``)."""
+
+    enabled: bool = True
+    window: int = 10
+    period_s: float = 30.0
+    rotation_tolerance_deg: float = 0.3
+    apply: bool = False
+
+
+@dataclass(frozen=True)
 class NodeSettings:
     """Validated settings of the completion node."""
 
@@ -166,6 +177,7 @@ class NodeSettings:
     motion: MotionConfig = MotionConfig()
     #: Each camera's point cloud topics, relative: one per LiDAR.
     point_topics: tuple[str, ...] = ('points',)
+    calibration: CalibrationCheckSettings = CalibrationCheckSettings()
 
     @property
     def uses_tf_extrinsic(self) -> bool:
@@ -242,7 +254,11 @@ class NodeSettings:
             fusion=TemporalFusionConfig(weight=v['temporal_fusion.weight']),
             fusion_fixed_frame=_frame_id('temporal_fusion.fixed_frame',
                                          v['temporal_fusion.fixed_frame']),
-            motion=motion_config(v), point_topics=point_topic_names(v['point_topics']))
+            motion=motion_config(v), point_topics=point_topic_names(v['point_topics']),
+            calibration=CalibrationCheckSettings(
+                v['calibration_check.enabled'], v['calibration_check.window'],
+                v['calibration_check.period'], v['calibration_check.rotation_tolerance'],
+                v['calibration_check.apply']))
 
 
 def motion_config(v: Mapping[str, Any]) -> MotionConfig:

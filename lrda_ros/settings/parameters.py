@@ -152,12 +152,13 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14, the patch size, so at least 14); 0 keeps the image size. '
                   'Lower is faster.', 0, 8192, excluded=(1, 13)),
-    ParameterSpec('compile', False, 'Run the optimization step and the final decode under '
-                  'torch.compile (one graph each, static shapes; compiled on the first frame of '
-                  'each resolution); the steps then decode the full map (no sparse head). For '
-                  'CUDA, where it fuses thousands of small kernel launches per step; on a CPU it '
-                  'is slower than eager (doc/performance.md). Depth Anything V2 with tail_strips '
-                  '1 only; other combinations stop start-up with the reason.', read_only=True),
+    ParameterSpec('compile', False, 'Run the optimization step (forward and backward, the '
+                  'sparse head included) and the final decode under torch.compile (one graph '
+                  'each; compiled on the first frame of each resolution, whatever its LiDAR '
+                  "point count; a frame's first step runs eagerly). For CUDA, where it fuses "
+                  'hundreds of small kernel launches per step; on a CPU unmeasured at full size '
+                  '(doc/performance.md). Depth Anything V2 with tail_strips 1 only; other '
+                  'combinations stop start-up with the reason.', read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
                   '(exported to ONNX once per model and input size, cached in '
                   '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '
@@ -252,6 +253,22 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('evaluation.holdout_fraction', 0.0, 'Live evaluation: withhold this fraction '
                   'of the projected LiDAR pixels from the optimization and publish them on '
                   'holdout_depth (0 = off; score with evaluator_node).', 0.0, 0.9),
+    ParameterSpec('calibration_check.enabled', True, 'Check the LiDAR->camera rotation from the '
+                  'data in the background: LiDAR depth discontinuities against image edges over '
+                  'a window of recent frames (doc/calibration.md); the result is the '
+                  "'calibration' status on /diagnostics. Never delays a frame.",
+                  read_only=True),
+    ParameterSpec('calibration_check.window', 10, 'Calibration check: frames in its window (at '
+                  'least 3).', 3, 100, read_only=True),
+    ParameterSpec('calibration_check.period', 30.0, 'Calibration check: seconds between '
+                  'checks; a frame joins the window at most every period / window seconds.',
+                  1.0, 86400.0, read_only=True),
+    ParameterSpec('calibration_check.rotation_tolerance', 0.3, 'Calibration check: the '
+                  'smallest rotation correction (degrees) that turns the status to WARN.',
+                  0.05, 10.0, read_only=True),
+    ParameterSpec('calibration_check.apply', False, 'Calibration check: once a check finds the '
+                  'calibration suspect, apply its rotation correction to every later frame (a '
+                  'log line says what changed); false = only report.', read_only=True),
     ParameterSpec('diagnostics_period', 1.0, 'Seconds between /diagnostics updates.', 0.05,
                   3600.0, read_only=True),
 )

@@ -80,7 +80,7 @@ class SpeedOptions:
     #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
     frames: int = 3
     sparse_head: bool = True
-    #: torch.compile the steps and the final decode (the node's compile: dense-head steps).
+    #: torch.compile the steps and the final decode (the node's compile).
     compile: bool = False  # noqa: A003 (the option is named compile)
     #: Also time the cost structure (an encoder pass, a decoder step) in its own process.
     structure: bool = True

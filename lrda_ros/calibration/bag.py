@@ -1,0 +1,91 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""A window of a rosbag2's frames for the calibration check: image, cloud, camera, extrinsic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..datasets.rosbag import EXTRINSIC_HINT
+from ..geometry import CameraModel, InvalidCameraError, RigidTransform
+from ..geometry.calibration_score import calibration_frame, CalibrationFrame, FrameSelection
+from ..messages.compressed import any_image_to_rgb
+from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ..messages.rosbag import BagError, BagTopics, RosbagSource
+
+
+@dataclass(frozen=True, eq=False)
+class BagFrame:
+    """One synchronized set as arrays: RGB image, cloud (LiDAR frame, scan order), camera."""
+
+    rgb: np.ndarray
+    points: np.ndarray
+    camera: CameraModel
+    stamp_ns: int
+
+
+@dataclass(frozen=True, eq=False)
+class BagWindow:
+    """The frames of a bag and its LiDAR->camera extrinsic (the bag's or the one given)."""
+
+    path: Path
+    raw: tuple[BagFrame, ...]
+    extrinsic: RigidTransform
+    camera_frame: str
+    lidar_frame: str
+
+    def frames(self, T_cam_lidar: RigidTransform | None = None,
+               selection: FrameSelection = FrameSelection()) -> list[CalibrationFrame]:
+        """Return the check's frames with ``T_cam_lidar`` (default: the window's extrinsic)."""
+        T = self.extrinsic if T_cam_lidar is None else T_cam_lidar
+        return [calibration_frame(frame.rgb, frame.points, T, frame.camera,
+                                  selection=selection) for frame in self.raw]
+
+
+def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
+               extrinsic: RigidTransform | None = None, rectified: bool = False,
+               slop_s: float = 0.05, queue_size: int = 10, max_frames: int = 10) -> BagWindow:
+    """
+    Read up to ``max_frames`` synchronized frames of a bag (as ``lrda eval --bag`` pairs them).
+
+    The extrinsic is ``extrinsic`` or else the bag's /tf_static and /tf at the first cloud's
+    stamp; a bag without one fails naming the frames. Clouds without per-point times and a
+    bag without odometry give frames without motion: the time offset is then not observable.
+    """
+    source = RosbagSource(path, topics)
+    stamps, _ = source.synchronize(queue_size, slop_s)
+    if not stamps:
+        raise BagError(f'{source.path}: no synchronized frames: '
+                       f'{source.no_match_reason(queue_size, slop_s)}')
+    camera_frame, lidar_frame = source.first_frame_ids()
+    if extrinsic is None:
+        try:
+            extrinsic = source.transform_tree().lookup(camera_frame, lidar_frame, stamps[0][2])
+        except KeyError as error:
+            raise BagError(f'{source.path}: no LiDAR->camera transform in /tf_static or /tf: '
+                           f'{error.args[0]}; {EXTRINSIC_HINT}') from None
+    raw = []
+    for messages in source.synchronized(queue_size, slop_s, order=stamps[:max_frames]):
+        image, info, cloud = messages[:3]
+        try:
+            camera = camera_info_to_camera_model(info, rectified=rectified)
+        except InvalidCameraError as error:
+            raise BagError(f'{source.path}: {source.topics.camera_info}: field {error}') from None
+        raw.append(BagFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
+                            stamps[len(raw)][0]))
+    return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame)

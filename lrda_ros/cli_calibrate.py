@@ -1,0 +1,70 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``lrda calibrate``: its options and its run (the check itself: lrda_ros/calibration)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .cli_options import (add_extrinsic_options, add_node_parameters, add_rectified_option,
+                          add_sync_options, add_topics, extrinsic_of, number)
+
+
+def add_calibrate(parser: argparse.ArgumentParser) -> None:
+    """Add ``lrda calibrate``'s options to its parser."""
+    parser.add_argument('--bag', type=Path, required=True,
+                        help='a rosbag2 folder (.db3 or .mcap; required, no default)')
+    parser.add_argument('--output', type=Path, default=Path('out/calibrate'),
+                        help='folder of calibration.json, overlay.png and score_profiles.png')
+    parser.add_argument('--max-frames', type=number(int, 1), default=10,
+                        help='frames of the window (from the start of the bag)')
+    parser.add_argument('--translation', action='store_true',
+                        help='also search the translation (reported per axis as observable or '
+                        'not; off by default: see doc/calibration.md)')
+    parser.add_argument('--rotation-tolerance', type=number(float, above=0), default=0.3,
+                        help='smallest rotation correction (deg) that makes a calibration '
+                        'suspect')
+    add_sync_options(parser)
+    add_topics(parser, ('image', 'camera-info', 'points'))
+    add_rectified_option(parser)
+    add_extrinsic_options(parser)
+    add_node_parameters(parser, 'the options above win over both')
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    """Check the bag's calibration, print the verdict and the correction, write the report."""
+    from .calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
+    from .geometry.calibration_search import CheckConfig
+    from .messages.rosbag import BagTopics
+    from .settings import load_parameters, NodeSettings
+
+    parameters = load_parameters(args.params_file, args.parameters)
+    settings = NodeSettings.from_values(parameters)
+    extrinsic = extrinsic_of(args, parameters)
+    topics = BagTopics(args.image_topic, args.camera_info_topic, args.points_topic)
+    options = CalibrateOptions(
+        bag=args.bag, output=args.output, topics=topics, extrinsic=extrinsic,
+        image_is_rectified=(settings.image_is_rectified if args.image_is_rectified is None
+                            else args.image_is_rectified),
+        slop_s=settings.sync_slop if args.slop is None else args.slop,
+        queue_size=settings.sync_queue_size if args.queue_size is None else args.queue_size,
+        max_frames=args.max_frames,
+        check=CheckConfig(translation=args.translation,
+                          rotation_tolerance_deg=args.rotation_tolerance))
+    result = calibrate_bag(options)
+    print(result.message)
+    print(f'wrote {args.output}/: {CALIBRATION_JSON}, overlay.png, score_profiles.png')
+    return 0

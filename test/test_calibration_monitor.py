@@ -1,0 +1,133 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The node's background calibration check (lrda_ros/ros/calibration_monitor.py) on the plank.
+
+Frames of the hand-made plank scene (test/calibration_scene.py) with an extrinsic turned by a
+known yaw: the status must turn WARN naming the yaw, and with ``apply`` the later frames'
+extrinsic must be the true one again. The tests wait on the monitor's event, never on time.
+"""
+
+from calibration_scene import CX, CY, FOCAL, HEIGHT, plank_image, plank_scan, R_CAM_LIDAR, WIDTH
+from diagnostic_msgs.msg import DiagnosticStatus
+from lrda_ros.geometry import CameraModel, LidarCloud, RigidTransform
+from lrda_ros.geometry.calibration_score import rotation_matrix
+from lrda_ros.pipeline import FrameInputs
+from lrda_ros.settings.node_settings import CalibrationCheckSettings
+import numpy as np
+import pytest
+
+monitor_module = pytest.importorskip('lrda_ros.ros.calibration_monitor',
+                                     reason='diagnostic_msgs is not installed')
+
+CAMERA = CameraModel(K=np.array([[FOCAL, 0, CX], [0, FOCAL, CY], [0, 0, 1.0]]),
+                     D=np.zeros(5), width=WIDTH, height=HEIGHT)
+TRUE = RigidTransform(R_CAM_LIDAR, np.zeros(3))
+#: The given extrinsic is off by 1 degree of yaw: the correction is that rotation.
+TURNED = RigidTransform(rotation_matrix(np.radians([0.0, 1.0, 0.0])), np.zeros(3)).inverse() \
+    @ TRUE
+PLANKS = ((-2.0, -0.5), (-0.8, 0.9), (0.3, 2.2))
+
+
+def _frames():
+    for left, right in PLANKS:
+        yield FrameInputs(plank_image(left, right), CAMERA, plank_scan(left, right)[0], TURNED)
+
+
+class _Clock:
+    """A clock an hour further on at every reading: every frame and check is due."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        self.now += 3600.0
+        return self.now
+
+
+def _run(monitor) -> None:
+    """Offer each frame once the previous one is in the window; wait for the check."""
+    for inputs in _frames():
+        monitor.frame_added.clear()
+        monitor.offer(inputs)
+        assert monitor.frame_added.wait(60), 'the frame never joined the window'
+    assert monitor.checked.wait(60), 'no check ran'
+
+
+def test_a_turned_extrinsic_turns_the_status_to_warn_naming_the_yaw():
+    messages = []
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), messages.append, _Clock())
+    try:
+        waiting = monitor.status('/node')
+        assert waiting.level == DiagnosticStatus.OK and 'waiting' in waiting.message
+        _run(monitor)
+        status = monitor.status('/node')
+    finally:
+        monitor.stop()
+    assert status.name == '/node: calibration'
+    assert status.level == DiagnosticStatus.WARN, status.message
+    assert 'yaw' in status.message and 'extrinsic' in status.message
+    values = {kv.key: kv.value for kv in status.values}
+    assert set(values) == set(monitor_module.CALIBRATION_KEYS)
+    assert values['verdict'] == 'suspect' and values['frames used'] == '3'
+    yaw = float(values['correction rotation vector (deg, camera frame)'].split(',')[1])
+    assert abs(yaw - 1.0) <= 0.15
+    assert messages == [] and values['correction applied'] == 'no'
+
+
+def test_apply_corrects_later_frames_and_says_so():
+    messages = []
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0, apply=True), messages.append,
+        _Clock())
+    cloud = LidarCloud(np.zeros((1, 3)), TURNED)
+    try:
+        assert monitor.corrected([cloud]) == [cloud]  # nothing applied before a check
+        _run(monitor)
+    finally:
+        monitor.stop()
+    assert len(messages) == 1 and 'applying the correction' in messages[0]
+    corrected = monitor.corrected([cloud])[0].T_cam_lidar
+    angle = np.degrees(np.arccos(np.clip((np.trace(corrected.rotation @ TRUE.rotation.T) - 1)
+                                         / 2, -1, 1)))
+    assert angle <= 0.15
+
+
+def test_a_disabled_check_reports_off_and_changes_nothing():
+    monitor = monitor_module.CalibrationMonitor(CalibrationCheckSettings(enabled=False),
+                                                lambda message: None)
+    monitor.offer(next(_frames()))
+    status = monitor.status('/node')
+    monitor.stop()
+    assert status.level == DiagnosticStatus.OK and status.message.startswith('off')
+    assert not monitor.frame_added.is_set()
+
+
+def test_a_frame_the_check_cannot_read_is_skipped_and_the_thread_goes_on():
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), lambda message: None, _Clock())
+    try:
+        left, right = PLANKS[0]
+        wrong_size = FrameInputs(plank_image(left, right)[:, :100], CAMERA,
+                                 plank_scan(left, right)[0], TURNED)
+        monitor.offer(wrong_size)
+        assert monitor.frame_added.wait(60)
+        values = {kv.key: kv.value for kv in monitor.status('/node').values}
+        assert values['frames in window'] == '0/3'
+        _run(monitor)  # later frames still join, and the check runs
+        assert monitor.status('/node').level == DiagnosticStatus.WARN
+    finally:
+        monitor.stop()
