@@ -77,6 +77,16 @@ def test_float_millimetres_are_named_as_the_likely_unit(completer):
         completer.complete(rgb, sparse * 1000)
 
 
+@pytest.mark.parametrize('value', [np.inf, -np.inf])
+def test_infinite_sparse_depths_are_named_as_such_not_as_a_unit(completer, value):
+    rgb, sparse = frame()
+    with pytest.raises(InsufficientSparseDepthError) as raised:
+        completer.complete(rgb, np.where(sparse > 0, np.float32(value), np.float32(0)))
+    message = str(raised.value)
+    assert f'{np.count_nonzero(sparse)} are infinite' in message
+    assert 'millimetres' not in message and 'beyond' not in message
+
+
 def test_read_only_arrays_complete_without_a_warning(completer):
     rgb, sparse = frame()
     rgb.flags.writeable = False

@@ -161,11 +161,19 @@ def _likely_scale(sparse_depth: np.ndarray) -> str:
 
 def few_points_message(samples: SparseSamples, sparse_depth: np.ndarray, min_depth: float,
                        max_depth: float, min_points: int) -> str:
-    """Say why too few sparse depths are valid, with the likely unit when they are out of range."""
+    """
+    Say why too few sparse depths are valid, with the likely unit when they are out of range.
+
+    Infinite values are named as such (no unit makes them metres); NaN means no measurement.
+    """
+    infinite = int(np.count_nonzero(np.isinf(sparse_depth)))
     with np.errstate(invalid='ignore'):
-        above = int(np.count_nonzero(sparse_depth > max_depth))
+        above = int(np.count_nonzero(np.isfinite(sparse_depth) & (sparse_depth > max_depth)))
     message = (f'{samples.count} valid sparse depths in [{min_depth}, {max_depth}] m, need at '
                f'least {min_points} (min_points)')
+    if infinite:
+        message += (f'; {infinite} are infinite (inf is no depth: write 0 or NaN where there '
+                    'is no measurement)')
     if above > samples.count:
         message += (f'; {above} are beyond {max_depth} m: if they are millimetres, divide by '
                     '1000 (KITTI PNG values: by 256)')
