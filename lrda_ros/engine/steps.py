@@ -106,6 +106,14 @@ class _PostedFlag:
         return landed and not bool(self._view[()])
 
 
+def _write(history: torch.Tensor, index: int | torch.Tensor, value: torch.Tensor) -> None:
+    """Write a 0-d ``value`` at ``index``: a traced index tensor is never read by the host."""
+    if isinstance(index, torch.Tensor):
+        history.index_put_((index.view(1),), value.view(1))
+    else:
+        history[index] = value
+
+
 def new_adam(parameters: list[torch.Tensor], learning_rate: float) -> torch.optim.Adam:
     """
     Return Adam with a tensor learning rate and the fused kernel (skips steps on the device).
@@ -148,6 +156,8 @@ class StepRules:
         self.constant_loss = (centred * centred).sum()
         self.best_loss = torch.tensor(float('inf'), device=device)
         self._best = self.flat.clone_buffers()
+        #: The weights' buffers, checked bound once here: nothing rebinds them within a stage.
+        self._current = self.flat.buffers
         self.active = torch.tensor(True, device=device)
         self.diverged = torch.tensor(False, device=device)
         self.backtracks = torch.zeros((), dtype=torch.int64, device=device)
@@ -162,20 +172,25 @@ class StepRules:
         self._posted = _PostedFlag(self.active)
 
     @torch.no_grad()
-    def decide(self, index: int, loss: torch.Tensor) -> None:
+    def decide(self, index: int | torch.Tensor, loss: torch.Tensor, post: bool = True) -> None:
         """
         Record step ``index``'s loss (before its update) and decide what the step does.
 
         A few dozen scalar operations: each is a kernel launch on a GPU, so what does not
         change from step to step is computed once (the material gain, the divergence bound
-        once the first loss is known) and each mask once.
+        once the first loss is known) and each mask once. ``index`` may be a 0-d device
+        tensor (a compiled step: one graph for every index); ``post``: copy the stop flag to
+        the host now (a compiled step posts it after its graph).
         """
         config = self.config
         loss = loss.detach().float()
         active = self.active
-        self.losses[index] = loss
+        _write(self.losses, index, loss)
         self.recorded += active
-        if index == 0:
+        if isinstance(index, torch.Tensor):
+            self._divergence_bound = torch.where(index == 0, config.divergence_factor * loss,
+                                                 self._divergence_bound)
+        elif index == 0:
             self._divergence_bound = config.divergence_factor * loss
         finite = loss.abs() < math.inf  # False for inf and NaN
         # A step that gave back ``backtrack_fraction`` of the best iterate's material gain
@@ -188,10 +203,10 @@ class StepRules:
         diverged = kept & (~finite | (loss > self._divergence_bound))
         going = kept & ~diverged
         improved = going & (loss < self.best_loss)
-        for best, current in zip(self._best, self.flat.buffers):
+        for best, current in zip(self._best, self._current):
             torch.where(improved, current, best, out=best)
         self.best_loss = torch.where(improved, loss, self.best_loss)
-        self.best_history[index] = self.best_loss
+        _write(self.best_history, index, self.best_loss)
         self.backtracks += collapsed
         self.diverged |= diverged
         stops = diverged
@@ -201,25 +216,47 @@ class StepRules:
         self.active = active & ~stops
         self._collapsed = collapsed
         self._skip = (~going).float()
+        if post:
+            self.post()
+
+    def post(self) -> None:
+        """Queue the stop flag's copy to the host (:meth:`stop_flag_says_stopped` reads it)."""
         self._posted.post(self.active)
 
-    def _ends(self, index: int) -> torch.Tensor | None:
+    def _ends(self, index: int | torch.Tensor) -> torch.Tensor | None:
         """Whether the end rules stop the steps after step ``index`` (None: no rule is on)."""
         end = self.end
-        if end.plateau_tol > 0 and index >= end.patience:
+        if end.plateau_tol <= 0:
+            return None
+        if isinstance(index, torch.Tensor):
+            # A gather, not indexing: no host read of the index where it is traced.
+            before = self.best_history.index_select(
+                0, (index - end.patience).clamp(min=0).view(1))[0]
+            return (index >= end.patience) & (before - self.best_loss <= end.plateau_tol * before)
+        if index >= end.patience:
             before = self.best_history[index - end.patience]
             return before - self.best_loss <= end.plateau_tol * before
         return None
 
     @torch.no_grad()
-    def apply(self, optimizer: torch.optim.Optimizer) -> None:
-        """Undo a collapsed step (best weights, half the step size), then step or skip."""
+    def undo_collapse(self, learning_rates: list[torch.Tensor]) -> None:
+        """Write the best weights back and halve the (tensor) learning rates if collapsed."""
         collapsed = self._collapsed
-        for best, current in zip(self._best, self.flat.buffers):
+        for best, current in zip(self._best, self._current):
             torch.where(collapsed, best, current, out=current)
         factor = torch.where(collapsed, self._half, self._one)
-        for group in optimizer.param_groups:
-            group['lr'].mul_(factor)
+        for learning_rate in learning_rates:
+            learning_rate.mul_(factor)
+
+    @property
+    def skip(self) -> torch.Tensor:
+        """Return 1.0 when this step must not change the weights (0-d float), else 0.0."""
+        return self._skip
+
+    @torch.no_grad()
+    def apply(self, optimizer: torch.optim.Optimizer) -> None:
+        """Undo a collapsed step (best weights, half the step size), then step or skip."""
+        self.undo_collapse([group['lr'] for group in optimizer.param_groups])
         optimizer.found_inf = self._skip
         optimizer.step()
         optimizer.found_inf = None

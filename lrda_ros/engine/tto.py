@@ -32,7 +32,7 @@ import torch
 from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
-from .compiled import check_compile, compiled, mark_points_dynamic
+from .compiled import check_compile, compiled
 from .completion import (check_frame, check_unshared, CompletionResult, CompletionStatus,
                          EncodedFrame, few_points_message, SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
@@ -47,6 +47,7 @@ from .sparse_head import SparseHeadPlan
 from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
+from .whole_step import CompiledSteps
 from ..errors import ConfigError, InputError, LrdaError
 
 
@@ -85,7 +86,8 @@ class DepthCompleter:
         check_unshared(self.model.network)
         self.adaptation = build_adaptation(model, self.config)
         check_compile(self.model, self.config, self.adaptation.reencodes)
-        self._step_loss = compiled(self._loss) if self.config.compile else self._loss
+        #: compile: a whole step (loss, gradient, step rules, Adam) as one graph (whole_step.py).
+        self._whole_step = CompiledSteps(self.model.device) if self.config.compile else None
         self._decode = compiled(self.model.decode) if self.config.compile else self.model.decode
         self.model.encoder_runner = encoder_backend_for(
             self.model, self.config.encoder_backend, self.adaptation.reencodes,
@@ -397,8 +399,6 @@ class DepthCompleter:
             plan.prepare(self.model, encoded, config.tail_strips)
         rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps, config,
                           stage.end)
-        if config.compile:
-            mark_points_dynamic(samples.rows, samples.cols, target)
         measure = self.path_choice.before_steps(tuple(pixel_values.shape))
         for index in range(stage.max_steps):
             if not deadline.another_step_fits():
@@ -408,7 +408,11 @@ class DepthCompleter:
                 raise CompletionCancelledError('stopped between optimization steps')
             if index and rules.stop_flag_says_stopped(index):
                 break
-            self._step(pixel_values, encoded, samples, target, plan, rules, index)
+            if self._whole_step is not None and index > 0:
+                self._whole_step.run(self._loss, (pixel_values, encoded, samples, target, plan),
+                                     self.adaptation.parameters, rules, self._optimizer, index)
+            else:
+                self._step(pixel_values, encoded, samples, target, plan, rules, index)
             if measure and index == 0:  # each layer has run at this network input's shapes
                 with self._autocast():
                     self.path_choice.measure(tuple(pixel_values.shape))
@@ -431,14 +435,10 @@ class DepthCompleter:
               index: int) -> None:
         """One optimization step, free of host synchronization."""
         self._optimizer.zero_grad(set_to_none=True)
-        # A compiled run's first step is eager: it fills the frame's caches (compiled.py).
-        loss_function = self._loss if index == 0 else self._step_loss
         # The backward too: checkpointed bands recompute their forward with these weights.
         with self.adaptation.weights_for_one_step(self._autocast):
-            loss = loss_function(pixel_values, encoded, samples, target, plan)
+            loss = self._loss(pixel_values, encoded, samples, target, plan)
             loss.backward()
-        if index == 0 and self.config.compile and plan is not None:
-            mark_points_dynamic(*plan.frame_tensors())
         rules.decide(index, loss)
         rules.apply(self._optimizer)
 
