@@ -1,0 +1,188 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The in-process measurements: the figures of one optimization step, and of several cameras.
+
+``step_figures`` counts a step's host synchronizations, kernel launches and FLOPs and times
+a step and an encoder pass; ``camera_figures`` times warm frames of several cameras with the
+encoder batched against one frame at a time. Each runs in a part's own process
+(``gpu_check.py --part NAME``), on a model at random weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+import math
+import statistics
+import time
+from typing import Callable
+
+from gpu_check_parts import SCHEDULE, Sizes
+
+
+def _parameter_mb(module) -> float:
+    return sum(p.numel() * p.element_size() for p in module.parameters()) / 2**20
+
+
+def per_step(completer, frame, intrinsics, count: Callable[[Callable[[], None]], int]
+             ) -> list[int]:
+    """Complete ``frame``; return ``count(step)`` of each of its optimization steps."""
+    counts: list[int] = []
+    step = completer._step
+
+    def counted(*args, **kwargs):
+        counts.append(count(lambda: step(*args, **kwargs)))
+
+    completer._step = counted
+    try:
+        completer.complete(*frame, intrinsics=intrinsics)
+    finally:
+        del completer._step
+    return counts
+
+
+def count_step_synchronizations(completer, frame, intrinsics, device) -> list[int]:
+    """Complete ``frame``; return, step by step, how often each made the host wait."""
+    from lrda_ros.speed.host_sync import host_synchronizations
+
+    def synchronizations(step: Callable[[], None]) -> int:
+        with host_synchronizations(device) as found:
+            step()
+        return len(found)
+
+    return per_step(completer, frame, intrinsics, synchronizations)
+
+
+def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
+    """
+    Complete ``frame``; return, step by step, the kernels each launched (CUDA profiler).
+
+    Every kernel a step runs on the GPU is one launch from the host: what bounds a step of
+    small kernels there. Empty off CUDA (the CPU runs no kernels to count).
+    """
+    import torch
+    from torch.profiler import profile, ProfilerActivity
+
+    if torch.device(device).type != 'cuda':
+        completer.complete(*frame, intrinsics=intrinsics)
+        return []
+
+    def launches(step: Callable[[], None]) -> int:
+        with profile(activities=[ProfilerActivity.CUDA]) as profiler:
+            step()
+            torch.cuda.synchronize(device)
+        return sum(1 for event in profiler.events()
+                   if event.device_type == torch.autograd.DeviceType.CUDA)
+
+    return per_step(completer, frame, intrinsics, launches)
+
+
+def step_figures(backbone: str, resolution: str, dtype: str, device: str,
+                 sizes: Sizes) -> dict:
+    """
+    Return the figures that show whether the device is used well, for one configuration.
+
+    FLOPs of an encoder pass and of one step (FlopCounterMode, benchmarks/compute_floor.py);
+    host synchronizations per step (on CUDA its sync debug mode, elsewhere the operations
+    that would synchronize); kernel launches per step (CUDA only); the encoder pass and the
+    time per step, from frames of ``iterations`` steps and of none, so the step's time is
+    that of the engine's own loop, queued ahead as the node runs it; the TFLOP/s that the
+    step achieves.
+    """
+    from compute_floor import frame_flops
+    from lrda_ros.engine import DepthCompleter
+    from lrda_ros.eval.profiling import Measure
+    from lrda_ros.speed import SpeedOptions
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
+
+    options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
+                           iterations=sizes.iterations, schedule=SCHEDULE, device=device,
+                           dtype=dtype)
+    config = options.tto_config()
+    height, width = RESOLUTIONS[resolution]
+    frames = panning_frames(height, width, 2, options.lidar, options.seed)
+    intrinsics = panning_intrinsics(height, width)
+    flops = frame_flops(backbone, frames, dtype, config.device)
+    print(f'FLOPs: encoder pass {flops["encoder"] / 1e9:.1f} G, step {flops["step"] / 1e9:.1f} G',
+          flush=True)
+    model = random_model(backbone, options.seed, config.device)
+    completer = DepthCompleter(model, replace(config, iterations=2))
+    completer.complete(*frames[0], intrinsics=intrinsics)  # kernels chosen, memory cached
+    syncs = count_step_synchronizations(completer, frames[1], intrinsics, config.device)
+    print(f'host synchronizations, step by step: {syncs}', flush=True)
+    launches = count_step_launches(completer, frames[1], intrinsics, config.device)
+    print(f'kernel launches, step by step: {launches or "none (not CUDA)"}', flush=True)
+    results = {}
+    for iterations in (0, config.iterations):
+        completer.config = replace(config, iterations=iterations)
+        with Measure(model.device) as measured:
+            results[iterations] = completer.complete(*frames[1], intrinsics=intrinsics)
+        print(f'frame of {iterations} steps: {measured.seconds:.3f} s (encoder '
+              f'{results[iterations].encode_seconds:.3f} s), {measured.peak_mb:.0f} MB',
+              flush=True)
+    step_s = (results[config.iterations].optimize_seconds
+              - results[0].optimize_seconds) / config.iterations
+    return {'iterations': config.iterations,
+            'encoder_ms': 1e3 * statistics.median(r.encode_seconds for r in results.values()),
+            'step_ms': 1e3 * step_s, 'host_syncs_per_step': statistics.mean(syncs),
+            'launches_per_step': statistics.mean(launches) if launches else math.nan,
+            'encoder_gflop': flops['encoder'] / 1e9, 'step_gflop': flops['step'] / 1e9,
+            'step_tflops': flops['step'] / step_s / 1e12 if step_s > 0 else math.nan,
+            'peak_mb': measured.peak_mb, 'weights_mb': _parameter_mb(model.network)}
+
+
+def camera_figures(backbone: str, resolution: str, dtype: str, device: str, cameras: int,
+                   sizes: Sizes) -> dict:
+    """
+    Time rounds of one warm frame per camera, the encoder batched or frame by frame.
+
+    One completer, a warm start per camera (as the node with ``cameras``); the rounds
+    alternate which way goes first, after an untimed cold round.
+    """
+    from lrda_ros.engine import DepthCompleter
+    from lrda_ros.speed import SpeedOptions
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
+
+    options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
+                           iterations=sizes.iterations, warm_iterations=sizes.warm_iterations,
+                           schedule=SCHEDULE, device=device, dtype=dtype)
+    config = replace(options.tto_config(), warm_start=True)
+    completer = DepthCompleter(random_model(backbone, options.seed, config.device), config)
+    height, width = RESOLUTIONS[resolution]
+    intrinsics = panning_intrinsics(height, width)
+    streams = [panning_frames(height, width, sizes.rounds + 1, options.lidar, options.seed + k)
+               for k in range(cameras)]
+    seconds = {True: [0.0, 0.0], False: [0.0, 0.0]}  # whole rounds, encoder passes
+    for index in range(sizes.rounds + 1):
+        for batched in (index % 2 == 0, index % 2 == 1):
+            frames = [stream[index] for stream in streams]
+            start = time.perf_counter()
+            ahead = (completer.encode_frames([rgb for rgb, _ in frames], [intrinsics] * cameras)
+                     if batched else [None] * cameras)
+            results = [completer.complete(rgb, sparse, intrinsics=intrinsics,
+                                          stream=(camera, batched), encoded=encoded)
+                       for camera, ((rgb, sparse), encoded) in enumerate(zip(frames, ahead))]
+            elapsed = time.perf_counter() - start
+            print(f'round {index}, {"batched" if batched else "one by one"}: {elapsed:.3f} s'
+                  + (' (cold, untimed)' if not index else ''), flush=True)
+            if index:
+                seconds[batched][0] += elapsed
+                seconds[batched][1] += sum(result.encode_seconds for result in results)
+    frames_timed = cameras * sizes.rounds
+    return {'warm_iterations': config.warm_iterations, 'rounds': sizes.rounds,
+            'encoder_ms_batched': 1e3 * seconds[True][1] / frames_timed,
+            'encoder_ms_alone': 1e3 * seconds[False][1] / frames_timed,
+            'frames_per_s_batched': frames_timed / seconds[True][0],
+            'frames_per_s_alone': frames_timed / seconds[False][0]}
