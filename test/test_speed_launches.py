@@ -63,3 +63,15 @@ def test_per_step_is_the_difference_of_two_frames_and_the_rest_is_the_frames():
 def test_a_frame_that_stops_early_is_refused():
     with pytest.raises(RuntimeError, match='ran 2'):
         step_launches(lambda steps: 2)
+
+
+def test_a_custom_operator_counts_as_the_operations_it_runs():
+    from lrda_ros.engine.resampling import bilinear_matrix, gathered_product, GatherPair
+
+    matrix = bilinear_matrix(torch.tensor([0, 5, 7]), (4, 4), (2, 2))
+    pair = GatherPair.of(matrix, torch.float32)
+    dense = torch.randn(4, 3)
+    with LaunchCounter() as counter:
+        gathered_product(pair, dense)
+    assert 'gathered_product' not in counter.by_operator
+    assert sum(n for name, n in counter.by_operator.items() if 'embedding_bag' in name) == 1

@@ -13,22 +13,19 @@
 # limitations under the License.
 
 """
-``compile: true``: the step's forward pass and the final decode under ``torch.compile``.
+``compile: true``: whole optimization steps and the final decode under ``torch.compile``.
 
-Both are compiled whole (``fullgraph=True``: a graph break is an error, not a slow path) with
-static shapes (``dynamic=False``), which is what CUDA graphs need; the one size that changes
-from frame to frame, the number of LiDAR points, is marked dynamic, so a new resolution
-compiles once (the warm-up, paid on the first frame of that resolution) and later frames of
-it reuse the graphs. The backward pass is compiled with the forward (AOTAutograd); Adam's
-fused step and the step rules (engine/steps.py) stay eager.
-
-What compiles whole is Depth Anything V2's decoder adapted in the decoder, with the dense head
-or the sparse head: the sparse head's gathers are a custom operator with its shape and
-gradient registered (engine/resampling.py), its per-frame sizes marked dynamic
-(``SparseHeadPlan.frame_tensors``). A frame's first step runs eagerly: it builds what a frame
-computes once (the gather matrices, the frozen layers' outputs), which the compiled steps then
-read. Decoder tail strips (checkpointing) and the scopes that re-encode (the encoder's
-backward, untested) are rejected at start-up.
+A step after a frame's first is one graph (engine/whole_step.py: the loss, its gradient, the
+step rules and Adam; a CUDA graph per step on CUDA), the decode another, both whole
+(``fullgraph=True``: a graph break is an error, not a slow path) with static shapes
+(``dynamic=False``) except the sizes that follow the LiDAR points, marked dynamic
+(:func:`mark_points_dynamic`): a new resolution compiles once (paid on its first frame), and
+later frames of it, whatever their point count, reuse the graphs. The sparse head is kept: its
+gathers are a custom operator with its shape and gradient registered
+(engine/resampling.py). A frame's first step runs eagerly: it builds what a frame computes
+once (the sparse head's gathers, the frozen layers' outputs) and Adam's state, which the
+compiled steps read. Decoder tail strips (checkpointing) and the scopes that re-encode (the
+encoder's backward, untested) are rejected at start-up.
 """
 
 from __future__ import annotations

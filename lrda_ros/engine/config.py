@@ -161,8 +161,8 @@ class TTOConfig:
     encoder_backend: str = 'torch'
     #: Folder of the exported encoders ('' = ~/.cache/lrda_ros/onnx).
     encoder_cache_dir: str = ''
-    #: Run the step's forward pass and the final decode under torch.compile (static shapes,
-    #: no graph breaks; compiled once per resolution); see engine/compiled.py.
+    #: Run whole optimization steps and the final decode under torch.compile (one graph each,
+    #: compiled once per resolution); see engine/compiled.py.
     compile: bool = False  # noqa: A003 (the option is named compile)
 
     def __post_init__(self) -> None:

@@ -152,13 +152,14 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('processing_size', 0, 'Longer side of the network input in pixels (rounded to '
                   'multiples of 14, the patch size, so at least 14); 0 keeps the image size. '
                   'Lower is faster.', 0, 8192, excluded=(1, 13)),
-    ParameterSpec('compile', False, 'Run the optimization step (forward and backward, the '
-                  'sparse head included) and the final decode under torch.compile (one graph '
-                  'each; compiled on the first frame of each resolution, whatever its LiDAR '
-                  "point count; a frame's first step runs eagerly). For CUDA, where it fuses "
-                  'hundreds of small kernel launches per step; on a CPU unmeasured at full size '
-                  '(doc/performance.md). Depth Anything V2 with tail_strips 1 only; other '
-                  'combinations stop start-up with the reason.', read_only=True),
+    ParameterSpec('compile', False, 'Run each optimization step (forward, backward, the step '
+                  'rules and Adam, the sparse head included) and the final decode under '
+                  'torch.compile, one graph each (a CUDA graph per step on CUDA); compiled on '
+                  'the first frame of each resolution, whatever its LiDAR point count; a '
+                  "frame's first step runs eagerly. For CUDA, where a step is otherwise "
+                  'hundreds of kernel launches; its speed is unmeasured (doc/performance.md). '
+                  'Depth Anything V2 with tail_strips 1 only; other combinations stop start-up '
+                  'with the reason.', read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
                   '(exported to ONNX once per model and input size, cached in '
                   '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '

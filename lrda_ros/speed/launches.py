@@ -78,6 +78,15 @@ def issuing_line() -> str:
     return '(outside)'
 
 
+def _custom_op_definition(func):
+    """Return the ``torch.library.custom_op`` definition behind ``func`` (None: an ATen op)."""
+    if func.namespace in ('aten', 'prim', 'prims'):
+        return None
+    from torch._library.custom_ops import _maybe_get_opdef
+
+    return _maybe_get_opdef(func._schema.name)
+
+
 class LaunchCounter(TorchDispatchMode):
     """Count the kernel-launching ATen operations run inside it, by operator and source."""
 
@@ -93,6 +102,12 @@ class LaunchCounter(TorchDispatchMode):
         return sum(self.by_operator.values())
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        definition = _custom_op_definition(func)
+        if definition is not None:
+            # A custom operator (the package's own): what it launches is its ATen operations,
+            # which its Python implementation, run under this mode, shows.
+            with self:
+                return definition._init_fn(*args, **(kwargs or {}))
         if launches_kernel(func):
             self.by_operator[func._schema.name.split('::')[-1]] += 1
             if self._attribute:
