@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 from pathlib import Path
 import sys
 
@@ -197,3 +198,31 @@ def test_benchmark_scripts_open_with_the_machine(monkeypatch, capsys, name, firs
     with pytest.raises(_Stop):
         module.main()
     assert capsys.readouterr().out.startswith(machine_line(machine_description('cpu', dtype)))
+
+
+def test_a_compiled_run_gets_an_empty_inductor_cache_of_its_own(monkeypatch):
+    from lrda_ros.speed.run import compilation_cache
+
+    monkeypatch.delenv('TORCHINDUCTOR_CACHE_DIR', raising=False)
+    with compilation_cache(True):
+        folder = os.environ['TORCHINDUCTOR_CACHE_DIR']
+        assert os.path.isdir(folder) and not os.listdir(folder)
+    assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ and not os.path.exists(folder)
+    with compilation_cache(False):
+        assert 'TORCHINDUCTOR_CACHE_DIR' not in os.environ
+    monkeypatch.setenv('TORCHINDUCTOR_CACHE_DIR', '/users/own/cache')
+    with compilation_cache(True):  # a cache the user named is kept
+        assert os.environ['TORCHINDUCTOR_CACHE_DIR'] == '/users/own/cache'
+
+
+def test_compile_times_name_the_first_and_the_cached_warm_up():
+    from lrda_ros.speed.run import compile_times
+
+    rows = [{'backbone': 'vits', 'resolution': '224', 'method': 'lrda', 'seconds': 0.5,
+             'warm_up_first_s': 80.0, 'warm_up_cached_s': 20.0},
+            {'backbone': 'vits', 'resolution': '224', 'method': 'ip-basic', 'seconds': 0.1,
+             'warm_up_first_s': float('nan'), 'warm_up_cached_s': float('nan')}]
+    text = compile_times(rows, frames=2)
+    assert 'lrda: warm-up frame 80.0 s compiling, 20.0 s from the cache' in text
+    assert 'ip-basic' not in text
+    assert 'needs --frames 2' in compile_times(rows, frames=1)

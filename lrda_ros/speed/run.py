@@ -34,10 +34,14 @@ what they cost in error. Writes ``speed.md``, ``speed.json`` and ``speed.png``
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 import json
 import math
+import os
 from pathlib import Path
+import tempfile
+from typing import Iterator
 
 import numpy as np
 
@@ -151,14 +155,16 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
     model = random_model(variant, seed, resolve_device(config.device))
     completer = DepthCompleter(model, replace(config, warm_start=warm,
                                               iterations=config.iterations if warm else 2))
-    completer.complete(*frames[0], intrinsics=intrinsics)
+    with Measure(model.device) as warm_up:  # with compile: the compilation is paid here
+        completer.complete(*frames[0], intrinsics=intrinsics)
     completer.config = replace(config, warm_start=warm)
     if not warm:
         completer.reset()
     with Measure(model.device) as measured:
         result = completer.complete(*frames[frame_index], intrinsics=intrinsics)
     return {'seconds': measured.seconds, 'peak_mb': measured.peak_mb,
-            'iterations': result.iterations, 'final_loss': result.final_loss}
+            'iterations': result.iterations, 'final_loss': result.final_loss,
+            'warm_up_seconds': warm_up.seconds}
 
 
 def measure_classical(resolution: str, lidar: LidarPattern, seed: int, frame_index: int,
@@ -231,7 +237,11 @@ def _sample(measure) -> dict:
 def _summarize(samples: list[dict]) -> dict:
     """Return the medians of a configuration's samples, and the first error among them."""
     errors = [s['error'] for s in samples if 'error' in s]
+    warm_ups = [s.get('warm_up_seconds', math.nan) for s in samples]
     return {'seconds': float(np.median([s['seconds'] for s in samples])),
+            # The first process compiles (with compile); the later ones read Inductor's cache.
+            'warm_up_first_s': warm_ups[0],
+            'warm_up_cached_s': float(np.median(warm_ups[1:])) if warm_ups[1:] else math.nan,
             'peak_mb': float(np.max([s['peak_mb'] for s in samples])),
             'iterations': float(np.mean([s['iterations'] for s in samples])),
             'final_loss': float(np.mean([s['final_loss'] for s in samples])),
@@ -269,7 +279,8 @@ def measure_speed(options: SpeedOptions, progress=print) -> list[dict]:
                                                           index))
                     samples[run.label].append(sample)
                     progress(f'  frame {index} {run.label}: {sample["seconds"]:.2f} s, '
-                             f'{sample["peak_mb"]:.0f} MB')
+                             f'{sample["peak_mb"]:.0f} MB (warm-up frame '
+                             f'{sample.get("warm_up_seconds", math.nan):.1f} s)')
                     if options.against is not None and run.config is not None:
                         other = _sample(lambda: measure_in_checkout(
                             options.against, variant, resolution, run.config,
@@ -327,6 +338,41 @@ def run_accuracy(options: SpeedOptions, model_spec: str = 'demo', frames: int = 
             'methods': result.summary()}
 
 
+@contextmanager
+def compilation_cache(compile_steps: bool) -> Iterator[None]:
+    """
+    With compile, give this run's processes an Inductor cache of their own, empty at first.
+
+    The first process of each configuration then compiles from nothing and the later ones
+    start from its cache, as a second start of the node would: both times are reported. A
+    cache the user named (TORCHINDUCTOR_CACHE_DIR) is kept.
+    """
+    if not compile_steps or 'TORCHINDUCTOR_CACHE_DIR' in os.environ:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix='lrda-inductor-') as folder:
+        os.environ['TORCHINDUCTOR_CACHE_DIR'] = folder
+        try:
+            yield
+        finally:
+            del os.environ['TORCHINDUCTOR_CACHE_DIR']
+
+
+def compile_times(rows: list[dict], frames: int) -> str:
+    """Say each configuration's warm-up frame, compiled from nothing and from the cache."""
+    lines = ["Compilation is paid in each fresh process's untimed warm-up frame (which does a "
+             "frame's work too): the first process compiles, the later ones read the cache."]
+    for row in rows:
+        if not math.isfinite(row['warm_up_first_s']):  # a method without the network
+            continue
+        cached = (f'{row["warm_up_cached_s"]:.1f} s from the cache' if frames > 1
+                  else 'from the cache: needs --frames 2 or more')
+        lines.append(f'- {row["backbone"]} {row["resolution"]} {row["method"]}: warm-up frame '
+                     f'{row["warm_up_first_s"]:.1f} s compiling, {cached}; a timed frame '
+                     f'{row["seconds"]:.2f} s')
+    return '\n'.join(lines) + '\n'
+
+
 def run_speed(options: SpeedOptions, accuracy: bool = False) -> dict:
     """Measure, print the tables, and write speed.json, speed.md and speed.png."""
     output = Path(options.output)
@@ -337,9 +383,12 @@ def run_speed(options: SpeedOptions, accuracy: bool = False) -> dict:
                              weights='random weights of that architecture, seeded (the time '
                              'does not depend on them)')
     report = {'options': json_ready(asdict(options)), 'engine': engine, **machine}
-    rows = measure_speed(options)
+    with compilation_cache(options.compile):
+        rows = measure_speed(options)
     report['speed'] = rows
     text = machine_line(machine) + '\n\n' + engine_line(engine) + '\n\n' + speed_table(rows)
+    if options.compile:
+        text += '\n' + compile_times(rows, options.frames)
     if device.type == 'cpu' and options.ablations:
         variant, resolution = options.backbones[0], options.resolutions[-1]
         ablation = allocator_ablation(variant, resolution, options.lidar, options.seed)
