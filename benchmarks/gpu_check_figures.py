@@ -90,7 +90,7 @@ def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
 
 
 def step_figures(backbone: str, resolution: str, dtype: str, device: str,
-                 sizes: Sizes) -> dict:
+                 sizes: Sizes, graph: bool = False) -> dict:
     """
     Return the figures that show whether the device is used well, for one configuration.
 
@@ -99,7 +99,7 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     that would synchronize); kernel launches per step (CUDA only); the encoder pass and the
     time per step, from frames of ``iterations`` steps and of none, so the step's time is
     that of the engine's own loop, queued ahead as the node runs it; the TFLOP/s that the
-    step achieves.
+    step achieves. With ``graph``, compiled whole steps beside them (graph_step_figures).
     """
     from compute_floor import frame_flops
     from lrda_ros.engine import DepthCompleter
@@ -134,13 +134,68 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
               flush=True)
     step_s = (results[config.iterations].optimize_seconds
               - results[0].optimize_seconds) / config.iterations
-    return {'iterations': config.iterations,
+    graph = (graph_step_figures(backbone, options.seed, config, frames, intrinsics,
+                                results[config.iterations].losses) if graph else {})
+    return {**graph, 'iterations': config.iterations,
             'encoder_ms': 1e3 * statistics.median(r.encode_seconds for r in results.values()),
             'step_ms': 1e3 * step_s, 'host_syncs_per_step': statistics.mean(syncs),
             'launches_per_step': statistics.mean(launches) if launches else math.nan,
             'encoder_gflop': flops['encoder'] / 1e9, 'step_gflop': flops['step'] / 1e9,
             'step_tflops': flops['step'] / step_s / 1e12 if step_s > 0 else math.nan,
             'peak_mb': measured.peak_mb, 'weights_mb': _parameter_mb(model.network)}
+
+
+def graph_step_figures(backbone: str, seed: int, config, frames, intrinsics,
+                       eager_losses: list[float]) -> dict:
+    """
+    Return compiled whole steps' figures (``compile: true``: a CUDA graph per step on CUDA).
+
+    On the same random network (a model of its own: a completer's adapters are its own):
+    the time per step (frames of ``iterations`` steps against frames of one: a frame's first
+    step is eager), the CUDA kernels and graph replays (``cudaGraphLaunch``) per step under
+    the profiler, and the largest relative difference of a cold frame's losses from the
+    eager ones (``eager_losses``, the same frame, cold). Off CUDA the compiled completer is
+    only built (its options checked, its compiled step made), nothing compiled or captured:
+    Inductor on a CPU would take the dry run's minutes.
+    """
+    import torch
+    from torch.profiler import profile, ProfilerActivity
+    from lrda_ros.engine import DepthCompleter
+    from lrda_ros.eval.profiling import Measure
+    from lrda_ros.speed.inputs import random_model
+
+    compiled = replace(config, compile=True, warm_start=False)
+    model = random_model(backbone, seed, config.device)
+    completer = DepthCompleter(model, compiled)
+    if model.device.type != 'cuda':
+        print('graph steps: not CUDA; the compiled completer built, nothing captured',
+              flush=True)
+        return dict.fromkeys(('graph_step_ms', 'graph_kernels_per_step',
+                              'graph_replays_per_step', 'graph_loss_difference'), math.nan)
+    completer.complete(*frames[0], intrinsics=intrinsics)  # compiled and captured, untimed
+    seconds, counts = {}, {}
+    for iterations in (1, config.iterations):
+        completer.reset()
+        completer.config = replace(compiled, iterations=iterations)
+        with Measure(model.device) as measured:
+            result = completer.complete(*frames[1], intrinsics=intrinsics)
+        seconds[iterations] = result.optimize_seconds
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
+            completer.complete(*frames[1], intrinsics=intrinsics)
+            torch.cuda.synchronize(model.device)
+        events = profiler.events()
+        counts[iterations] = (
+            sum(1 for e in events if e.device_type == torch.autograd.DeviceType.CUDA),
+            sum(1 for e in events if e.name == 'cudaGraphLaunch'))
+        print(f'graph steps, frame of {iterations}: {measured.seconds:.3f} s, kernels and '
+              f'graph replays {counts[iterations]}', flush=True)
+    steps = max(config.iterations - 1, 1)
+    difference = max((abs(a - b) / abs(b) for a, b in zip(result.losses, eager_losses)
+                      if b), default=math.nan)
+    return {'graph_step_ms': 1e3 * (seconds[config.iterations] - seconds[1]) / steps,
+            'graph_kernels_per_step': (counts[config.iterations][0] - counts[1][0]) / steps,
+            'graph_replays_per_step': (counts[config.iterations][1] - counts[1][1]) / steps,
+            'graph_loss_difference': difference}
 
 
 def camera_figures(backbone: str, resolution: str, dtype: str, device: str, cameras: int,

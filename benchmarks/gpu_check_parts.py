@@ -259,6 +259,8 @@ class StepRun(InProcess):
     backbone: str
     resolution: str
     dtype: str = 'bfloat16'
+    #: Also compiled whole steps (a CUDA graph each) beside the eager ones.
+    graph: bool = False
 
     table: ClassVar[str] = 'steps'
 
@@ -274,7 +276,8 @@ class StepRun(InProcess):
 
         row, = self.planned(context)
         return {**row, 'status': 'measured', **step_figures(
-            row['backbone'], row['resolution'], self.dtype, context.device, context.sizes)}
+            row['backbone'], row['resolution'], self.dtype, context.device, context.sizes,
+            self.graph)}
 
 
 @dataclass(frozen=True)
@@ -336,17 +339,17 @@ PLAN = (
     Part('vitl-fhd', 45, BenchRun(('vitl',), ('fhd',), ('lrda', 'lrda-warm'))),
     Part('vitl-fhd-prompt', 40, BenchRun(('vitl',), ('fhd',), ('prompt',))),
     Part('tests', 25, Tests(), quick=True),
-    Part('steps-vits-vga', 25, StepRun('vits', 'vga'), quick=True),
+    Part('steps-vits-vga', 60, StepRun('vits', 'vga', graph=True), quick=True),
     Part('steps-vitl-fhd', 30, StepRun('vitl', 'fhd')),
     Part('vitl-fhd-strips', 30, BenchRun(('vitl',), ('fhd',), ('lrda-strips',))),
     Part('vits-vga-float32', 30, BenchRun(('vits',), ('vga',), ('lrda', 'lrda-warm'),
                                           dtype='float32')),
     Part('vitl-fhd-float32', 25, BenchRun(('vitl',), ('fhd',), ('lrda',), dtype='float32')),
-    Part('vits-vga-compile', 50, BenchRun(('vits',), ('vga',), ('lrda',), compile=True)),
+    Part('vits-vga-compile', 35, BenchRun(('vits',), ('vga',), ('lrda',), compile=True)),
     Part('unidepth-vga', 30, BenchRun(('unidepth-vits', 'unidepth-vitl'), ('vga',), ('lrda',))),
     Part('cameras', 20, CameraRun('vitl', 'vga'), quick=True),
-    Part('vga-rest', 30, BenchRun(('vitb', 'vitl'), ('vga',), ('lrda',))),
-    Part('fhd-rest', 30, BenchRun(('vits', 'vitb'), ('fhd',), ('lrda',))),
+    Part('vga-rest', 20, BenchRun(('vitb', 'vitl'), ('vga',), ('lrda',))),
+    Part('fhd-rest', 20, BenchRun(('vits', 'vitb'), ('fhd',), ('lrda',))),
 )
 #: The dry run's limits: a loaded 2-core CPU, tiny sizes.
 QUICK_LIMITS_S = {'environment': 45, 'vits-vga': 150, 'tests': 90, 'steps-vits-vga': 90,

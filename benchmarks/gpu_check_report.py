@@ -166,7 +166,12 @@ STEPS_COLUMNS = (('encoder pass, ms', 'encoder_ms', '.1f', ''),
                  ('GFLOP per step', 'step_gflop', '.1f', ''),
                  ('TFLOP/s', 'step_tflops', '.3g', ''),
                  ('encoder GFLOP', 'encoder_gflop', '.1f', ''),
-                 ('peak MB', 'peak_mb', '.0f', ''), ('weights MB', 'weights_mb', '.0f', ''))
+                 ('peak MB', 'peak_mb', '.0f', ''), ('weights MB', 'weights_mb', '.0f', ''),
+                 ('graph step, ms', 'graph_step_ms', '.2f', ''),
+                 ('graph step kernels', 'graph_kernels_per_step', '.0f', ''),
+                 ('graph replays per step', 'graph_replays_per_step', '.1f', ''),
+                 ('graph/eager losses, largest relative difference', 'graph_loss_difference',
+                  '.1e', ''))
 CAMERAS_COLUMNS = (('encoder ms/frame, batched', 'encoder_ms_batched', '.1f', ''),
                    ('encoder ms/frame, one by one', 'encoder_ms_alone', '.1f', ''),
                    ('frames/s, batched', 'frames_per_s_batched', '.2f', ''),

@@ -91,11 +91,15 @@ def part_environment(context: Context) -> dict[str, str]:
 
     The CPU dry run measures nothing: one thread per process (unless OMP_NUM_THREADS says
     otherwise), so that on a shared machine its processes do not wait on each other's threads
-    (with two threads each on a loaded 2-core machine it ran five times longer).
+    (with two threads each on a loaded 2-core machine it ran five times longer). The parts
+    share one Inductor cache in the scratch folder: what the per-step part compiles, the
+    compiled frame's part reads.
     """
+    cache = {'TORCHINDUCTOR_CACHE_DIR': os.environ.get('TORCHINDUCTOR_CACHE_DIR',
+                                                       str(context.work / 'inductor'))}
     if context.device == 'cpu':
-        return {'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1')}
-    return {}
+        return {'OMP_NUM_THREADS': os.environ.get('OMP_NUM_THREADS', '1'), **cache}
+    return cache
 
 
 def run_plan(parts: Sequence[Part], context: Context, report: Report, output: Path,
