@@ -22,6 +22,7 @@ runs them) are compared with eager ones frame after frame on a tiny decoder.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
@@ -84,7 +85,11 @@ def test_compiled_whole_steps_follow_the_eager_ones_with_one_graph_per_resolutio
         assert all(result.iterations == 6 for result in results)
     for compiled_losses, eager_losses in zip(losses[True], losses[False]):
         assert compiled_losses == pytest.approx(eager_losses, rel=TRAJECTORY_RTOL)
-    # The whole step and the decode, once for the resolution whatever the point count.
+    # The whole step and the decode, once for the resolution whatever the point count and
+    # the step count.
+    assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 2
+    engine.config = replace(engine.config, iterations=3)
+    engine.complete(*frames[0])
     assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 2
     engine.complete(smooth_image(3, 56, 70), sparse_of((56, 70), 150, 0))
     assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 4

@@ -121,11 +121,13 @@ class CompiledSteps:
         ``inputs``: the completer's loss inputs (pixels, features, samples, target, sparse
         head plan). The first step has built what a frame computes once (the sparse head's
         gathers, the frozen layers' outputs) and Adam's state; at the second, the sizes that
-        follow the LiDAR points are marked dynamic: one graph serves every frame.
+        follow the LiDAR points and the step count are marked dynamic: one graph serves every
+        frame.
         """
         samples, target, plan = inputs[2:5]
-        if index == 1:
-            mark_points_dynamic(samples.rows, samples.cols, target,
+        if index == 1:  # and the step count, which sizes the rules' records
+            mark_points_dynamic(samples.rows, samples.cols, target, rules.losses,
+                                rules.best_history,
                                 *(plan.frame_tensors() if plan is not None else ()))
         if self._indices.numel() <= index or self._indices.device != target.device:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
