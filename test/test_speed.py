@@ -201,7 +201,7 @@ def test_benchmark_scripts_open_with_the_machine(monkeypatch, capsys, name, firs
 
 
 def test_a_compiled_run_gets_an_empty_inductor_cache_of_its_own(monkeypatch):
-    from lrda_ros.speed.run import compilation_cache
+    from lrda_ros.speed.compilation import compilation_cache
 
     monkeypatch.delenv('TORCHINDUCTOR_CACHE_DIR', raising=False)
     with compilation_cache(True):
@@ -216,7 +216,7 @@ def test_a_compiled_run_gets_an_empty_inductor_cache_of_its_own(monkeypatch):
 
 
 def test_compile_times_name_the_first_and_the_cached_warm_up():
-    from lrda_ros.speed.run import compile_times
+    from lrda_ros.speed.compilation import compile_times
 
     rows = [{'backbone': 'vits', 'resolution': '224', 'method': 'lrda', 'seconds': 0.5,
              'warm_up_first_s': 80.0, 'warm_up_cached_s': 20.0},

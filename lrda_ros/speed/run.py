@@ -34,18 +34,15 @@ what they cost in error. Writes ``speed.md``, ``speed.json`` and ``speed.png``
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 import json
 import math
-import os
 from pathlib import Path
-import tempfile
-from typing import Iterator
 
 import numpy as np
 
 from .against import check_checkout, measure_in_checkout
+from .compilation import compilation_cache, compile_times
 from .inputs import (
     BACKBONES, LidarPattern, panning_frames, panning_intrinsics, random_model, RESOLUTIONS,
     UNIDEPTH_BACKBONES)
@@ -336,41 +333,6 @@ def run_accuracy(options: SpeedOptions, model_spec: str = 'demo', frames: int = 
                       device=str(model.device), progress=progress)
     return {'model': model.source, 'frames': frames, 'size': [width, height],
             'methods': result.summary()}
-
-
-@contextmanager
-def compilation_cache(compile_steps: bool) -> Iterator[None]:
-    """
-    With compile, give this run's processes an Inductor cache of their own, empty at first.
-
-    The first process of each configuration then compiles from nothing and the later ones
-    start from its cache, as a second start of the node would: both times are reported. A
-    cache the user named (TORCHINDUCTOR_CACHE_DIR) is kept.
-    """
-    if not compile_steps or 'TORCHINDUCTOR_CACHE_DIR' in os.environ:
-        yield
-        return
-    with tempfile.TemporaryDirectory(prefix='lrda-inductor-') as folder:
-        os.environ['TORCHINDUCTOR_CACHE_DIR'] = folder
-        try:
-            yield
-        finally:
-            del os.environ['TORCHINDUCTOR_CACHE_DIR']
-
-
-def compile_times(rows: list[dict], frames: int) -> str:
-    """Say each configuration's warm-up frame, compiled from nothing and from the cache."""
-    lines = ["Compilation is paid in each fresh process's untimed warm-up frame (which does a "
-             "frame's work too): the first process compiles, the later ones read the cache."]
-    for row in rows:
-        if not math.isfinite(row['warm_up_first_s']):  # a method without the network
-            continue
-        cached = (f'{row["warm_up_cached_s"]:.1f} s from the cache' if frames > 1
-                  else 'from the cache: needs --frames 2 or more')
-        lines.append(f'- {row["backbone"]} {row["resolution"]} {row["method"]}: warm-up frame '
-                     f'{row["warm_up_first_s"]:.1f} s compiling, {cached}; a timed frame '
-                     f'{row["seconds"]:.2f} s')
-    return '\n'.join(lines) + '\n'
 
 
 def run_speed(options: SpeedOptions, accuracy: bool = False) -> dict:
