@@ -111,6 +111,8 @@ class CompiledSteps:
         self.step = torch.compile(whole_step, fullgraph=True, dynamic=False, mode=mode)
         #: The steps' indices as device tensors (one graph for every index, no copy a step).
         self._indices = torch.arange(64, device=device)
+        #: Adam's state of the current run of steps (made at its first compiled step).
+        self._adam: AdamState | None = None
 
     def run(self, loss_function: Callable[..., torch.Tensor], inputs: tuple,
             parameters: list[torch.Tensor], rules: StepRules,
@@ -125,14 +127,17 @@ class CompiledSteps:
         frame.
         """
         samples, target, plan = inputs[2:5]
-        if index == 1:  # and the step count, which sizes the rules' records
+        if index == 1:  # the run's first compiled step
+            # and the step count, which sizes the rules' records
             mark_points_dynamic(samples.rows, samples.cols, target, rules.losses,
                                 rules.best_history,
                                 *(plan.frame_tensors() if plan is not None else ()))
+            # Gradients are the graph's own from here: the eager step's are let go. Adam's
+            # state tensors stay the same objects for the rest of the run.
+            optimizer.zero_grad(set_to_none=True)
+            self._adam = AdamState.of(optimizer, parameters)
         if self._indices.numel() <= index or self._indices.device != target.device:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
-        optimizer.zero_grad(set_to_none=True)
-        self.step(loss_function, inputs, parameters, rules,
-                  AdamState.of(optimizer, parameters), self._indices[index])
+        self.step(loss_function, inputs, parameters, rules, self._adam, self._indices[index])
         rules.post()  # a copy to the host: outside the graph, which replays device work only
         rules.steps_run += 1
