@@ -54,8 +54,8 @@ ROTATIONS = ([(0.0, 0.0, 0.0)]
              + [tuple(a if i == j else 0.0 for j in range(3)) for a in (0.5, 1.0, 2.0)
                 for i in range(3)]
              + [(0.5, -0.5, 0.0), (1.0, 1.0, 1.0), (-2.0, 1.0, -0.5)])
-TRANSLATIONS = [tuple(a if i == j else 0.0 for j in range(3)) for a in (0.05, 0.1)
-                for i in range(3)]
+TRANSLATIONS = [(0.0, 0.0, 0.0)] + [tuple(a if i == j else 0.0 for j in range(3))
+                                    for a in (0.05, 0.1) for i in range(3)]
 
 
 def _perturb(T: RigidTransform, rotation_deg, translation_m) -> RigidTransform:
@@ -72,7 +72,8 @@ def _kitti(args) -> None:
           '(deg) | estimated translation (m) | translation error after (m) | score gain |')
     print('|---|---|---|---|---:|---|---:|---:|')
     cases = [(r, (0.0, 0.0, 0.0), False) for r in ROTATIONS] + \
-        [((0.0, 0.0, 0.0), t, searched) for t in TRANSLATIONS for searched in (False, True)]
+        [((0.0, 0.0, 0.0), t, searched) for t in TRANSLATIONS for searched in (False, True)
+         if any(t) or searched]
     for rotation, translation, search_translation in cases:
         given = _perturb(T, rotation, translation)
         config = CheckConfig(translation=search_translation)

@@ -233,6 +233,13 @@ class WindowScore:
             self._cached_offset, self._cached = time_offset_s, cached
         return self._cached
 
+    def pixels(self, theta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Return each frame's outline points' pixels (N, 2) and depths (N,) at ``theta``."""
+        theta = np.asarray(theta, np.float64)
+        rotation = rotation_matrix(theta[:3])
+        return [project_points(points @ rotation.T + theta[3:6], frame.camera)
+                for frame, points in zip(self.frames, self._points_in_camera(float(theta[6])))]
+
     def per_frame(self, theta: np.ndarray) -> np.ndarray:
         """Return each frame's score (float64 (F,)) at ``theta`` (7,)."""
         theta = np.asarray(theta, np.float64)

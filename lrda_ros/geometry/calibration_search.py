@@ -50,13 +50,20 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from .calibration_confidence import (
+    half_window_spread, pixel_jacobian, ridge_basis, sandwich_errors, score_derivatives,
+    sharp_parameters, with_parallax)
+from .calibration_optimize import DEG as _DEG, pattern_search, rotation_search, SMALLEST as \
+    _SMALLEST, time_scan, translation_scan
 from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
 
 #: Verdicts.
 CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
-_DEG = np.pi / 180.0
-#: The searches' finest steps: 0.01 degree, 2 mm, 0.5 ms.
-_SMALLEST = np.array([0.01 * _DEG] * 3 + [0.002] * 3 + [0.0005])
+#: theta's units -> the units notes are written in (degrees, metres, milliseconds).
+_SHOWN = np.array([1 / _DEG] * 3 + [1.0] * 3 + [1000.0])
+_UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
+#: The central differences' steps: 0.15 degree, 3 cm, 5 ms.
+_STEPS = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
 
 
 @dataclass(frozen=True)
@@ -88,10 +95,20 @@ class CheckConfig:
     least_drop: float = 0.001
     #: Least relative score gain of a suspect calibration.
     min_gain: float = 0.002
+    #: Least shift (px, root-mean-square over the outline points) a translation's tolerance
+    #: must move the outlines by, beyond what the rotation makes up, to be searched: the
+    #: score's systematic errors on real data (motion during the sweep, where an outline
+    #: falls within a beam) are about a pixel or two, and bias a translation they outweigh.
+    min_parallax_px: float = 2.0
+    #: Whether a parameter must also come out the same, within its tolerance, from the
+    #: window's first and second half in time (calibration_confidence.half_window_spread).
+    split_halves: bool = True
 
     def __post_init__(self) -> None:
         if self.min_frames < 1 or self.min_points < 1:
             raise ValueError('min_frames and min_points must be >= 1')
+        if not self.min_parallax_px >= 0:
+            raise ValueError(f'min_parallax_px must be >= 0, got {self.min_parallax_px}')
         for name in ('max_rotation_deg', 'max_translation_m', 'max_time_offset_s',
                      'rotation_tolerance_deg', 'translation_tolerance_m', 'time_tolerance_s',
                      'least_drop'):
@@ -155,88 +172,6 @@ class CalibrationCheck:
         return self.parameters[PARAMETER_NAMES.index(name)]
 
 
-def _pattern_search(score: WindowScore, theta: np.ndarray, free: np.ndarray,
-                    steps: np.ndarray, smallest: np.ndarray, bounds: np.ndarray
-                    ) -> tuple[np.ndarray, float]:
-    """
-    Maximize ``score`` over the ``free`` entries by compass search; return (theta, best).
-
-    Every free parameter is tried ±step and the best move taken (the steepest of the
-    compass's directions: taking the first gain can lock a coupled pair, roll and pitch, into
-    a side peak); without any gain the steps halve, down to ``smallest``.
-    """
-    theta = theta.copy()
-    best = score(theta)
-    steps = steps.copy()
-    while np.any(free & (steps >= smallest)):
-        trials = []
-        for index in np.flatnonzero(free & (steps >= smallest)):
-            for sign in (1.0, -1.0):
-                trial = theta.copy()
-                trial[index] = np.clip(trial[index] + sign * steps[index], -bounds[index],
-                                       bounds[index])
-                if trial[index] != theta[index]:
-                    trials.append(trial)
-        values = [score(trial) for trial in trials]
-        if values and max(values) > best:
-            best = max(values)
-            theta = trials[int(np.argmax(values))]
-        else:
-            steps = steps / 2.0
-    return theta, best
-
-
-def _rotation_search(score: WindowScore, theta: np.ndarray, scales: np.ndarray,
-                     smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """
-    Maximize over the rotation: compass search, then Levinson & Thrun's grid around the peak.
-
-    The grid (5 x 5 x 5 rotations, ±0.5 degree) finds a higher peak a coupled pair (roll and
-    pitch) can hide from the compass; the compass restarts from it until the grid finds none.
-    """
-    rotation_only = np.zeros(7, bool)
-    rotation_only[:3] = True
-    offsets = np.stack(np.meshgrid(*[np.linspace(-0.5, 0.5, 5) * _DEG] * 3, indexing='ij'),
-                       axis=-1).reshape(-1, 3)
-    theta, best = _pattern_search(score, theta, rotation_only, scales, smallest, bounds)
-    for _ in range(10):
-        grid = np.repeat(theta[None], len(offsets), axis=0)
-        grid[:, :3] = np.clip(grid[:, :3] + offsets, -bounds[:3], bounds[:3])
-        values = np.array([score(trial) for trial in grid])
-        if values.max() <= best:
-            break
-        theta, best = _pattern_search(score, grid[int(np.argmax(values))], rotation_only,
-                                      scales / 4, smallest, bounds)
-    return theta
-
-
-def _time_scan(score: WindowScore, theta: np.ndarray, rotation: bool, scales: np.ndarray,
-               smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
-    """
-    Return theta at the best time offset of a scan over its whole range (5 ms steps).
-
-    The offset's profile has side peaks, so it is scanned rather than climbed. An offset also
-    turns the LiDAR as a yaw of the mount would: with the rotation searched, each offset of
-    the scan gets its own best rotation, fitted from the given one (a fit carried from offset
-    to offset, or started from the rotation fitted without an offset, stops in side peaks), so
-    the scan follows that ridge instead of crossing it.
-    """
-    rotation_only = np.zeros(7, bool)
-    rotation_only[:3] = rotation
-    best, best_value = theta, -np.inf
-    for offset in np.arange(-bounds[6], bounds[6] + 1e-9, 0.005):
-        current = np.where(rotation_only, 0.0, theta)
-        current[6] = offset
-        if rotation:
-            current, value = _pattern_search(score, current, rotation_only, scales,
-                                             smallest * 4, bounds)
-        else:
-            value = score(current)
-        if value > best_value:
-            best, best_value = current.copy(), value
-    return best
-
-
 #: Why a time offset is not searched.
 NO_MOTION = ('no motion in the window (a still robot, or no odometry and point times): a time '
              'offset changes nothing')
@@ -280,83 +215,6 @@ def _free_parameters(frames: list[CalibrationFrame], config: CheckConfig
     return free, why
 
 
-def _differences(score: WindowScore, theta: np.ndarray, index: np.ndarray,
-                 h: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """
-    Return the score's Hessian over ``index`` (central differences), frame gradients, score.
-
-    The gradients are each frame's (F, n), as shares of the window score (a frame's score
-    over the number of frames); the score is the window's at ``theta``, or a tenth of the
-    edge maps' scale where that is larger (``WindowScore.scale``; a contrast map's score is
-    near zero): the unit relative drops are taken in.
-    """
-    n = len(index)
-    center = score.per_frame(theta)
-
-    def at(offsets: dict[int, float]) -> np.ndarray:
-        trial = theta.copy()
-        for position, sign in offsets.items():
-            trial[index[position]] += sign * h[position]
-        return score.per_frame(trial)
-
-    plus = [at({i: 1.0}) for i in range(n)]
-    minus = [at({i: -1.0}) for i in range(n)]
-    gradients = np.zeros((len(center), n))
-    for i in range(n):
-        gradients[:, i] = (plus[i] - minus[i]) / (2 * h[i])
-    total = max(float(center.mean()), 0.1 * score.scale)  # the unit drops are measured in
-    hessian = np.zeros((n, n))
-    for i in range(n):
-        hessian[i, i] = (plus[i].mean() - 2 * center.mean() + minus[i].mean()) / h[i] ** 2
-        for j in range(i + 1, n):
-            cross = (at({i: 1.0, j: 1.0}).mean() - at({i: 1.0, j: -1.0}).mean()
-                     - at({i: -1.0, j: 1.0}).mean() + at({i: -1.0, j: -1.0}).mean())
-            hessian[i, j] = hessian[j, i] = cross / (4 * h[i] * h[j])
-    return hessian, gradients / len(center), total
-
-
-def _curvature_inverse(hessian: np.ndarray, total: float) -> np.ndarray:
-    """Return ``(-H)^-1`` with a curvature floor: a flat direction gets a large variance."""
-    if hessian.size == 0:
-        return hessian
-    values, vectors = np.linalg.eigh(-(hessian + hessian.T) / 2)
-    values = np.maximum(values, 1e-9 * max(total, 1e-12))
-    return (vectors / values) @ vectors.T
-
-
-def _observable(hessian: np.ndarray, total: float, tolerances: np.ndarray,
-                least_drop: float) -> np.ndarray:
-    """
-    Return which parameters the window observes: those whose *marginal* peak is sharp.
-
-    A parameter's marginal curvature ``1 / ((-H)^-1)_pp`` is what the score loses when the
-    parameter moves and every other free one re-adjusts to make up for it (the score's
-    profile). A parameter counts as observed when moving it by its tolerance so costs at least
-    ``least_drop`` of the score; the weakest one is dropped (held at the given value) and the
-    rest judged again without it.
-    """
-    kept = np.ones(len(tolerances), bool)
-    while kept.any():
-        positions = np.flatnonzero(kept)
-        inverse = _curvature_inverse(hessian[np.ix_(positions, positions)], total)
-        drops = 0.5 * tolerances[positions] ** 2 / np.diag(inverse) / max(total, 1e-12)
-        weakest = int(np.argmin(drops))
-        if drops[weakest] >= least_drop:
-            break
-        kept[positions[weakest]] = False
-    return kept
-
-
-def _standard_errors(hessian: np.ndarray, gradients: np.ndarray, total: float) -> np.ndarray:
-    """Return the sandwich standard errors with the frames as samples."""
-    frames, n = gradients.shape
-    if n == 0:
-        return np.zeros(0)
-    inverse = _curvature_inverse(hessian, total)
-    meat = gradients.T @ gradients * frames / max(frames - 1, 1)
-    return np.sqrt(np.maximum(np.diag(inverse @ meat @ inverse), 0.0))
-
-
 def check_calibration(frames: list[CalibrationFrame],
                       config: CheckConfig = CheckConfig()) -> CalibrationCheck:
     """
@@ -372,27 +230,22 @@ def check_calibration(frames: list[CalibrationFrame],
     reason = _too_little(frames, points, config)
     if reason:
         return _without_estimate(reason, frames, points, score)
-    free, time_note = _free_parameters(frames, config)
-    theta = _search(score, free, config)
-    steps = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
-    index = np.flatnonzero(free)
-    hessian, _, total = _differences(score, theta, index, steps[index])
-    observable = np.zeros(7, bool)
-    observable[index] = _observable(hessian, total, config.tolerances()[index],
-                                    config.least_drop)
-    # A peak at the edge of the search range is no peak: the score still rises beyond it.
-    observable &= np.abs(theta) < 0.8 * config.bounds()
-    if np.any(free & ~observable):  # hold what the window cannot see at the given value
-        theta = np.where(observable, theta, 0.0)
-        theta, _ = _pattern_search(score, theta, observable, config.scales() / 8, _SMALLEST,
-                                   config.bounds())
+    searched, time_note = _free_parameters(frames, config)
+    free, parallax, basis = _with_parallax(score, searched, config)
+    theta = _search(score, free, config, basis)
+    observable, theta, spread = _observable_set(frames, score, theta, free, config, basis)
     errors = np.full(7, np.nan)
     index = np.flatnonzero(observable)
-    hessian, gradients, total = _differences(score, theta, index, steps[index])
-    errors[index] = _standard_errors(hessian, gradients, total)
+    hessian, gradients, total = score_derivatives(score, theta, index, _STEPS[index])
+    errors[index] = sandwich_errors(hessian, gradients, total)
+    # The halves' difference bounds the error from below where the frames are correlated.
+    errors = np.where(observable & np.isfinite(spread), np.fmax(errors, spread / 2), errors)
     given, corrected = score.per_frame(zero), score.per_frame(theta)
-    parameters = tuple(_estimate(index, theta, errors, free, observable, time_note)
-                       for index in range(7))
+    notes = _notes(searched, observable, time_note, parallax, spread, config)
+    parameters = tuple(
+        ParameterEstimate(name, float(theta[i]) if observable[i] else None,
+                          float(errors[i]) if observable[i] else None, bool(observable[i]),
+                          bool(searched[i]), notes[i]) for i, name in enumerate(PARAMETER_NAMES))
     check = CalibrationCheck(
         verdict=CONSISTENT, reason='', theta=theta, parameters=parameters,
         score_given=float(given.mean()), score_corrected=float(corrected.mean()),
@@ -401,15 +254,88 @@ def check_calibration(frames: list[CalibrationFrame],
     return _with_verdict(check, observable, errors, config)
 
 
-def _search(score: WindowScore, free: np.ndarray, config: CheckConfig) -> np.ndarray:
+def _with_parallax(score: WindowScore, searched: np.ndarray, config: CheckConfig
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return the parameters to search, each translation's parallax (px; NaN elsewhere), basis.
+
+    A translation is searched only where its tolerance moves the outline points, beyond what
+    the other searched parameters make up, by at least ``config.min_parallax_px``: less than
+    the score's systematic errors on real data (calibration_confidence.with_parallax), and
+    its peak is placed by them rather than by the calibration. The basis moves each
+    translation left along its ridge (calibration_confidence.ridge_basis).
+    """
+    parallax = np.full(7, np.nan)
+    if not searched[3:6].any():
+        return searched, parallax, np.eye(7)
+    index = np.flatnonzero(searched)
+    jacobian, weights = pixel_jacobian(score, np.zeros(7), index, _STEPS[index])
+    kept, shifts = with_parallax(jacobian, weights, config.tolerances()[index],
+                                 (index >= 3) & (index < 6), config.min_parallax_px)
+    parallax[index] = shifts
+    free = searched.copy()
+    free[index] = kept
+    return free, parallax, ridge_basis(jacobian[:, kept], weights, index[kept])
+
+
+def _held(score: WindowScore, theta: np.ndarray, observable: np.ndarray,
+          config: CheckConfig, basis: np.ndarray) -> np.ndarray:
+    """Return theta with what is not observable held at zero and the rest searched again."""
+    theta = np.where(observable, theta, 0.0)
+    return pattern_search(score, theta, observable, config.scales() / 8, _SMALLEST,
+                          config.bounds(), basis)[0]
+
+
+def _observable_set(frames: list[CalibrationFrame], score: WindowScore, theta: np.ndarray,
+                    free: np.ndarray, config: CheckConfig, basis: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return which parameters the window observes, theta with the others held, the halves' spread.
+
+    Sharp marginal peaks inside the search range first (calibration_confidence); then, with
+    ``config.split_halves``, the window's halves in time must agree on each parameter within
+    its tolerance: the one that disagrees most (relative to its tolerance) is held at the
+    given value, the rest searched again, until the halves agree on all that are left.
+    """
+    index = np.flatnonzero(free)
+    hessian, _, total = score_derivatives(score, theta, index, _STEPS[index])
+    observable = np.zeros(7, bool)
+    observable[index] = sharp_parameters(hessian, total, config.tolerances()[index],
+                                         config.least_drop)
+    # A peak at the edge of the search range is no peak: the score still rises beyond it.
+    observable &= np.abs(theta) < 0.8 * config.bounds()
+    if np.any(free & ~observable):
+        theta = _held(score, theta, observable, config, basis)
+    def climb(half: WindowScore, start: np.ndarray, which: np.ndarray) -> np.ndarray:
+        # A half may peak past the window's range: let it, the spread then says so.
+        return pattern_search(half, start, which, config.scales() / 8, _SMALLEST,
+                              2 * config.bounds(), basis)[0]
+
+    spread = np.full(7, np.nan)  # each parameter's last spread: when judged, or when dropped
+    while config.split_halves and observable.any():
+        latest, _ = half_window_spread(frames, theta, observable, climb)
+        spread[observable] = latest[observable]
+        ratio = np.where(observable, np.nan_to_num(latest, nan=0.0) / config.tolerances(),
+                         -np.inf)
+        if ratio.max() <= 1.0:
+            break
+        observable[int(np.argmax(ratio))] = False
+        theta = _held(score, theta, observable, config, basis)
+    return observable, theta, spread
+
+
+def _search(score: WindowScore, free: np.ndarray, config: CheckConfig,
+            basis: np.ndarray) -> np.ndarray:
     """Return the correction maximizing ``score`` over ``free``, searched from zero."""
     scales, bounds = config.scales(), config.bounds()
     theta = np.zeros(7)
     if config.rotation and free[:3].any():
-        theta = _rotation_search(score, theta, scales, _SMALLEST, bounds)
+        theta = rotation_search(score, theta, scales, _SMALLEST, bounds)
     if free[6]:
-        theta = _time_scan(score, theta, config.rotation, scales, _SMALLEST, bounds)
-    theta, _ = _pattern_search(score, theta, free, scales / 4, _SMALLEST, bounds)
+        theta = time_scan(score, theta, config.rotation, scales, _SMALLEST, bounds)
+    if free[3:6].any():
+        theta = translation_scan(score, theta, free, basis, bounds)
+    theta, _ = pattern_search(score, theta, free, scales / 4, _SMALLEST, bounds, basis)
     return np.where(free, theta, 0.0)
 
 
@@ -436,17 +362,31 @@ def _without_estimate(reason: str, frames: list[CalibrationFrame], points: int,
                             len(frames), points, score.evaluations)
 
 
-def _estimate(index: int, theta: np.ndarray, errors: np.ndarray, free: np.ndarray,
-              observable: np.ndarray, time_note: str) -> ParameterEstimate:
-    name = PARAMETER_NAMES[index]
-    if not free[index]:
-        note = (time_note or 'not searched') if index == 6 else 'not searched'
-        return ParameterEstimate(name, None, None, False, False, note)
-    if not observable[index]:
-        return ParameterEstimate(name, None, float(errors[index]), False, True,
-                                 'not observable in this window: the score has no clear peak '
-                                 'along it (or it trades off against another parameter)')
-    return ParameterEstimate(name, float(theta[index]), float(errors[index]), True, True)
+def _notes(searched: np.ndarray, observable: np.ndarray, time_note: str,
+           parallax: np.ndarray, spread: np.ndarray, config: CheckConfig) -> list[str]:
+    """Return why each parameter has no value ('' for those that have one)."""
+    notes = []
+    tolerances = config.tolerances()
+    for index in range(7):
+        shown, unit = _SHOWN[index], _UNITS[index]
+        tolerance = f'{tolerances[index] * shown:.3g} {unit}'
+        if not searched[index]:
+            note = (time_note or 'not searched') if index == 6 else 'not searched'
+        elif observable[index]:
+            note = ''
+        elif parallax[index] < config.min_parallax_px:
+            note = (f'not observable in this window: a change of {tolerance} moves the LiDAR '
+                    f'outlines by {parallax[index]:.2f} px beyond what the other parameters '
+                    f'make up, under the {config.min_parallax_px:g} px needed (too little '
+                    'depth spread near the camera to tell it from a rotation)')
+        elif np.isfinite(spread[index]):
+            note = ('not observable in this window: its two halves in time disagree on it by '
+                    f'{spread[index] * shown:.3g} {unit}, more than the tolerance ({tolerance})')
+        else:
+            note = ('not observable in this window: the score has no clear peak along it (or '
+                    'it trades off against another parameter)')
+        notes.append(note)
+    return notes
 
 
 def _with_verdict(check: CalibrationCheck, observable: np.ndarray, errors: np.ndarray,
