@@ -15,7 +15,10 @@
 """
 The calibration check measured: known errors on the KITTI bag, time offsets, its cost.
 
-``kitti``: the shared KITTI bag's 10 frames with its /tf_static extrinsic (the reference)
+``translation``: the synthetic yard (calibration_yard.py: boards and posts at 2-8 m, five
+views) with translation errors of 5 and 10 cm along each camera axis, searched with the
+rotation; then the same yard eight times as large and far, where the same errors must be
+reported as not observable. ``kitti``: the shared KITTI bag's 10 frames with its /tf_static extrinsic (the reference)
 turned by rotation errors about each camera axis and combinations of them, and shifted by
 translation errors, each checked with the default settings (rotation searched) and, for the
 translations, with the translation searched too. ``moving``: the synthetic street seen by a
@@ -28,6 +31,7 @@ figures for the bag with its extrinsic turned by ``--rotation``.
 
     python benchmarks/calibration.py kitti --data ../shared/data
     python benchmarks/calibration.py moving
+    python benchmarks/calibration.py translation
     python benchmarks/calibration.py cost --data ../shared/data
     python benchmarks/calibration.py figure --data ../shared/data --rotation 0,1,0 \
         --output out/calibration_figure      # lrda calibrate's figures, extrinsic turned
@@ -151,6 +155,45 @@ def _moving(args) -> None:
                       flush=True)
 
 
+def _translation(args) -> None:
+    from calibration_yard import with_error, yard_frames
+
+    print(f'machine: {cpu_model()}\n')
+    print('| yard | error applied | search | verdict | estimated translation (m) | standard '
+          'error (m) | translation error after (m) | rotation error after (deg) | seconds |')
+    print('|---|---|---|---|---|---|---:|---:|---:|')
+    axes = [tuple(a if i == j else 0.0 for j in range(3)) for a in (0.05, 0.1)
+            for i in range(3)]
+    plans = [(1.0, [((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), True)]
+              + [((0.0, 0.0, 0.0), t, True) for t in axes]
+              + [((0.0, 0.0, 0.0), t, True) for t in ((-0.05, 0.0, 0.0), (0.0, -0.1, 0.0))]
+              + [((0.5, -0.5, 0.3), (0.05, -0.05, 0.05), True)]
+              + [((0.0, 0.0, 0.0), t, False) for t in ((0.1, 0.0, 0.0), (0.0, 0.1, 0.0))]),
+             (args.far_scale, [((0.0, 0.0, 0.0), t, True) for t in axes[3:]])]
+    for scale, cases in plans:
+        frames, true = yard_frames(scale=scale)
+        label = 'near, 2-8 m' if scale == 1 else f'far, {2.2 * scale:g}-{8 * scale:g} m'
+        for rotation, translation, search_translation in cases:
+            start = time.perf_counter()
+            check = calibrate_frames(with_error(frames, true, rotation, translation),
+                                     CheckConfig(translation=search_translation)).check
+            seconds = time.perf_counter() - start
+            error = RigidTransform(rotation_matrix(check.theta[:3]), check.theta[3:6]) @ \
+                _perturb(RigidTransform.identity(), rotation, translation)
+            rotation_left = np.degrees(np.linalg.norm(rotation_vector(error.rotation)))
+            p = check.parameters[3:6]
+            if search_translation:
+                estimate = ', '.join('n/o' if not q.observable else f'{q.value:+.3f}' for q in p)
+                se = ', '.join('-' if not q.observable else f'{q.standard_error:.3f}' for q in p)
+            else:
+                estimate, se = 'not searched', '-'
+            applied = (f'rot {rotation} deg, ' if any(rotation) else '') + \
+                (f'trans {translation} m' if any(translation) else 'none (true)')
+            print(f'| {label} | {applied} | {"rot+trans" if search_translation else "rot"} | '
+                  f'{check.verdict} | {estimate} | {se} | {np.linalg.norm(error.translation):.3f}'
+                  f' | {rotation_left:.3f} | {seconds:.1f} |', flush=True)
+
+
 def _cost(args) -> None:
     bag = args.data / KITTI_BAG
     window = bag_window(bag)
@@ -196,6 +239,9 @@ def main() -> None:
             command.add_argument('--rotation', default='0,1,0',
                                  help='error applied to the extrinsic (deg, camera frame)')
             command.add_argument('--output', type=Path, default=Path('out/calibration_figure'))
+    translation = commands.add_parser('translation')
+    translation.add_argument('--far-scale', type=float, default=8.0,
+                             help='the far yard: the near one that many times as large and far')
     moving = commands.add_parser('moving')
     moving.add_argument('--offsets', type=float, nargs='+', default=[0.02, 0.04, 0.06, 0.08])
     moving.add_argument('--speed', type=float, default=10.0)
@@ -210,7 +256,8 @@ def main() -> None:
     moving.add_argument('--edge-contrast', type=int, default=31,
                         help='FrameSelection.edge_contrast_px: 31 for the procedural textures')
     args = parser.parse_args()
-    {'kitti': _kitti, 'moving': _moving, 'cost': _cost, 'figure': _figure}[args.command](args)
+    {'kitti': _kitti, 'moving': _moving, 'translation': _translation, 'cost': _cost,
+     'figure': _figure}[args.command](args)
 
 
 if __name__ == '__main__':

@@ -48,40 +48,51 @@ def _board(center, size: float, material: world.Material) -> world.Rect:
     return world.Rect(center, (0.0, half, half), (0.0, half, -half), material)
 
 
-def yard_scene(seed: int = 0) -> world.Scene:
-    """Return the yard: boards and posts at 2-8 m before a wall at 25 m, on a dark ground."""
+def yard_scene(seed: int = 0, scale: float = 1.0) -> world.Scene:
+    """
+    Return the yard: boards and posts at 2-8 m before a wall at 25 m, on a dark ground.
+
+    ``scale`` makes it that many times as large and as far: with the views scaled alike the
+    images are the same, and a translation's parallax ``scale`` times smaller.
+    """
     rng = np.random.default_rng([seed, 707])
     dark = world.Material((0.12, 0.12, 0.14))
     primitives = [world.Rect((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0),
                              world.Material((0.2, 0.2, 0.2)), infinite=True),
-                  world.Rect((25.0, 0.0, 5.0), (0.0, 60.0, 0.0), (0.0, 0.0, 10.0), dark)]
+                  world.Rect((25.0 * scale, 0.0, 5.0 * scale), (0.0, 60.0 * scale, 0.0),
+                             (0.0, 0.0, 10.0 * scale), dark)]
     for index, depth in enumerate(np.linspace(2.2, 8.0, 14)):
         # Spread across the view: the lateral position grows with depth (the field of view).
         lateral = (rng.uniform(-0.85, 0.85)) * depth * 0.8
         light = world.Material(tuple(rng.uniform(0.7, 0.95, 3)))
         if index % 3 == 2:
             width = rng.uniform(0.15, 0.3)
-            primitives.append(world.Box((depth, lateral, 1.5), (width, width, 3.0), light))
+            primitives.append(world.Box((depth * scale, lateral * scale, 1.5 * scale),
+                                        (width * scale, width * scale, 3.0 * scale), light))
         else:
             size = rng.uniform(0.35, 0.6) * (0.6 + depth / 8.0)
             height = CAMERA_HEIGHT_M + rng.uniform(-0.35, 0.35) * depth * 0.25
-            primitives.append(_board((depth, lateral, height), size, light))
+            primitives.append(_board((depth * scale, lateral * scale, height * scale),
+                                     size * scale, light))
     lighting = world.Lighting(ambient=0.8, shadows=False)
     return world.Scene(tuple(primitives), 'custom', lighting, seed=seed)
 
 
-def yard_frames(seed: int = 0, size: tuple[int, int, float] = (1216, 352, 700.0),
+def yard_frames(seed: int = 0, scale: float = 1.0,
+                size: tuple[int, int, float] = (1216, 352, 700.0),
                 views=VIEWS) -> tuple[list[CalibrationFrame], RigidTransform]:
     """Return the window's frames, made with the true extrinsic, and that extrinsic."""
     width, height, fx = size
     camera = world.pinhole_camera_focal(width, height, fx)
     T_cam_lidar = world.lidar_mount()
-    scene = yard_scene(seed)
+    scene = yard_scene(seed, scale)
     lidar = world.LidarConfig(beams=64, vertical_fov_deg=(-15.0, 5.0),
-                              horizontal_resolution_deg=0.1, range_noise_std=0.005)
+                              horizontal_resolution_deg=0.1, max_range=100.0 * scale,
+                              range_noise_std=0.005)
     frames = []
     for x, y, heading in views:
-        T_world_cam = world.camera_pose((x, y, CAMERA_HEIGHT_M), math.radians(heading), 0.0)
+        T_world_cam = world.camera_pose((x * scale, y * scale, CAMERA_HEIGHT_M * scale),
+                                        math.radians(heading), 0.0)
         points = world.simulate_lidar(scene, T_world_cam @ T_cam_lidar, lidar)[:, :3]
         rgb = world.render(scene, camera, T_world_cam).rgb
         frames.append(calibration_frame(rgb, points, RigidTransform.from_matrix(T_cam_lidar),

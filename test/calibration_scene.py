@@ -79,3 +79,75 @@ def plank_scan(left_m: float, right_m: float, times_of=None, lateral_speed: floa
             points.append(direction * s)
             times.append(t)
     return np.array(points), np.array(times)
+
+
+#: A larger camera for the boards: translation shows only as parallax, pixels per centimetre.
+BOARD_WIDTH, BOARD_HEIGHT, BOARD_FOCAL = 640, 320, 400.0
+BOARD_CX, BOARD_CY = 320.0, 160.0
+BACK_DEPTH = 80.0
+
+
+def board_image(boards) -> np.ndarray:
+    """
+    Paint the boards: light diamonds (grey 220) on a dark background (grey 40).
+
+    ``boards`` are (lateral x, height y (down), depth z, half-diagonal) in metres in the
+    camera frame, each a square turned 45 degrees facing the camera: a point (x, y) of its
+    plane is on it where ``|x - lateral| + |y - height| <= half-diagonal``. A pixel is light
+    where its centre's ray meets a board (the nearest one first: farther ones are behind).
+    """
+    columns, rows = np.meshgrid(np.arange(BOARD_WIDTH), np.arange(BOARD_HEIGHT))
+    ray_x, ray_y = (columns - BOARD_CX) / BOARD_FOCAL, (rows - BOARD_CY) / BOARD_FOCAL
+    light = np.zeros(ray_x.shape, bool)
+    for lateral, height, depth, half in boards:
+        light |= np.abs(ray_x * depth - lateral) + np.abs(ray_y * depth - height) <= half
+    grey = np.where(light, 220, 40).astype(np.uint8)
+    return np.repeat(grey[:, :, None], 3, axis=2)
+
+
+def board_scan(boards) -> np.ndarray:
+    """
+    Return a scan of the boards (LiDAR frame, ring by ring in azimuth order).
+
+    The LiDAR sits at the camera (axes as R_CAM_LIDAR); rings every 0.3 degree from -20 to
+    +20 degrees of elevation, azimuth every 0.15 degree over +-45 degrees. Each ray stops at
+    the nearest board it meets (camera frame: along the ray to depth z, the diamond test of
+    board_image), else at the background plane at BACK_DEPTH.
+    """
+    elevation = np.radians(np.arange(-20.0, 20.01, 0.3))[:, None]
+    azimuth = np.radians(np.arange(45.0, -45.01, -0.15))[None, :]
+    # LiDAR direction (x forward, y left, z up) -> camera (x right, y down, z forward).
+    forward = np.cos(elevation) * np.cos(azimuth)
+    right = -np.cos(elevation) * np.sin(azimuth)
+    down = -np.sin(elevation) * np.ones_like(azimuth)
+    depth = np.full(forward.shape, BACK_DEPTH)
+    for lateral, height, board_depth, half in sorted(boards, key=lambda b: -b[2]):
+        x, y = right / forward * board_depth, down / forward * board_depth
+        on = np.abs(x - lateral) + np.abs(y - height) <= half
+        depth = np.where(on & (board_depth < depth), board_depth, depth)
+    s = depth / forward  # range along the ray
+    directions = np.stack([forward, -right, -down], axis=-1)  # back to the LiDAR frame
+    return (directions * s[..., None]).reshape(-1, 3)
+
+
+def board_layouts(depths, seed: int = 0, frames: int = 4) -> list:
+    """
+    Return ``frames`` layouts of boards, one at each depth, spread across the view.
+
+    Each board's place and size are drawn (``seed``) in image terms, a lateral position within
+    the middle 80 % of the width, a height within the middle half, a half-diagonal of 18-30
+    pixels, and scaled by its depth, so the same draw at other depths looks the same.
+    """
+    rng = np.random.default_rng(seed)
+    layouts = []
+    for _ in range(frames):
+        boards = []
+        for depth in depths:
+            u = rng.uniform(0.1, 0.9) * BOARD_WIDTH
+            v = rng.uniform(0.25, 0.75) * BOARD_HEIGHT
+            half = rng.uniform(18.0, 30.0)
+            boards.append(((u - BOARD_CX) / BOARD_FOCAL * depth,
+                           (v - BOARD_CY) / BOARD_FOCAL * depth, depth,
+                           half / BOARD_FOCAL * depth))
+        layouts.append(boards)
+    return layouts

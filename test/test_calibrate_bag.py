@@ -72,6 +72,27 @@ def test_the_bags_own_extrinsic_is_consistent(capsys, tmp_path, kitti_extrinsic)
     assert np.linalg.norm(report['rotation_deg']) <= 0.15
 
 
+@pytest.mark.parametrize('translation_m', [(0.0, 0.0, 0.0), (0.0, 0.05, 0.0)])
+def test_the_bags_translation_is_reported_not_observable(capsys, tmp_path, kitti_extrinsic,
+                                                         translation_m):
+    # 10 frames of one street, the outlines mostly 8-35 m away: a 3 cm shift of the mount
+    # moves them by about a pixel beyond what a rotation makes up, under the score's own
+    # systematic errors. With --translation the translation is reported without a value, and
+    # a 5 cm error (along y it looks like a pitch and roll) never as a confident one.
+    bag, true = kitti_extrinsic
+    correction = RigidTransform(np.eye(3), np.array(translation_m))
+    matrix = ','.join(repr(float(v)) for v in (correction.inverse() @ true).as_matrix().ravel())
+    report = _run(capsys, bag, tmp_path, f'--lidar-to-camera-matrix={matrix}', '--translation')
+    for axis in 'xyz':
+        confidence = report['confidence'][f'translation_{axis}']
+        assert confidence['searched'] and not confidence['observable']
+        assert confidence['value'] is None and 'px' in confidence['note']
+    assert report['translation_m'] == [0.0, 0.0, 0.0]
+    if report['verdict'] == 'suspect':
+        assert 'translation error of the mount (not observable in this window)' in \
+            report['message']
+
+
 def test_a_missing_bag_is_one_line_and_exit_status_1(capsys, tmp_path):
     assert cli.main(['calibrate', '--bag', str(tmp_path / 'none'), '--output',
                      str(tmp_path)]) == 1

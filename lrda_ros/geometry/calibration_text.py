@@ -53,6 +53,12 @@ def describe(check: CalibrationCheck) -> str:
             parts.append(f'the LiDAR->camera rotation looks off by {angle:.2f} deg, mostly '
                          f"about the camera's {axis} axis ({AXIS_NAMES[axis]}; rotation vector "
                          + ', '.join(f'{value:+.2f}' for value in rotation) + ' deg)')
+            translation = check.parameters[3:6]
+            if not any(p.observable for p in translation):
+                how = ('not observable in this window' if any(p.searched for p in translation)
+                       else 'not searched')
+                parts.append(f'a translation error of the mount ({how}) can look like such a '
+                             'rotation')
         if np.any(check.theta[3:6]):
             parts.append('translation off by ' + ', '.join(
                 f'{value:+.3f}' for value in check.theta[3:6]) + ' m (camera x, y, z)')
