@@ -15,17 +15,17 @@
 """
 The calibration check measured: known errors on the KITTI bag, time offsets, its cost.
 
-``translation``: the synthetic yard (calibration_yard.py: boards and posts at 2-8 m, five
-views) with translation errors of 5 and 10 cm along each camera axis, searched with the
-rotation; then the same yard eight times as large and far, where the same errors must be
-reported as not observable. ``kitti``: the shared KITTI bag's 10 frames with its /tf_static extrinsic (the reference)
+``kitti``: the shared KITTI bag's 10 frames with its /tf_static extrinsic (the reference)
 turned by rotation errors about each camera axis and combinations of them, and shifted by
 translation errors, each checked with the default settings (rotation searched) and, for the
 translations, with the translation searched too. ``moving``: the synthetic street seen by a
 rig driving at ``--speed`` m/s and turning at ``--yaw-rate`` deg/s, the camera's image taken
 ``offset`` after its stamp; a window of ``--window`` views (one scene seed each), the rig at one
 twist, then turning a different way in each view. A still rig must report the time offset as
-unobservable. ``cost``: the seconds to prepare one KITTI frame
+unobservable. ``translation``: the synthetic yard (calibration_yard.py: boards and posts at
+2-8 m, five views) with translation errors of 5 and 10 cm along each camera axis, searched
+with the rotation; then the same yard eight times as large and far, where the same errors
+must be reported as not observable. ``cost``: the seconds to prepare one KITTI frame
 (edge map, outline points) and to check a window. ``figure``: ``lrda calibrate``'s report and
 figures for the bag with its extrinsic turned by ``--rotation``.
 
@@ -172,7 +172,7 @@ def _translation(args) -> None:
              (args.far_scale, [((0.0, 0.0, 0.0), t, True) for t in axes[3:]])]
     for scale, cases in plans:
         frames, true = yard_frames(scale=scale)
-        label = 'near, 2-8 m' if scale == 1 else f'far, {2.2 * scale:g}-{8 * scale:g} m'
+        label = 'near, 2-8 m' if scale == 1 else f'far, {2.2 * scale:.0f}-{8 * scale:.0f} m'
         for rotation, translation, search_translation in cases:
             start = time.perf_counter()
             check = calibrate_frames(with_error(frames, true, rotation, translation),
@@ -184,7 +184,7 @@ def _translation(args) -> None:
             p = check.parameters[3:6]
             if search_translation:
                 estimate = ', '.join('n/o' if not q.observable else f'{q.value:+.3f}' for q in p)
-                se = ', '.join('-' if not q.observable else f'{q.standard_error:.3f}' for q in p)
+                se = ', '.join('-' if not q.observable else f'{q.standard_error:.4f}' for q in p)
             else:
                 estimate, se = 'not searched', '-'
             applied = (f'rot {rotation} deg, ' if any(rotation) else '') + \

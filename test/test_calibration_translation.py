@@ -25,8 +25,8 @@ boards (1.2-4.5 m, 400 px focal length): translation errors of 5 and 10 cm are f
 observable, without a value, never a confident number.
 """
 
-from calibration_scene import (board_image, board_layouts, board_scan, BOARD_CX, BOARD_CY,
-                               BOARD_FOCAL, BOARD_HEIGHT, BOARD_WIDTH, R_CAM_LIDAR)
+from calibration_scene import (BOARD_CX, BOARD_CY, BOARD_FOCAL, BOARD_HEIGHT, board_image,
+                               board_layouts, board_scan, BOARD_WIDTH, R_CAM_LIDAR)
 from lrda_ros.geometry import CameraModel, RigidTransform
 from lrda_ros.geometry.calibration_confidence import half_windows, parallax_px, with_parallax
 from lrda_ros.geometry.calibration_score import calibration_frame, rotation_matrix

@@ -75,7 +75,7 @@ def pattern_search(score: WindowScore, theta: np.ndarray, free: np.ndarray,
 
 
 def rotation_search(score: WindowScore, theta: np.ndarray, scales: np.ndarray,
-                     smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+                    smallest: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """
     Maximize over the rotation: compass search, then Levinson & Thrun's grid around the peak.
 

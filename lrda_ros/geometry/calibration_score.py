@@ -234,7 +234,7 @@ class WindowScore:
         return self._cached
 
     def pixels(self, theta: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Return each frame's outline points' pixels (N, 2) and depths (N,) at ``theta``."""
+        """Return each frame's outline points in its image, (column, row) and depth, at theta."""
         theta = np.asarray(theta, np.float64)
         rotation = rotation_matrix(theta[:3])
         return [project_points(points @ rotation.T + theta[3:6], frame.camera)

@@ -15,29 +15,26 @@
 """
 The calibration check: the correction that maximizes the window's score, and how sure it is.
 
-**Optimizer.** Levinson & Thrun search a grid of small perturbations around the current
-calibration and move to the best. The score is a sum over a few thousand outline points of a
-smooth (spread, bilinearly sampled) edge map: cheap to evaluate, without a useful analytic
-gradient through the pixel grid, and with side peaks. So the search is derivative-free:
+**Search** (calibration_optimize). Derivative-free, from the given calibration:
 
-1. the rotation alone by *compass search* (each angle ±step, the best of those moves taken,
-   the steps halved when none gains, from 1 degree down to 0.01), then Levinson & Thrun's grid
-   around the peak (5 x 5 x 5 rotations, ±0.5 degree), restarting the compass from any better
-   point it finds (roll and pitch can hide a higher peak from the compass);
-2. on a moving rig, the time offset scanned over its whole range in 5 ms steps, the rotation
-   re-fitted at each offset (the offset's profile has side peaks, and an offset turns the
-   LiDAR as a yaw of the mount would);
-3. every free parameter together by compass search from there.
+1. the rotation alone by *compass search*, then Levinson & Thrun's grid around the peak;
+2. on a moving rig, the time offset scanned over its whole range, the rotation re-fitted at
+   each offset;
+3. with ``translation``, each translation whose tolerance the window can resolve by parallax
+   (below) scanned over its range along its ridge with the rotation;
+4. every free parameter together by compass search from there (a translation again along its
+   ridge).
 
-**Confidence.** At the optimum the score's Hessian ``H`` (central differences) and each
-frame's gradient ``g_f`` give the sandwich covariance ``H^-1 (sum_f g_f g_f^T) H^-1`` with the
-frames as independent samples: a parameter's standard error grows where the frames disagree
-and where the score is flat along it, alone or together with another (a time offset on a rig
-moving at one constant twist is the same as a rotation and translation of the mount, and the
-covariance says so). A parameter is *observable* when moving it by its tolerance costs at least
-``least_drop`` of the score with the others re-adjusted (its marginal curvature) and its peak
-lies inside the search range (not within a fifth of its edge). An unobservable parameter is
-reported without a value and held at zero (the given calibration), the others searched again.
+**Confidence** (calibration_confidence). A translation differs from a rotation only by
+parallax: it is searched only where its tolerance moves the outline points, beyond what the
+rotation makes up, by ``min_parallax_px`` (else it is "not observable" without a search: the
+score's systematic errors would place its peak). Every searched parameter is then
+*observable* only when its marginal peak is sharp (its tolerance, the others re-adjusted,
+costs ``least_drop`` of the score), inside the search range, and, with ``split_halves``, the
+window's two halves in time, each searched again, agree on it within its tolerance. What is
+not observable is reported without a value and held at zero (the given calibration), the
+others searched again. Standard errors are the frame-wise sandwich's or half the halves'
+difference, the larger (consecutive frames are correlated: the sandwich alone is too small).
 The verdict is ``suspect`` when an observable parameter's correction exceeds its tolerance and
 three standard errors and the score gains at least ``min_gain``; ``consistent`` when none does;
 and ``not enough evidence`` for too few frames, outline points or image edges, or nothing
@@ -77,8 +74,8 @@ class CheckConfig:
     #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
     min_edge_level: float = 0.002
     #: Which parameters are searched (the time offset also needs moving frames). Translation
-    #: is off by default: on the KITTI bag its peak is too flat and too tied to the rotation
-    #: (doc/calibration.md).
+    #: is off by default: a street seen from a car rarely has the near depth edges that tell
+    #: it from a rotation (on the KITTI bag it is not observable: doc/calibration.md).
     rotation: bool = True
     translation: bool = False
     time_offset: bool = True
@@ -306,6 +303,7 @@ def _observable_set(frames: list[CalibrationFrame], score: WindowScore, theta: n
     observable &= np.abs(theta) < 0.8 * config.bounds()
     if np.any(free & ~observable):
         theta = _held(score, theta, observable, config, basis)
+
     def climb(half: WindowScore, start: np.ndarray, which: np.ndarray) -> np.ndarray:
         # A half may peak past the window's range: let it, the spread then says so.
         return pattern_search(half, start, which, config.scales() / 8, _SMALLEST,
