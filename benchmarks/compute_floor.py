@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+import itertools
 import statistics
 import time
 
@@ -212,13 +213,24 @@ def convolution_call_seconds(dtype: torch.dtype, size: tuple[int, int],
     return {'forward': forward, 'backward': median_seconds(backward, repeats)}
 
 
-def frame_seconds(backbone: str, frames, dtype: str, schedule: str,
-                  repeats: int) -> tuple[dict[str, float], dict[str, list[int]]]:
-    """Return the median seconds of a cold and a warm frame of the sequence, and their steps."""
-    cold = _completer(backbone, schedule_config(schedule, dtype, warm=False))
-    warm = _completer(backbone, schedule_config(schedule, dtype, warm=True))
-    cold.complete(*frames[0])
-    warm.complete(*frames[0])
+def frame_seconds(backbone: str, frames, dtype: str, schedule: str, repeats: int,
+                  compile_steps: bool = False) -> tuple[dict[str, float], dict[str, list[int]]]:
+    """
+    Return the median seconds of a cold and a warm frame of the sequence, and their steps.
+
+    ``compile_steps``: under ``compile: true``, compiled in the untimed first frame.
+    """
+    completers = {}
+    for name in ('cold', 'warm'):
+        config = replace(schedule_config(schedule, dtype, warm=name == 'warm'),
+                         compile=compile_steps)
+        completers[name] = _completer(backbone, config)
+        start = time.perf_counter()
+        completers[name].complete(*frames[0])
+        if compile_steps:
+            print(f'  {schedule}, {name}: first frame (compiling) '
+                  f'{time.perf_counter() - start:.1f} s', flush=True)
+    cold, warm = completers['cold'], completers['warm']
     times = {'cold': [], 'warm': []}
     steps = {'cold': [], 'warm': []}
     for index in range(repeats):
@@ -247,6 +259,8 @@ def main() -> None:
     parser.add_argument('--warm-frames', type=int, default=3,
                         help='warm frames counted after the cold one')
     parser.add_argument('--repeats', type=int, default=2, help='timed frames per configuration')
+    parser.add_argument('--compile', action='store_true',
+                        help='also time the frames with compile: true, beside the eager ones')
     parser.add_argument('--no-timing', action='store_true',
                         help='count operations only (no throughput or frame times)')
     args = parser.parse_args()
@@ -300,9 +314,11 @@ def main() -> None:
               f'{call["forward"] * 1e6:.0f} us, backward (input and weight) '
               f'{call["backward"] * 1e6:.0f} us', flush=True)
 
-    for schedule in args.schedules:
+    for schedule, compile_steps in itertools.product(args.schedules,
+                                                     (False, True) if args.compile else (False,)):
         seconds, timed_steps = frame_seconds(args.backbone, frames, args.dtype, schedule,
-                                             args.repeats)
+                                             args.repeats, compile_steps)
+        mode = 'compiled' if compile_steps else 'eager'
         for name in ('cold', 'warm'):
             operations = work[schedule][name]
             floor = operations / rates['conv']
@@ -312,8 +328,9 @@ def main() -> None:
             unlike = (f'; timed frames ran {timed_steps[name]} steps, counted {counted_steps}: '
                       'not the same work' if sorted(set(timed_steps[name])) !=
                       sorted(set(counted_steps)) else '')
-            print(f'{schedule}, {name} frame: measured {seconds[name]:.2f} s, floor {floor:.2f} s '
-                  f'at the convolution throughput ({seconds[name] / floor:.2f}x the floor; '
+            print(f'{schedule}, {name} frame, {mode}: measured {seconds[name]:.2f} s, floor '
+                  f'{floor:.2f} s at the convolution throughput ({seconds[name] / floor:.2f}x '
+                  f'the floor; '
                   f'achieved {operations / seconds[name] / GIGA:.0f} GFLOP/s{unlike})',
                   flush=True)
 

@@ -41,6 +41,42 @@ def test_matches_numpy_least_squares_with_noise():
     assert float(fit.shift) == pytest.approx(shift, rel=1e-4)
 
 
+def test_zero_weight_padding_changes_neither_fit_nor_loss_nor_gradient():
+    # Compiled steps pad the samples to a bucket with weight 0 (engine/compiled.py).
+    rng = np.random.default_rng(1)
+    prediction = rng.uniform(0, 5, 300)
+    target = 0.3 * prediction + 4.0 + rng.normal(0, 0.2, 300)
+    design = np.stack([prediction, np.ones_like(prediction)], axis=1)
+    (scale, shift), residual, *_ = np.linalg.lstsq(design, target, rcond=None)
+    padding = rng.uniform(-50, 50, 20)  # values the fit must not see
+    padded = torch.tensor(np.concatenate([prediction, padding]), dtype=torch.float32,
+                          requires_grad=True)
+    weights = torch.cat([torch.ones(300), torch.zeros(20)])
+    loss, fit = alignment_loss(padded, torch.tensor(np.concatenate([target, -padding]),
+                                                    dtype=torch.float32), weights)
+    # float32 sums of 300 terms: ~1e-6 relative; the scale's conditioning costs a little more.
+    assert float(fit.scale) == pytest.approx(scale, rel=1e-4)
+    assert float(fit.shift) == pytest.approx(shift, rel=1e-4)
+    assert float(loss) == pytest.approx(float(residual[0]), rel=1e-4)
+    loss.backward()
+    assert not padded.grad[300:].any()
+    plain = torch.tensor(prediction, dtype=torch.float32, requires_grad=True)
+    alignment_loss(plain, torch.tensor(target, dtype=torch.float32))[0].backward()
+    torch.testing.assert_close(padded.grad[:300], plain.grad, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize('weights', [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0]])
+def test_padding_counts_no_sample_towards_an_affine_fit(weights):
+    # One real sample (or two with equal predictions) with padding: the scale-only fallback,
+    # as without the padding, not an affine fit through the padding.
+    count = len(weights)
+    prediction = torch.tensor([0.5, 0.5, 3.0, 9.0][:count])
+    target = torch.tensor([2.0, 2.0, 1.0, 7.0][:count])
+    fit = fit_scale_shift(prediction, target, torch.tensor(weights))
+    assert float(fit.scale) == pytest.approx(4.0)
+    assert float(fit.shift) == 0.0
+
+
 def test_disparity_space_alignment_returns_metres():
     depth = torch.tensor([2.0, 5.0, 10.0, 40.0])
     relative_disparity = (1.0 / depth - 0.01) / 3.0  # what an affine-invariant model might say

@@ -20,6 +20,8 @@ import copy
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
+from lrda_ros.engine.compiled import bucket_size, padded_samples
+from lrda_ros.engine.completion import SparseSamples
 from lrda_ros.engine.model import sample_prediction
 from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
@@ -82,6 +84,42 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
         torch.testing.assert_close(sparse_grad, dense_grad, rtol=1e-4,
                                    atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
         checked += 1
+    assert checked > 10
+
+
+@pytest.mark.parametrize('lidar_rows', [None, (25, 61)])
+def test_fixed_shape_plans_match_dense_decoding_at_the_real_pixels(lidar_rows):
+    # Compiled steps' plans: samples and needed pixels padded to buckets, all conv1 rows read.
+    model, parameters = _adapted(False, None)
+    image = smooth_image(5, 61, 83)
+    pixel_values = model.preprocess(image, None)
+    encoded = model.encode(pixel_values, image.shape[:2])
+    generator = torch.Generator().manual_seed(5)
+    first, stop = lidar_rows or (0, 61)
+    rows = torch.randint(first, stop, (300,), generator=generator)
+    cols = torch.randint(0, 83, (300,), generator=generator)
+    samples, _ = padded_samples(SparseSamples(rows, cols, torch.ones(300)), torch.ones(300))
+    assert samples.rows.numel() == 320 and not samples.weights[300:].any()
+    plan = SparseHeadPlan.build(samples.rows, samples.cols, image.shape[:2],
+                                tuple(pixel_values.shape[-2:]), fixed_shapes=True)
+    unpadded = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+    needed = unpadded.window_positions.shape[0]
+    assert plan.window_positions.shape[0] == bucket_size(needed) > needed
+    grid = conv1_size(model, encoded)
+    assert plan._grid_rows(grid) == (0, grid[0])
+
+    dense = sample_prediction(model.decode(encoded), rows, cols, image.shape[:2])
+    sparse = plan.evaluate(model, encoded)
+    torch.testing.assert_close(sparse[:300], dense, rtol=1e-5, atol=1e-5)
+    dense_grads = torch.autograd.grad(dense.sum(), parameters, allow_unused=True)
+    sparse_grads = torch.autograd.grad((samples.weights * sparse).sum(), parameters,
+                                       allow_unused=True)
+    checked = 0
+    for dense_grad, sparse_grad in zip(dense_grads, sparse_grads):
+        if dense_grad is not None and dense_grad.any():
+            torch.testing.assert_close(sparse_grad, dense_grad, rtol=1e-4,
+                                       atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
+            checked += 1
     assert checked > 10
 
 

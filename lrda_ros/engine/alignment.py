@@ -52,26 +52,38 @@ class ScaleShift:
         return self.scale * prediction + self.shift
 
 
-def fit_scale_shift(prediction: torch.Tensor, target: torch.Tensor) -> ScaleShift:
+def _total(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    return (values if weights is None else values * weights).sum()
+
+
+def _mean(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    return values.mean() if weights is None else _total(values, weights) / weights.sum()
+
+
+def fit_scale_shift(prediction: torch.Tensor, target: torch.Tensor,
+                    weights: torch.Tensor | None = None) -> ScaleShift:
     """
     Fit target ≈ scale * prediction + shift by least squares over paired 1-D samples.
 
     Degenerate cases fall back instead of dividing by zero: a constant target or constant
     prediction (e.g. all LiDAR depths equal) gives the scale-only fit through the origin, which
     keeps the prediction's structure; an all-zero prediction gives the constant mean target.
+    ``weights`` (0 or 1 per sample) leave out the samples of weight 0: the padding that keeps
+    a compiled step's shapes from frame to frame (engine/compiled.py).
     """
     pred = prediction.to(torch.float32)
     tgt = target.to(torch.float32)
-    pred_mean, tgt_mean = pred.mean(), tgt.mean()
+    count = pred.numel() if weights is None else weights.sum()
+    pred_mean, tgt_mean = _mean(pred, weights), _mean(tgt, weights)
     pred_c, tgt_c = pred - pred_mean, tgt - tgt_mean
-    var_pred = (pred_c * pred_c).mean()
-    var_tgt = (tgt_c * tgt_c).mean()
+    var_pred = _mean(pred_c * pred_c, weights)
+    var_tgt = _mean(tgt_c * tgt_c, weights)
     affine_ok = ((var_pred > _DEGENERATE_SPREAD * (pred_mean * pred_mean + _TINY))
                  & (var_tgt > _DEGENERATE_SPREAD * (tgt_mean * tgt_mean + _TINY))
-                 & (pred.numel() >= 2))
-    affine_scale = (pred_c * tgt_c).mean() / var_pred.clamp_min(_TINY)
-    power = (pred * pred).sum()
-    through_origin = (pred * tgt).sum() / power.clamp_min(_TINY)
+                 & (count >= 2))
+    affine_scale = _mean(pred_c * tgt_c, weights) / var_pred.clamp_min(_TINY)
+    power = _total(pred * pred, weights)
+    through_origin = _total(pred * tgt, weights) / power.clamp_min(_TINY)
     has_signal = power > _TINY
     scale = torch.where(affine_ok, affine_scale,
                         torch.where(has_signal, through_origin, torch.zeros_like(power)))
@@ -80,17 +92,22 @@ def fit_scale_shift(prediction: torch.Tensor, target: torch.Tensor) -> ScaleShif
     return ScaleShift(scale, shift)
 
 
-def alignment_loss(prediction: torch.Tensor, target: torch.Tensor) -> tuple[torch.Tensor,
-                                                                            ScaleShift]:
+def alignment_loss(prediction: torch.Tensor, target: torch.Tensor,
+                   weights: torch.Tensor | None = None,
+                   fit_gradient: bool = True) -> tuple[torch.Tensor, ScaleShift]:
     """
     Return the paper's loss, sum of (a * D + b - S)^2 with (a, b) fitted, and the fit.
 
-    The fit stays in the graph; since (a, b) minimize the loss, its gradient with respect to the
-    prediction is the same as with them held fixed.
+    Since (a, b) minimize the loss, its gradient with respect to the prediction is the same
+    with them held fixed (the envelope theorem): the terms through the fit are zero but for
+    rounding. ``fit_gradient`` keeps the fit in the graph all the same (float32, where those
+    roundings steer Adam's first steps); False holds it fixed, some 25 fewer kernels a step
+    (a reduced precision, whose own rounding is far larger). ``weights``: as
+    :func:`fit_scale_shift`.
     """
-    fit = fit_scale_shift(prediction, target)
+    fit = fit_scale_shift(prediction if fit_gradient else prediction.detach(), target, weights)
     residual = fit.apply(prediction.to(torch.float32)) - target.to(torch.float32)
-    return (residual * residual).sum(), fit
+    return _total(residual * residual, weights), fit
 
 
 def depth_to_target(depth: torch.Tensor, space: PredictionSpace) -> torch.Tensor:

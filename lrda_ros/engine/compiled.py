@@ -20,7 +20,12 @@ step rules and Adam; a CUDA graph per step on CUDA), the decode another, both wh
 (``fullgraph=True``: a graph break is an error, not a slow path) with static shapes
 (``dynamic=False``) except the sizes that follow the LiDAR points, marked dynamic
 (:func:`mark_points_dynamic`): a new resolution compiles once (paid on its first frame), and
-later frames of it, whatever their point count, reuse the graphs. The sparse head is kept: its
+later frames of it, whatever their point count, reuse the graphs. Those sizes are padded to
+buckets (:func:`padded_samples`, ``SparseHeadPlan.build(fixed_shapes=True)``), since a CUDA
+graph replays fixed sizes: frames whose counts share a bucket replay the same CUDA graph
+instead of recording one each. The sparse head then reads all of conv1's rows, not only those
+the LiDAR reaches (Dynamo specializes a graph to such host numbers: every new first row
+compiled again, a minute each at VGA on a CPU). The sparse head is kept: its
 gathers are a custom operator with its shape and gradient registered
 (engine/resampling.py). A frame's first step runs eagerly: it builds what a frame computes
 once (the sparse head's gathers, the frozen layers' outputs) and Adam's state, which the
@@ -34,6 +39,7 @@ from typing import Callable, TypeVar
 
 import torch
 
+from .completion import SparseSamples
 from .config import TTOConfig
 from ..errors import ConfigError
 
@@ -61,6 +67,41 @@ def check_compile(model, config: TTOConfig, reencodes: bool) -> None:
 def compiled(function: Function, backend: str = 'inductor') -> Function:
     """Return ``function`` under torch.compile: one whole graph, static shapes."""
     return torch.compile(function, dynamic=False, fullgraph=True, backend=backend)
+
+
+#: Sizes per doubling a padded count can take (:func:`bucket_size`): at most 1/8 padding.
+BUCKETS_PER_DOUBLING = 8
+
+
+def bucket_size(count: int) -> int:
+    """
+    Return ``count`` rounded up to one of a few sizes (at most 12.5 % more, at least 8).
+
+    A CUDA graph replays fixed sizes: a frame's LiDAR count padded to a bucket lets later
+    frames replay the graphs of earlier ones (a new count would record anew every frame).
+    """
+    count = max(count, BUCKETS_PER_DOUBLING)
+    quantum = 1 << max(0, count.bit_length() - BUCKETS_PER_DOUBLING.bit_length())
+    return -(-count // quantum) * quantum
+
+
+def padded_samples(samples: SparseSamples, target: torch.Tensor
+                   ) -> tuple[SparseSamples, torch.Tensor]:
+    """
+    Return the samples and target padded to :func:`bucket_size`, with their weights.
+
+    The padding repeats the first sample (a real pixel, so every gather stays in bounds) with
+    weight 0: the loss, its fit and its gradient leave it out (engine/alignment.py).
+    """
+    count = samples.rows.numel()
+    extra = bucket_size(count) - count
+    device = samples.rows.device
+    positions = torch.arange(count + extra, device=device)
+    real = positions < count
+    repeat = torch.where(real, positions, 0)
+    weights = real.to(torch.float32)
+    return (SparseSamples(samples.rows[repeat], samples.cols[repeat], samples.depth[repeat],
+                          weights), target[repeat])
 
 
 def mark_points_dynamic(*tensors: torch.Tensor) -> None:

@@ -50,6 +50,9 @@ class SparseSamples:
     rows: torch.Tensor
     cols: torch.Tensor
     depth: torch.Tensor
+    #: 1 per pixel, 0 per padding sample (compiled steps' sizes, engine/compiled.py); None:
+    #: every sample counts.
+    weights: torch.Tensor | None = None
 
     @property
     def count(self) -> int:

@@ -118,8 +118,12 @@ def delta_weight(layer: nn.Module, adapter: str) -> torch.Tensor:
     base = layer.base_layer
     if isinstance(base, nn.Conv2d) and base.groups == 1:
         down, up = adapter_weights(layer, adapter)
-        product = up.flatten(1) @ down.flatten(1)
-        return scaled(product.view(up.shape[0], *down.shape[1:]), layer.scaling[adapter])
+        # In the frozen weight's memory order (as _merged_together): the product is then in
+        # W's layout, and so is its gradient, which the convolution returns in it (no copy).
+        order = _product_order(base.weight)
+        product = up.flatten(1) @ down.permute(order).flatten(1)
+        permuted = product.view([up.shape[0]] + [down.shape[d] for d in order[1:]])
+        return scaled(permuted.permute(_inverse(order)), layer.scaling[adapter])
     return layer.get_delta_weight(adapter)
 
 
@@ -214,9 +218,7 @@ def _merged_together(members: list[tuple[nn.Module, str]],
     """
     pairs = [adapter_weights(layer, adapter) for layer, adapter in members]
     weights = [layer.base_layer.weight for layer, _ in members]
-    order = _memory_order(weights[0])
-    if order[0] != 0:  # the output channel must be outermost to be a product's row
-        order = list(range(weights[0].dim()))
+    order = _product_order(weights[0])
     downs = torch.stack([down.permute(order) for down, _ in pairs]).flatten(2)
     ups = torch.stack([up.flatten(1) for _, up in pairs])
     first, adapter = members[0]
@@ -235,6 +237,13 @@ def _merged_together(members: list[tuple[nn.Module, str]],
 def _memory_order(tensor: torch.Tensor) -> list[int]:
     """Return the dimensions from outermost to innermost in memory (a dense tensor's)."""
     return sorted(range(tensor.dim()), key=lambda d: (-tensor.stride(d), d))
+
+
+def _product_order(weight: torch.Tensor) -> list[int]:
+    """Return ``weight``'s memory order if its output channel is outermost, else the default."""
+    order = _memory_order(weight)
+    # The output channel must be outermost to be a matrix product's row.
+    return order if order[0] == 0 else list(range(weight.dim()))
 
 
 def _inverse(order: list[int]) -> list[int]:

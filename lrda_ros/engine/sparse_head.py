@@ -34,6 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from .compiled import bucket_size
 from .lora_paths import merged_weight, scaled
 from .model import DepthModel, EncodedImage
 from .precision import full_precision
@@ -187,6 +188,8 @@ class SparseHeadPlan:
     #: (N, 4) bilinear weights of those corners.
     corner_weight: torch.Tensor
     processing_size: tuple[int, int]
+    #: Read all of conv1's rows, not only those the LiDAR pixels need (fixed shapes).
+    reads_all_rows: bool = False
     #: The window-sampling matrices, per conv1 output size and device (built on first use).
     _sampling: dict = field(default_factory=dict, repr=False)
     #: The conv1 rows each band of windows reads, per conv1 size (frame constants).
@@ -211,21 +214,32 @@ class SparseHeadPlan:
 
     @classmethod
     def build(cls, rows: torch.Tensor, cols: torch.Tensor, input_size: tuple[int, int],
-              processing_size: tuple[int, int]) -> 'SparseHeadPlan':
-        """Plan the evaluation of input pixels (rows, cols) for a network input size."""
+              processing_size: tuple[int, int], fixed_shapes: bool = False
+              ) -> 'SparseHeadPlan':
+        """
+        Plan the evaluation of input pixels (rows, cols) for a network input size.
+
+        ``fixed_shapes``: sizes that repeat from frame to frame, as compiled steps need
+        (engine/compiled.py): the needed pixels padded to a bucket (repeats of the first,
+        whose predictions nothing reads), and all of conv1's rows read, whatever rows the
+        LiDAR reaches (a compiled graph is specialized to the rows it reads).
+        """
         proc_h, proc_w = processing_size
         # The prediction is resized from the processing size to the input size.
         corners, weights = bilinear_corners(rows, cols, input_size, processing_size)
         # Corners with zero weight (pixels that map exactly onto the grid) need no evaluation.
         corners = torch.where(weights > 0, corners, corners[:, :1])
         needed, corner_index = torch.unique(corners, return_inverse=True)
+        if fixed_shapes:
+            count = needed.numel()
+            needed = torch.cat([needed, needed[:1].expand(bucket_size(count) - count)])
         offsets = torch.tensor([-1, 0, 1], device=rows.device)
         window_y = (needed // proc_w)[:, None, None] + offsets[None, :, None]
         window_x = (needed % proc_w)[:, None, None] + offsets[None, None, :]
         inside = (window_y >= 0) & (window_y < proc_h) & (window_x >= 0) & (window_x < proc_w)
         positions = torch.where(inside, window_y * proc_w + window_x, 0)
         return cls(positions.reshape(-1, 9), inside.reshape(-1, 9),
-                   corner_index.view(-1, 4), weights, (proc_h, proc_w))
+                   corner_index.view(-1, 4), weights, (proc_h, proc_w), fixed_shapes)
 
     def _sample_windows(self, features: torch.Tensor, grid: tuple[int, int] | None = None,
                         grid_rows: tuple[int, int] | None = None) -> torch.Tensor:
@@ -298,10 +312,12 @@ class SparseHeadPlan:
         key = (grid, band.start, band.stop)
         if key not in self._rows_read:  # every step asks; a mask and a host read (prepare)
             proc_h, proc_w = self.processing_size
-            positions, inside = self.window_positions[band], self.window_inside[band]
-            window_rows = positions[inside] // proc_w
-            self._rows_read[key] = source_rows(int(window_rows.min()),
-                                               int(window_rows.max()) + 1, grid[0], proc_h)
+            first, stop = 0, proc_h
+            if not self.reads_all_rows:
+                positions, inside = self.window_positions[band], self.window_inside[band]
+                window_rows = positions[inside] // proc_w
+                first, stop = int(window_rows.min()), int(window_rows.max()) + 1
+            self._rows_read[key] = source_rows(first, stop, grid[0], proc_h)
         return self._rows_read[key]
 
     def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:

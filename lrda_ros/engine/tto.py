@@ -32,7 +32,7 @@ import torch
 from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
-from .compiled import check_compile, compiled
+from .compiled import check_compile, compiled, padded_samples
 from .completion import (check_frame, check_unshared, CompletionResult, CompletionStatus,
                          EncodedFrame, few_points_message, SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
@@ -105,7 +105,7 @@ class DepthCompleter:
         self._stream: Hashable = None
         self._parked = ParkedStreams()
         #: This frame's sparse-head plans (_sparse_plan), emptied as each frame starts.
-        self._frame_plans: dict[tuple[int, int], SparseHeadPlan] = {}
+        self._frame_plans: dict[tuple[int, int, bool], SparseHeadPlan] = {}
         self._autocast_dtype = check_precision(self.model.device, self.config.dtype)
         # Depth Anything V2's decoder, and its encoder where torch runs it (precision.py).
         self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
@@ -266,13 +266,12 @@ class DepthCompleter:
         """Return the sparse head's plan of the LiDAR pixels at this input (None: dense head)."""
         if not self._uses_sparse_head:
             return None
-        # One plan per frame and network input: a warm frame's start check and its steps
-        # share it (its window matrices are the costly part to build); the frame's start
-        # empties the plans, so the input shape tells them apart.
-        key = tuple(pixel_values.shape[-2:])
+        # Per frame, input and padding: a warm frame's start check and its steps share one.
+        padded = samples.weights is not None
+        key = (*pixel_values.shape[-2:], padded)
         if key not in self._frame_plans:
             self._frame_plans[key] = SparseHeadPlan.build(
-                samples.rows, samples.cols, encoded.input_size, tuple(pixel_values.shape[-2:]))
+                samples.rows, samples.cols, encoded.input_size, key[:2], fixed_shapes=padded)
         return self._frame_plans[key]
 
     @torch.no_grad()
@@ -392,13 +391,14 @@ class DepthCompleter:
     def _run_stage(self, stage: Stage, samples: SparseSamples, target: torch.Tensor,
                    deadline: FrameDeadline, should_stop: Callable[[], bool] | None) -> StepTrace:
         """Run one stage's steps, until its count, its end rules or the deadline."""
-        config = self.config
         pixel_values, encoded = stage.pixel_values, stage.encoded
+        rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps,
+                          self.config, stage.end)
+        if self._whole_step is not None:  # sizes that repeat from frame to frame
+            samples, target = padded_samples(samples, target)
         plan = self._sparse_plan(pixel_values, encoded, samples)
         if plan is not None:  # its host-side index bounds, before the steps
-            plan.prepare(self.model, encoded, config.tail_strips)
-        rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps, config,
-                          stage.end)
+            plan.prepare(self.model, encoded, self.config.tail_strips)
         measure = self.path_choice.before_steps(tuple(pixel_values.shape))
         for index in range(stage.max_steps):
             if not deadline.another_step_fits():
@@ -428,7 +428,8 @@ class DepthCompleter:
         with self._autocast():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             points = self._points_prediction(features, samples, plan)
-        return alignment_loss(points, target)[0]
+        return alignment_loss(points, target, samples.weights,
+                              fit_gradient=self._autocast_dtype == torch.float32)[0]
 
     def _step(self, pixel_values: torch.Tensor, encoded: EncodedImage, samples: SparseSamples,
               target: torch.Tensor, plan: SparseHeadPlan | None, rules: StepRules,
@@ -465,8 +466,7 @@ class DepthCompleter:
         """
         Decode densely with the final weights, falling back to the best ones if worse.
 
-        Under a deadline the fallback (a second decode) runs only when it still fits, except
-        after divergence.
+        Under a deadline the fallback runs only when a second decode fits, or after divergence.
         """
         deadline.begin_finish()
         dense, confidence = self._dense_prediction(pixel_values, encoded)

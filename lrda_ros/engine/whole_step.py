@@ -123,14 +123,14 @@ class CompiledSteps:
         ``inputs``: the completer's loss inputs (pixels, features, samples, target, sparse
         head plan). The first step has built what a frame computes once (the sparse head's
         gathers, the frozen layers' outputs) and Adam's state; at the second, the sizes that
-        follow the LiDAR points and the step count are marked dynamic: one graph serves every
-        frame.
+        follow the LiDAR points (padded to buckets: engine/compiled.py) and the step count are
+        marked dynamic: one graph serves every frame, a CUDA graph every frame of a bucket.
         """
         samples, target, plan = inputs[2:5]
         if index == 1:  # the run's first compiled step
             # and the step count, which sizes the rules' records
-            mark_points_dynamic(samples.rows, samples.cols, target, rules.losses,
-                                rules.best_history,
+            mark_points_dynamic(samples.rows, samples.cols, samples.weights, target,
+                                rules.losses, rules.best_history,
                                 *(plan.frame_tensors() if plan is not None else ()))
             # Gradients are the graph's own from here: the eager step's are let go. Adam's
             # state tensors stay the same objects for the rest of the run.
