@@ -77,6 +77,23 @@ def test_padding_counts_no_sample_towards_an_affine_fit(weights):
     assert float(fit.shift) == 0.0
 
 
+def test_the_fit_held_fixed_gives_the_full_gradient():
+    # The envelope theorem: (a, b) minimize the loss, so the terms through them vanish. The
+    # reference: autograd through the fit's every operation.
+    rng = np.random.default_rng(2)
+    prediction = rng.uniform(0.1, 5, 400)
+    target = 0.3 * prediction + 4.0 + rng.normal(0, 0.2, 400)
+    full = torch.tensor(prediction, dtype=torch.float32, requires_grad=True)
+    alignment_loss(full, torch.tensor(target, dtype=torch.float32))[0].backward()
+    held = torch.tensor(prediction, dtype=torch.float32, requires_grad=True)
+    loss, _ = alignment_loss(held, torch.tensor(target, dtype=torch.float32),
+                             fit_gradient=False)
+    loss.backward()
+    # The dropped terms are the fit's optimality conditions, zero but for float32 rounding.
+    torch.testing.assert_close(held.grad, full.grad, rtol=1e-4,
+                               atol=1e-5 * float(full.grad.abs().max()))
+
+
 def test_disparity_space_alignment_returns_metres():
     depth = torch.tensor([2.0, 5.0, 10.0, 40.0])
     relative_disparity = (1.0 / depth - 0.01) / 3.0  # what an affine-invariant model might say

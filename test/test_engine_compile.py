@@ -29,7 +29,7 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine import tto
 from lrda_ros.engine.compiled import bucket_size, padded_samples
 from lrda_ros.engine.steps import EndRule, new_adam, StepRules
-from lrda_ros.engine.whole_step import AdamState, whole_step
+from lrda_ros.engine.whole_step import AdamState, CompiledSteps, whole_step
 from lrda_ros.errors import ConfigError
 import numpy as np
 import pytest
@@ -98,6 +98,34 @@ def test_compiled_whole_steps_follow_the_eager_ones_with_one_graph_per_resolutio
     assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 2
     engine.complete(smooth_image(3, 56, 70), sparse_of((56, 70), 150, 0))
     assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 4
+
+
+def test_a_compiled_step_is_what_a_cuda_graph_replays():
+    # Inductor records a CUDA graph for a step only if every input the step updates in place
+    # is a static one (torch/_inductor/cudagraph_utils.py, check_for_mutation); a replay
+    # copies its other inputs in first, and a step that returned what the next one reads
+    # would chain recordings. Checked on Dynamo's graph, as the backend receives it.
+    graphs = []
+
+    def inspect(graph, example_inputs):
+        graphs.append(graph)
+        return graph.forward
+
+    engine = completer(compile=True, sparse_head=True, iterations=4)
+    engine._whole_step = CompiledSteps(engine.model.device, backend=inspect)
+    image = smooth_image(2, 42, 56)
+    for seed, (count, first_row) in enumerate(((150, 9), (170, 14))):
+        engine.complete(image, sparse_of(image.shape, count, seed, first_row))
+    (graph,) = graphs  # both frames' steps
+    nodes = list(graph.graph.nodes)
+    tensors = [node for node in nodes if node.op == 'placeholder'
+               and isinstance(node.meta.get('example_value'), torch.Tensor)]
+    assert len(tensors) > 100  # the weights, Adam's state, the rules, the frame
+    not_static = [node.name for node in tensors
+                  if not node.meta.get('tensor_dict', {}).get('_dynamo_static_input_type')]
+    assert not_static == ['l_index_']  # a 0-d copy a replay
+    (output,) = [node for node in nodes if node.op == 'output']
+    assert len(output.args[0]) == 1  # the loss alone
 
 
 def test_point_counts_pad_to_few_buckets_of_at_most_an_eighth_more():

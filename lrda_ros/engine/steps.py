@@ -171,6 +171,13 @@ class StepRules:
         self.steps_run = 0
         self._posted = _PostedFlag(self.active)
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Return the tensors a step reads or updates in place (the weights' buffers too)."""
+        return [self.losses, self.best_history, self.best_loss, self.active, self.diverged,
+                self.backtracks, self.recorded, self._skip, self._collapsed,
+                self._divergence_bound, self.constant_loss, self._material_gain, self._half,
+                self._one, *self._best, *self._current]
+
     @torch.no_grad()
     def decide(self, index: int | torch.Tensor, loss: torch.Tensor, post: bool = True) -> None:
         """
@@ -186,18 +193,21 @@ class StepRules:
         loss = loss.detach().float()
         active = self.active
         _write(self.losses, index, loss)
-        self.recorded += active
+        self.recorded.add_(active)  # methods, not +=: no attribute is set in a traced step
+        # Every record is written in place: a compiled step's state keeps its addresses, as a
+        # CUDA graph replaying it needs (engine/whole_step.py).
         if isinstance(index, torch.Tensor):
-            self._divergence_bound = torch.where(index == 0, config.divergence_factor * loss,
-                                                 self._divergence_bound)
+            torch.where(index == 0, config.divergence_factor * loss, self._divergence_bound,
+                        out=self._divergence_bound)
         elif index == 0:
-            self._divergence_bound = config.divergence_factor * loss
+            torch.mul(loss, config.divergence_factor, out=self._divergence_bound)
         finite = loss.abs() < math.inf  # False for inf and NaN
         # A step that gave back ``backtrack_fraction`` of the best iterate's material gain
         # over a constant prediction has collapsed it: undone, and the steps go on.
         gain = self.constant_loss - self.best_loss
-        collapsed = (active & finite & (gain > self._material_gain)
-                     & (loss > self.best_loss + config.backtrack_fraction * gain))
+        collapsed = torch.bitwise_and(
+            active & finite & (gain > self._material_gain),
+            loss > self.best_loss + config.backtrack_fraction * gain, out=self._collapsed)
         # A rise that is no collapse (or a non-finite loss) beyond divergence_factor ends them.
         kept = active & ~collapsed
         diverged = kept & (~finite | (loss > self._divergence_bound))
@@ -205,17 +215,16 @@ class StepRules:
         improved = going & (loss < self.best_loss)
         for best, current in zip(self._best, self._current):
             torch.where(improved, current, best, out=best)
-        self.best_loss = torch.where(improved, loss, self.best_loss)
+        torch.where(improved, loss, self.best_loss, out=self.best_loss)
         _write(self.best_history, index, self.best_loss)
-        self.backtracks += collapsed
-        self.diverged |= diverged
+        self.backtracks.add_(collapsed)
+        self.diverged.bitwise_or_(diverged)
         stops = diverged
         ends = self._ends(index)
         if ends is not None:  # this step still runs: the frame ends after it
             stops = stops | (going & ends)
-        self.active = active & ~stops
-        self._collapsed = collapsed
-        self._skip = (~going).float()
+        torch.bitwise_and(active, ~stops, out=self.active)
+        torch.logical_not(going, out=self._skip)  # 1.0 where the step must not change weights
         if post:
             self.post()
 

@@ -52,6 +52,11 @@ class AdamState:
     beta2: float
     eps: float
 
+    def tensors(self) -> list[torch.Tensor]:
+        """Return the state's tensors (what a step updates in place)."""
+        per_parameter = (*self.exp_avgs, *self.exp_avg_sqs, *self.steps)
+        return [tensor for tensor in per_parameter if tensor is not None] + [self.learning_rate]
+
     @classmethod
     def of(cls, optimizer: torch.optim.Optimizer,
            parameters: list[torch.Tensor]) -> 'AdamState':
@@ -101,14 +106,25 @@ def whole_step(loss_function: Callable[..., torch.Tensor], inputs: tuple,
     return value
 
 
+def _frame_tensors(inputs: tuple) -> list[torch.Tensor]:
+    """Return the tensors of a step's inputs (the frame's features, LiDAR pixels, plan)."""
+    pixel_values, encoded, samples, target, plan = inputs
+    tensors = [pixel_values, *encoded.hidden_states, *encoded.frozen_outputs.values(),
+               samples.rows, samples.cols, samples.weights, target,
+               *(plan.frame_tensors() if plan is not None else ())]
+    return [tensor for tensor in tensors if isinstance(tensor, torch.Tensor)]
+
+
 class CompiledSteps:
     """:func:`whole_step` compiled whole (a CUDA graph per step on CUDA), and how it is run."""
 
-    def __init__(self, device: torch.device) -> None:
+    def __init__(self, device: torch.device, backend: str | Callable = 'inductor') -> None:
         # Dynamo traces torch.autograd.grad only with this (off by default in PyTorch).
         torch._dynamo.config.trace_autograd_ops = True
-        mode = 'reduce-overhead' if device.type == 'cuda' else None
-        self.step = torch.compile(whole_step, fullgraph=True, dynamic=False, mode=mode)
+        self.cuda_graphs = device.type == 'cuda' and backend == 'inductor'
+        mode = 'reduce-overhead' if self.cuda_graphs else None
+        self.step = torch.compile(whole_step, fullgraph=True, dynamic=False, mode=mode,
+                                  backend=backend)
         #: The steps' indices as device tensors (one graph for every index, no copy a step).
         self._indices = torch.arange(64, device=device)
         #: Adam's state of the current run of steps (made at its first compiled step).
@@ -136,6 +152,19 @@ class CompiledSteps:
             # state tensors stay the same objects for the rest of the run.
             optimizer.zero_grad(set_to_none=True)
             self._adam = AdamState.of(optimizer, parameters)
+            # A CUDA graph replays fixed addresses: Inductor records one only if every tensor
+            # the step updates in place is a static input (parameters are; the rest is
+            # marked), a replay copies its other inputs in first, and a step returning what
+            # the next one reads would chain recordings (the rules write in place). A run's
+            # tensors are new (a frame's data, a stage's rules, a cold frame's Adam): all
+            # are marked, its graph is recorded at its first steps, and the runs before are
+            # let go, which keeps one recording, not one per frame.
+            for tensor in (*rules.tensors(), *self._adam.tensors(), *_frame_tensors(inputs)):
+                torch._dynamo.mark_static_address(tensor)
+            if self.cuda_graphs:
+                from torch._inductor import cudagraph_trees
+
+                cudagraph_trees.reset_cudagraph_trees()
         if self._indices.numel() <= index or self._indices.device != target.device:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
         self.step(loss_function, inputs, parameters, rules, self._adam, self._indices[index])

@@ -157,8 +157,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'torch.compile, one graph each (a CUDA graph per step on CUDA); compiled on '
                   'the first frame of each resolution, whatever its LiDAR point count; a '
                   "frame's first step runs eagerly. For CUDA, where a step is otherwise "
-                  'hundreds of kernel launches (its speed there unmeasured); on a CPU 1.02-1.2x '
-                  'after a minute of compilation per resolution (doc/performance.md). '
+                  'hundreds of kernel launches (its speed there unmeasured); on a CPU it does '
+                  'not pay (0.95x eager at ViT-S VGA) after a minute of compilation per '
+                  'resolution (doc/performance.md). '
                   'Depth Anything V2 with tail_strips 1 only; other combinations stop start-up '
                   'with the reason.', read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
