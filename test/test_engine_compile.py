@@ -111,7 +111,7 @@ def test_a_compiled_step_is_what_a_cuda_graph_replays():
         graphs.append(graph)
         return graph.forward
 
-    engine = completer(compile=True, sparse_head=True, iterations=4)
+    engine = completer(compile=True, sparse_head=True, iterations=4, warm_start=False)
     engine._whole_step = CompiledSteps(engine.model.device, backend=inspect)
     image = smooth_image(2, 42, 56)
     for seed, (count, first_row) in enumerate(((150, 9), (170, 14))):
@@ -120,12 +120,31 @@ def test_a_compiled_step_is_what_a_cuda_graph_replays():
     nodes = list(graph.graph.nodes)
     tensors = [node for node in nodes if node.op == 'placeholder'
                and isinstance(node.meta.get('example_value'), torch.Tensor)]
-    assert len(tensors) > 100  # the weights, Adam's state, the rules, the frame
-    not_static = [node.name for node in tensors
-                  if not node.meta.get('tensor_dict', {}).get('_dynamo_static_input_type')]
-    assert not_static == ['l_index_']  # a 0-d copy a replay
+    static = {node.name for node in tensors
+              if node.meta.get('tensor_dict', {}).get('_dynamo_static_input_type')}
+    assert len(static) > 100  # the weights, Adam's state, the rules
+    # What is not static is the frame's data and the step's index, which the step only reads.
+    assert all(name.startswith(('l_inputs_', 'l_index_')) for name in
+               {node.name for node in tensors} - static)
+    updated = {node.args[0].name for node in nodes if node.op == 'call_method'
+               and node.target.endswith('_') and node.args[0].op == 'placeholder'}
+    updated |= {node.kwargs['out'].name for node in nodes
+                if isinstance(node.kwargs.get('out'), torch.fx.Node)
+                and node.kwargs['out'].op == 'placeholder'}
+    assert len(updated) > 10 and updated <= static
     (output,) = [node for node in nodes if node.op == 'output']
     assert len(output.args[0]) == 1  # the loss alone
+    # The state keeps its addresses from frame to frame (no new recording): one set of rules
+    # per run length, Adam's state zeroed in place for a cold frame.
+    (rules,) = engine._whole_step._rules.values()
+
+    def addresses() -> list[int]:
+        state = (*rules.tensors(), *engine._whole_step._adam.tensors())
+        return [tensor.data_ptr() for tensor in state]
+
+    before = addresses()
+    engine.complete(image, sparse_of(image.shape, 160, 2, 11))
+    assert addresses() == before
 
 
 def test_point_counts_pad_to_few_buckets_of_at_most_an_eighth_more():

@@ -126,6 +126,28 @@ def new_adam(parameters: list[torch.Tensor], learning_rate: float) -> torch.opti
                             fused=True)
 
 
+def fresh_adam(optimizer: torch.optim.Optimizer | None, parameters: list[torch.Tensor],
+               learning_rate: float) -> torch.optim.Optimizer:
+    """
+    Return Adam as new for ``parameters``: ``optimizer`` with its state zeroed, if theirs.
+
+    The numbers of :func:`new_adam`'s (whose first step makes zero moments and step counts),
+    with the state's addresses kept, which a CUDA graph of compiled steps replays
+    (engine/whole_step.py). The learning rate is set back too.
+    """
+    if optimizer is None or len(optimizer.param_groups) != 1 or len(
+            optimizer.param_groups[0]['params']) != len(parameters) or any(
+            mine is not theirs
+            for mine, theirs in zip(optimizer.param_groups[0]['params'], parameters)):
+        return new_adam(parameters, learning_rate)
+    state = [value for entries in optimizer.state.values()
+             for value in entries.values() if isinstance(value, torch.Tensor)]
+    if state:  # none before a first step
+        torch._foreach_zero_(state)
+    reset_learning_rate(optimizer, learning_rate)
+    return optimizer
+
+
 def reset_learning_rate(optimizer: torch.optim.Optimizer, learning_rate: float) -> None:
     """Set the (tensor) learning rate back to ``learning_rate`` (a backtrack lowered it)."""
     for group in optimizer.param_groups:
@@ -151,23 +173,42 @@ class StepRules:
         self.losses = torch.zeros(iterations, device=device)
         #: The best loss after each step's decision (the plateau rule looks back on it).
         self.best_history = torch.zeros(iterations, device=device)
-        # Any prediction, once aligned, does at least as well as this constant one.
-        centred = target.float() - target.float().mean()
-        self.constant_loss = (centred * centred).sum()
-        self.best_loss = torch.tensor(float('inf'), device=device)
+        #: Any prediction, once aligned, does at least as well as this constant one.
+        self.constant_loss = torch.zeros((), device=device)
+        self.best_loss = torch.zeros((), device=device)
         self._best = self.flat.clone_buffers()
-        #: The weights' buffers, checked bound once here: nothing rebinds them within a stage.
-        self._current = self.flat.buffers
-        self.active = torch.tensor(True, device=device)
-        self.diverged = torch.tensor(False, device=device)
+        self.active = torch.ones((), dtype=torch.bool, device=device)
+        self.diverged = torch.zeros((), dtype=torch.bool, device=device)
         self.backtracks = torch.zeros((), dtype=torch.int64, device=device)
         self.recorded = torch.zeros((), dtype=torch.int64, device=device)
         self._skip = torch.zeros((), device=device)
-        self._collapsed = torch.tensor(False, device=device)
-        self._material_gain = MATERIAL_GAIN * self.constant_loss
-        self._divergence_bound = torch.tensor(math.inf, device=device)
+        self._collapsed = torch.zeros((), dtype=torch.bool, device=device)
+        self._material_gain = torch.zeros((), device=device)
+        self._divergence_bound = torch.zeros((), device=device)
         self._half = torch.tensor(0.5, device=device)
         self._one = torch.tensor(1.0, device=device)
+        self.restart(target)
+
+    def restart(self, target: torch.Tensor) -> None:
+        """
+        Start a new run of steps on ``target``: every record as new, written in place.
+
+        The tensors keep their addresses from run to run, which a CUDA graph replaying
+        compiled steps needs (engine/whole_step.py reuses the rules of a run length).
+        """
+        #: The weights' buffers, checked bound once here: nothing rebinds them within a stage.
+        self._current = self.flat.buffers
+        if self._best:
+            torch._foreach_copy_(self._best, self._current)
+        centred = target.float() - target.float().mean()
+        self.constant_loss.copy_((centred * centred).sum())
+        torch.mul(self.constant_loss, MATERIAL_GAIN, out=self._material_gain)
+        for record in (self.losses, self.best_history, self.backtracks, self.recorded,
+                       self._skip, self.diverged, self._collapsed):
+            record.zero_()
+        for record in (self.best_loss, self._divergence_bound):
+            record.fill_(math.inf)
+        self.active.fill_(True)
         self.steps_run = 0
         self._posted = _PostedFlag(self.active)
 
@@ -294,6 +335,7 @@ class StepRules:
         if self.steps_run == 0:
             return StepTrace([], False, float('inf'), None)
         count = int(self.recorded)
+        # The best weights copied: the next run of these rules overwrites its own.
+        best = [buffer.clone() for buffer in self._best]
         return StepTrace(self.losses[:count].tolist(), bool(self.diverged),
-                         float(self.best_loss), self.flat.views(self._best),
-                         int(self.backtracks))
+                         float(self.best_loss), self.flat.views(best), int(self.backtracks))

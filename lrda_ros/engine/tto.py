@@ -44,7 +44,7 @@ from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
 from .schedule import COARSE_SCALE, combined_trace, plan_stages, Stage, Verdict, warm_verdict
 from .sparse_head import SparseHeadPlan
-from .steps import new_adam, reset_learning_rate, StepRules, StepTrace
+from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
 from .whole_step import CompiledSteps
@@ -368,7 +368,7 @@ class DepthCompleter:
         if not parameters or all(stage.max_steps == 0 for stage in stages):
             return StepTrace([], False, math.inf, None), Verdict.DONE
         if not warm or self._optimizer is None:
-            self._optimizer = new_adam(parameters, config.learning_rate)
+            self._optimizer = fresh_adam(self._optimizer, parameters, config.learning_rate)
         reset_learning_rate(self._optimizer, config.learning_rate)
         traces = []
         verdict = Verdict.DONE
@@ -392,8 +392,8 @@ class DepthCompleter:
                    deadline: FrameDeadline, should_stop: Callable[[], bool] | None) -> StepTrace:
         """Run one stage's steps, until its count, its end rules or the deadline."""
         pixel_values, encoded = stage.pixel_values, stage.encoded
-        rules = StepRules(self.adaptation.flat_parameters, target, stage.max_steps,
-                          self.config, stage.end)
+        rules = (self._whole_step.rules if self._whole_step else StepRules)(
+            self.adaptation.flat_parameters, target, stage.max_steps, self.config, stage.end)
         if self._whole_step is not None:  # sizes that repeat from frame to frame
             samples, target = padded_samples(samples, target)
         plan = self._sparse_plan(pixel_values, encoded, samples)

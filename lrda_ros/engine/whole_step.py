@@ -36,7 +36,9 @@ from typing import Callable
 import torch
 
 from .compiled import mark_points_dynamic
-from .steps import StepRules
+from .config import TTOConfig
+from .flat_parameters import FlatParameters
+from .steps import EndRule, StepRules
 
 
 @dataclass
@@ -53,7 +55,7 @@ class AdamState:
     eps: float
 
     def tensors(self) -> list[torch.Tensor]:
-        """Return the state's tensors (what a step updates in place)."""
+        """Return what a step updates in place: moments, step counts, learning rate."""
         per_parameter = (*self.exp_avgs, *self.exp_avg_sqs, *self.steps)
         return [tensor for tensor in per_parameter if tensor is not None] + [self.learning_rate]
 
@@ -106,15 +108,6 @@ def whole_step(loss_function: Callable[..., torch.Tensor], inputs: tuple,
     return value
 
 
-def _frame_tensors(inputs: tuple) -> list[torch.Tensor]:
-    """Return the tensors of a step's inputs (the frame's features, LiDAR pixels, plan)."""
-    pixel_values, encoded, samples, target, plan = inputs
-    tensors = [pixel_values, *encoded.hidden_states, *encoded.frozen_outputs.values(),
-               samples.rows, samples.cols, samples.weights, target,
-               *(plan.frame_tensors() if plan is not None else ())]
-    return [tensor for tensor in tensors if isinstance(tensor, torch.Tensor)]
-
-
 class CompiledSteps:
     """:func:`whole_step` compiled whole (a CUDA graph per step on CUDA), and how it is run."""
 
@@ -129,6 +122,20 @@ class CompiledSteps:
         self._indices = torch.arange(64, device=device)
         #: Adam's state of the current run of steps (made at its first compiled step).
         self._adam: AdamState | None = None
+        #: Step rules per run length and end rule, restarted for each run (same addresses).
+        self._rules: dict[tuple[int, EndRule], StepRules] = {}
+
+    def rules(self, flat: FlatParameters, target: torch.Tensor, iterations: int,
+              config: TTOConfig, end: EndRule) -> StepRules:
+        """Return step rules for a run of ``iterations`` steps (as StepRules(...) would)."""
+        key = (iterations, end)
+        rules = self._rules.get(key)
+        if (rules is None or rules.flat is not flat or rules.config is not config
+                or rules.losses.device != target.device):
+            rules = self._rules[key] = StepRules(flat, target, iterations, config, end)
+        else:
+            rules.restart(target)
+        return rules
 
     def run(self, loss_function: Callable[..., torch.Tensor], inputs: tuple,
             parameters: list[torch.Tensor], rules: StepRules,
@@ -153,18 +160,13 @@ class CompiledSteps:
             optimizer.zero_grad(set_to_none=True)
             self._adam = AdamState.of(optimizer, parameters)
             # A CUDA graph replays fixed addresses: Inductor records one only if every tensor
-            # the step updates in place is a static input (parameters are; the rest is
-            # marked), a replay copies its other inputs in first, and a step returning what
-            # the next one reads would chain recordings (the rules write in place). A run's
-            # tensors are new (a frame's data, a stage's rules, a cold frame's Adam): all
-            # are marked, its graph is recorded at its first steps, and the runs before are
-            # let go, which keeps one recording, not one per frame.
-            for tensor in (*rules.tensors(), *self._adam.tensors(), *_frame_tensors(inputs)):
+            # the step updates in place is a static input (parameters are; the rules' and
+            # Adam's state are marked, and keep their addresses from frame to frame: rules
+            # reused per run length, Adam zeroed in place), and a step returning what the
+            # next one reads would chain recordings (the rules write in place). The frame's
+            # data, read only, is copied into the graph's inputs at each replay.
+            for tensor in (*rules.tensors(), *self._adam.tensors()):
                 torch._dynamo.mark_static_address(tensor)
-            if self.cuda_graphs:
-                from torch._inductor import cudagraph_trees
-
-                cudagraph_trees.reset_cudagraph_trees()
         if self._indices.numel() <= index or self._indices.device != target.device:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
         self.step(loss_function, inputs, parameters, rules, self._adam, self._indices[index])
