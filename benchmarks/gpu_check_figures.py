@@ -172,7 +172,13 @@ def graph_step_figures(backbone: str, seed: int, config, frames, intrinsics,
               flush=True)
         return dict.fromkeys(('graph_step_ms', 'graph_kernels_per_step',
                               'graph_replays_per_step', 'graph_loss_difference'), math.nan)
+    from torch._dynamo.utils import counters
+
+    skips = counters['inductor']['cudagraph_skips']
     completer.complete(*frames[0], intrinsics=intrinsics)  # compiled and captured, untimed
+    if counters['inductor']['cudagraph_skips'] > skips:  # what replays 0 graphs would mean
+        print('graph steps: Inductor skipped the CUDA graph (TORCH_LOGS=cudagraphs says why)',
+              flush=True)
     seconds, counts = {}, {}
     for iterations in (1, config.iterations):
         completer.reset()
