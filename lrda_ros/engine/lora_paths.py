@@ -41,7 +41,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 import statistics
 import time
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import nn
@@ -122,8 +122,8 @@ def delta_weight(layer: nn.Module, adapter: str) -> torch.Tensor:
         # W's layout, and so is its gradient, which the convolution returns in it (no copy).
         order = _product_order(base.weight)
         product = up.flatten(1) @ down.permute(order).flatten(1)
-        permuted = product.view([up.shape[0]] + [down.shape[d] for d in order[1:]])
-        return scaled(permuted.permute(_inverse(order)), layer.scaling[adapter])
+        return scaled(_from_order(product, (up.shape[0], *down.shape[1:]), order),
+                      layer.scaling[adapter])
     return layer.get_delta_weight(adapter)
 
 
@@ -229,8 +229,7 @@ def _merged_together(members: list[tuple[nn.Module, str]],
         frozen = torch.stack([w.permute(order).reshape(w.shape[0], -1) for w in weights])
         if frozen_stacks is not None:
             frozen_stacks[key] = frozen
-    permuted = [weights[0].shape[d] for d in order]
-    return [merged.view(permuted).permute(_inverse(order))
+    return [_from_order(merged, weights[0].shape, order)
             for merged in (deltas + frozen).unbind()]
 
 
@@ -246,11 +245,13 @@ def _product_order(weight: torch.Tensor) -> list[int]:
     return order if order[0] == 0 else list(range(weight.dim()))
 
 
-def _inverse(order: list[int]) -> list[int]:
+def _from_order(elements: torch.Tensor, shape: Sequence[int], order: list[int]
+                ) -> torch.Tensor:
+    """Return a view of ``elements`` (laid out in ``order``) as the tensor of ``shape``."""
     inverse = [0] * len(order)
     for position, dim in enumerate(order):
         inverse[dim] = position
-    return inverse
+    return elements.view([shape[d] for d in order]).permute(inverse)
 
 
 def _cast_adapters_together(forwards: list[AdaptedForward], dtype: torch.dtype) -> None:
@@ -281,7 +282,7 @@ def _cast_adapters_together(forwards: list[AdaptedForward], dtype: torch.dtype) 
     orders = [_memory_order(w) for w in weights]
     cast = torch.cat([w.permute(order).reshape(-1) for w, order in zip(weights, orders)])
     cast = cast.to(dtype)
-    pieces = [piece.view([w.shape[d] for d in order]).permute(_inverse(order))
+    pieces = [_from_order(piece, w.shape, order)
               for piece, w, order in zip(cast.split([w.numel() for w in weights]), weights,
                                          orders)]
     for index, (forward, adapter) in enumerate(owners):

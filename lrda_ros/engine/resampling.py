@@ -80,6 +80,11 @@ def bilinear_matrix(positions: torch.Tensor, output_size: tuple[int, int],
                                        check_invariants=False)
 
 
+def gather_dtype(dense: torch.Tensor) -> torch.dtype:
+    """Return the precision :func:`gather_rows` computes in for ``dense``: bfloat16 or float32."""
+    return torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
+
+
 def gather_rows(indices: torch.Tensor, offsets: torch.Tensor, weights: torch.Tensor,
                 dense: torch.Tensor) -> torch.Tensor:
     """
@@ -90,7 +95,7 @@ def gather_rows(indices: torch.Tensor, offsets: torch.Tensor, weights: torch.Ten
     ``torch.sparse.mm`` zero-fills its output and copies it once more, which here costs twice
     the product itself. Not differentiable.
     """
-    dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
+    dtype = gather_dtype(dense)
     # Detached: with a table that requires a gradient, embedding_bag also builds its own
     # backward's bookkeeping (the bag of every index), unused here.
     return F.embedding_bag(indices, dense.detach().to(dtype), offsets=offsets,
@@ -112,8 +117,7 @@ def _gathered_product(indices: torch.Tensor, offsets: torch.Tensor, weights: tor
 @_gathered_product.register_fake
 def _gathered_product_shape(indices, offsets, weights, transposed_indices, transposed_offsets,
                             transposed_weights, dense):
-    dtype = torch.bfloat16 if dense.dtype == torch.bfloat16 else torch.float32
-    return dense.new_empty((offsets.shape[0], dense.shape[1]), dtype=dtype)
+    return dense.new_empty((offsets.shape[0], dense.shape[1]), dtype=gather_dtype(dense))
 
 
 def _gathered_product_context(ctx, inputs, output) -> None:
@@ -146,11 +150,14 @@ class GatherPair(NamedTuple):
     def of(cls, matrix: torch.Tensor, dtype: torch.dtype) -> 'GatherPair':
         """Return the pair of a CSR ``matrix``, its values in ``dtype`` (cast once)."""
         transposed = transpose_csr(matrix)
+
+        def values(csr: torch.Tensor) -> torch.Tensor:  # a copy: cast, or cloned if no cast
+            return csr.values().clone() if csr.values().dtype == dtype else csr.values().to(dtype)
+
         # Copies: a CSR tensor's parts are views that torch.compile cannot take as inputs.
-        return cls(*(part.clone() for part in (
-            matrix.col_indices(), matrix.crow_indices()[:-1], matrix.values().to(dtype),
-            transposed.col_indices(), transposed.crow_indices()[:-1],
-            transposed.values().to(dtype))))
+        return cls(matrix.col_indices().clone(), matrix.crow_indices()[:-1].clone(),
+                   values(matrix), transposed.col_indices().clone(),
+                   transposed.crow_indices()[:-1].clone(), values(transposed))
 
 
 def gathered_product(pair: GatherPair, dense: torch.Tensor) -> torch.Tensor:

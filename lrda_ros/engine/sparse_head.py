@@ -39,7 +39,8 @@ from .lora_paths import merged_weight, scaled
 from .model import DepthModel, EncodedImage
 from .precision import full_precision
 from .resampling import (
-    BandResizes, bilinear_corners, bilinear_matrix, gathered_product, GatherPair, pixel_rows)
+    BandResizes, bilinear_corners, bilinear_matrix, gather_dtype, gathered_product, GatherPair,
+    pixel_rows)
 from .strips import (
     conv1_band, conv1_size, row_bands, source_rows, tail_inputs, tail_runs_in_bands, TailInputs)
 
@@ -249,7 +250,7 @@ class SparseHeadPlan:
         ``features`` may hold only rows ``grid_rows`` of conv1's ``grid``-sized output.
         """
         grid = grid or tuple(features.shape[-2:])
-        dtype = torch.bfloat16 if features.dtype == torch.bfloat16 else torch.float32
+        dtype = gather_dtype(features)
         key = (grid, grid_rows, features.device, dtype)
         if key not in self._sampling:  # (9M, h*w) and its transpose, in the gather's dtype
             matrix = bilinear_matrix(self.window_positions.reshape(-1), self.processing_size,

@@ -133,7 +133,7 @@ def fresh_adam(optimizer: torch.optim.Optimizer | None, parameters: list[torch.T
 
     The numbers of :func:`new_adam`'s (whose first step makes zero moments and step counts),
     with the state's addresses kept, which a CUDA graph of compiled steps replays
-    (engine/whole_step.py). The learning rate is set back too.
+    (engine/whole_step.py). The caller sets the learning rate back (:func:`reset_learning_rate`).
     """
     if optimizer is None or len(optimizer.param_groups) != 1 or len(
             optimizer.param_groups[0]['params']) != len(parameters) or any(
@@ -144,7 +144,6 @@ def fresh_adam(optimizer: torch.optim.Optimizer | None, parameters: list[torch.T
              for value in entries.values() if isinstance(value, torch.Tensor)]
     if state:  # none before a first step
         torch._foreach_zero_(state)
-    reset_learning_rate(optimizer, learning_rate)
     return optimizer
 
 

@@ -114,8 +114,8 @@ class CompiledSteps:
     def __init__(self, device: torch.device, backend: str | Callable = 'inductor') -> None:
         # Dynamo traces torch.autograd.grad only with this (off by default in PyTorch).
         torch._dynamo.config.trace_autograd_ops = True
-        self.cuda_graphs = device.type == 'cuda' and backend == 'inductor'
-        mode = 'reduce-overhead' if self.cuda_graphs else None
+        cuda_graphs = device.type == 'cuda' and backend == 'inductor'
+        mode = 'reduce-overhead' if cuda_graphs else None
         self.step = torch.compile(whole_step, fullgraph=True, dynamic=False, mode=mode,
                                   backend=backend)
         #: The steps' indices as device tensors (one graph for every index, no copy a step).
@@ -151,7 +151,7 @@ class CompiledSteps:
         """
         samples, target, plan = inputs[2:5]
         if index == 1:  # the run's first compiled step
-            # and the step count, which sizes the rules' records
+            # The LiDAR-sized tensors, and the rules' records, sized by the step count.
             mark_points_dynamic(samples.rows, samples.cols, samples.weights, target,
                                 rules.losses, rules.best_history,
                                 *(plan.frame_tensors() if plan is not None else ()))

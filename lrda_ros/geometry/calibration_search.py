@@ -50,17 +50,17 @@ import numpy as np
 from .calibration_confidence import (
     half_window_spread, pixel_jacobian, ridge_basis, sandwich_errors, score_derivatives,
     sharp_parameters, with_parallax)
-from .calibration_optimize import DEG as _DEG, pattern_search, rotation_search, SMALLEST as \
-    _SMALLEST, time_scan, translation_scan
+from .calibration_optimize import (
+    DEG, pattern_search, rotation_search, SMALLEST, time_scan, translation_scan)
 from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
 
 #: Verdicts.
 CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
 #: theta's units -> the units notes are written in (degrees, metres, milliseconds).
-_SHOWN = np.array([1 / _DEG] * 3 + [1.0] * 3 + [1000.0])
+_SHOWN = np.array([1 / DEG] * 3 + [1.0] * 3 + [1000.0])
 _UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
 #: The central differences' steps: 0.15 degree, 3 cm, 5 ms.
-_STEPS = np.array([0.15 * _DEG] * 3 + [0.03] * 3 + [0.005])
+_STEPS = np.array([0.15 * DEG] * 3 + [0.03] * 3 + [0.005])
 
 
 @dataclass(frozen=True)
@@ -114,16 +114,16 @@ class CheckConfig:
 
     def scales(self) -> np.ndarray:
         """Return each parameter's unit of search (1 degree, 0.1 m, 20 ms) in theta's units."""
-        return np.array([_DEG] * 3 + [0.1] * 3 + [0.02])
+        return np.array([DEG] * 3 + [0.1] * 3 + [0.02])
 
     def bounds(self) -> np.ndarray:
         """Return each parameter's largest excursion in theta's units."""
-        return np.array([self.max_rotation_deg * _DEG] * 3 + [self.max_translation_m] * 3
+        return np.array([self.max_rotation_deg * DEG] * 3 + [self.max_translation_m] * 3
                         + [self.max_time_offset_s])
 
     def tolerances(self) -> np.ndarray:
         """Return each parameter's smallest correction that counts, in theta's units."""
-        return np.array([self.rotation_tolerance_deg * _DEG] * 3
+        return np.array([self.rotation_tolerance_deg * DEG] * 3
                         + [self.translation_tolerance_m] * 3 + [self.time_tolerance_s])
 
 
@@ -279,7 +279,7 @@ def _held(score: WindowScore, theta: np.ndarray, observable: np.ndarray,
           config: CheckConfig, basis: np.ndarray) -> np.ndarray:
     """Return theta with what is not observable held at zero and the rest searched again."""
     theta = np.where(observable, theta, 0.0)
-    return pattern_search(score, theta, observable, config.scales() / 8, _SMALLEST,
+    return pattern_search(score, theta, observable, config.scales() / 8, SMALLEST,
                           config.bounds(), basis)[0]
 
 
@@ -306,7 +306,7 @@ def _observable_set(frames: list[CalibrationFrame], score: WindowScore, theta: n
 
     def climb(half: WindowScore, start: np.ndarray, which: np.ndarray) -> np.ndarray:
         # A half may peak past the window's range: let it, the spread then says so.
-        return pattern_search(half, start, which, config.scales() / 8, _SMALLEST,
+        return pattern_search(half, start, which, config.scales() / 8, SMALLEST,
                               2 * config.bounds(), basis)[0]
 
     spread = np.full(7, np.nan)  # each parameter's last spread: when judged, or when dropped
@@ -328,12 +328,12 @@ def _search(score: WindowScore, free: np.ndarray, config: CheckConfig,
     scales, bounds = config.scales(), config.bounds()
     theta = np.zeros(7)
     if config.rotation and free[:3].any():
-        theta = rotation_search(score, theta, scales, _SMALLEST, bounds)
+        theta = rotation_search(score, theta, scales, SMALLEST, bounds)
     if free[6]:
-        theta = time_scan(score, theta, config.rotation, scales, _SMALLEST, bounds)
+        theta = time_scan(score, theta, config.rotation, scales, SMALLEST, bounds)
     if free[3:6].any():
         theta = translation_scan(score, theta, free, basis, bounds)
-    theta, _ = pattern_search(score, theta, free, scales / 4, _SMALLEST, bounds, basis)
+    theta, _ = pattern_search(score, theta, free, scales / 4, SMALLEST, bounds, basis)
     return np.where(free, theta, 0.0)
 
 
