@@ -44,6 +44,19 @@ def _adapted(metric: bool, processing_size: int | None):
     return model, completer.adaptation.parameters
 
 
+def _frame(model, image_seed: int, processing_size: int | None, seed: int,
+           lidar_rows: tuple[int, int] | None):
+    """Return a 61x83 image, its network input and features, and 300 LiDAR pixels on rows."""
+    image = smooth_image(image_seed, 61, 83)
+    pixel_values = model.preprocess(image, processing_size)
+    encoded = model.encode(pixel_values, image.shape[:2])
+    generator = torch.Generator().manual_seed(seed)
+    first, stop = lidar_rows or (0, 61)
+    rows = torch.randint(first, stop, (300,), generator=generator)
+    cols = torch.randint(0, 83, (300,), generator=generator)
+    return image, pixel_values, encoded, rows, cols
+
+
 @pytest.mark.parametrize('metric,processing_size,strips,lidar_rows', [
     (False, None, 1, None), (False, 40, 1, None), (False, 120, 1, None), (True, None, 1, None),
     (True, 40, 1, None), (True, 120, 1, None), (False, None, 3, None), (True, 120, 4, None),
@@ -52,13 +65,8 @@ def _adapted(metric: bool, processing_size: int | None):
     (False, None, 1, (25, 61)), (True, 120, 1, (10, 40)), (False, 40, 1, (30, 61))])
 def test_values_and_gradients_match_dense_decoding(metric, processing_size, strips, lidar_rows):
     model, parameters = _adapted(metric, processing_size)
-    image = smooth_image(0, 61, 83)
-    pixel_values = model.preprocess(image, processing_size)
-    encoded = model.encode(pixel_values, image.shape[:2])
-    generator = torch.Generator().manual_seed(1)
+    image, pixel_values, encoded, rows, cols = _frame(model, 0, processing_size, 1, lidar_rows)
     first, stop = lidar_rows or (0, 61)
-    rows = torch.randint(first, stop, (300,), generator=generator)
-    cols = torch.randint(0, 83, (300,), generator=generator)
     # borders
     rows[:4] = torch.tensor([first, stop - 1, (first + stop) // 2, stop - 1])
     cols[:4] = torch.tensor([0, 82, 0, 0])
@@ -91,13 +99,7 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
 def test_fixed_shape_plans_match_dense_decoding_at_the_real_pixels(lidar_rows):
     # Compiled steps' plans: samples and needed pixels padded to buckets, all conv1 rows read.
     model, parameters = _adapted(False, None)
-    image = smooth_image(5, 61, 83)
-    pixel_values = model.preprocess(image, None)
-    encoded = model.encode(pixel_values, image.shape[:2])
-    generator = torch.Generator().manual_seed(5)
-    first, stop = lidar_rows or (0, 61)
-    rows = torch.randint(first, stop, (300,), generator=generator)
-    cols = torch.randint(0, 83, (300,), generator=generator)
+    image, pixel_values, encoded, rows, cols = _frame(model, 5, None, 5, lidar_rows)
     samples, _ = padded_samples(SparseSamples(rows, cols, torch.ones(300)), torch.ones(300))
     assert samples.rows.numel() == 320 and not samples.weights[300:].any()
     plan = SparseHeadPlan.build(samples.rows, samples.cols, image.shape[:2],
