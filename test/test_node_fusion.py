@@ -40,9 +40,10 @@ NO_POSE = 'temporal fusion: frames without a pose'
 
 
 def _node_status(messages: list, node_name: str) -> dict[str, str]:
+    # The node's main status (it also publishes '<node>: calibration').
     for message in reversed(messages):
         for status in message.status:
-            if status.name.startswith(node_name):
+            if status.name == f'{node_name}: depth completion':
                 return {kv.key: kv.value for kv in status.values}
     return {}
 
