@@ -131,3 +131,21 @@ def test_a_frame_the_check_cannot_read_is_skipped_and_the_thread_goes_on():
         assert monitor.status('/node').level == DiagnosticStatus.WARN
     finally:
         monitor.stop()
+
+
+def test_an_image_the_window_holds_already_is_not_counted_again():
+    # A bag replayed in a loop repeats its images: each counts once.
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), lambda message: None, _Clock())
+    try:
+        left, right = PLANKS[0]
+        stamped = FrameInputs(plank_image(left, right), CAMERA, plank_scan(left, right)[0],
+                              TURNED, stamp_ns=1_000_000_000)
+        for _ in range(3):
+            monitor.frame_added.clear()
+            monitor.offer(stamped)
+            assert monitor.frame_added.wait(60)
+        values = {kv.key: kv.value for kv in monitor.status('/node').values}
+    finally:
+        monitor.stop()
+    assert values['frames in window'] == '1/3' and monitor.checks_run == 0

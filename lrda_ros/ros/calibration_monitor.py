@@ -64,6 +64,8 @@ class CalibrationMonitor:
         self._offered = threading.Condition(self._lock)
         self._box: FrameInputs | None = None
         self._window: deque = deque(maxlen=settings.window)
+        #: The window's image stamps (0: unknown), beside its frames.
+        self._stamps: deque = deque(maxlen=settings.window)
         self._last_sample = -np.inf
         self._last_check = clock()
         self._stop = False
@@ -124,6 +126,11 @@ class CalibrationMonitor:
                 if self._stop:
                     return
                 inputs, self._box = self._box, None
+            if inputs.stamp_ns and inputs.stamp_ns in self._stamps:
+                # An image the window holds already (a bag replayed in a loop): counted twice
+                # it would pass for more evidence than there is.
+                self.frame_added.set()
+                continue
             start = time.thread_time()
             try:  # the given extrinsic: the check judges it, not an applied correction
                 frame = calibration_frame(inputs.rgb, inputs.points_lidar, inputs.T_cam_lidar,
@@ -132,6 +139,7 @@ class CalibrationMonitor:
                 self.frame_added.set()
                 continue
             self._window.append(frame)
+            self._stamps.append(inputs.stamp_ns)
             due = self._clock() - self._last_check >= self.settings.period_s
             if len(self._window) == self._window.maxlen and due:
                 self._check(list(self._window), config)
