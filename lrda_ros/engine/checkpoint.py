@@ -156,7 +156,18 @@ def _renames(num_layers: int, swiglu: bool, names: dict[str, str]) -> list[tuple
         for official, ours in block_map:
             for suffix in ('weight', 'bias'):
                 pairs.append((f'{src}{official}.{suffix}', f'{dst}{ours}.{suffix}'))
-    head = 'depth_head.'
+    return pairs + dpt_head_renames('depth_head.')
+
+
+def dpt_head_renames(head: str) -> list[tuple[str, str]]:
+    """
+    List (official, transformers) names of a DPT head's tensors under the prefix ``head``.
+
+    Depth Anything V2's and Depth Anything 3's official heads share these names
+    (``projects``, ``resize_layers``, ``scratch.layer*_rn``, ``scratch.refinenet*``,
+    ``scratch.output_conv*``); transformers calls them ``neck.*`` and ``head.*``.
+    """
+    pairs = []
     for i in range(4):
         for suffix in ('weight', 'bias'):
             pairs.append((f'{head}projects.{i}.{suffix}',

@@ -44,6 +44,7 @@ from .checkpoint import (
     build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
     read_official_state_dict)
 from .model import DepthModel, resolve_device
+from .da3.loading import is_da3_source
 from .unidepth.loading import is_unidepth_source
 from ..errors import ModelError
 
@@ -57,7 +58,9 @@ _HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json +
                 'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
                 'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), '
                 'a UniDepthV2 hub id (lpiccinelli/unidepth-v2-vits14, -vitb14, -vitl14) or a '
-                'folder or weights file of one, '
+                'folder or weights file of one, a Depth Anything 3 model (da3-small, da3-base, '
+                'da3-large, da3metric-large, da3mono-large, or its hub id) or a folder or '
+                'weights file of one, '
                 "'demo' for the embedded demonstration prior, or a hub id that is reachable or "
                 f'already cached (default {DEFAULT_MODEL!r}).')
 
@@ -130,6 +133,8 @@ def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
         return _auto(torch_device)
     if is_unidepth_source(text):
         return _load_unidepth(text, torch_device, local_files_only)
+    if is_da3_source(text):
+        return _load_da3(text, torch_device, local_files_only)
     network = _load_network(text, depth_estimation_type, max_depth, local_files_only)
     return DepthModel(network, torch_device, source=text)
 
@@ -147,6 +152,21 @@ def _load_unidepth(text: str, device: torch.device, local_files_only: bool):
         raise ModelLoadError(f'cannot load UniDepthV2 {text!r} ({type(error).__name__}: '
                              f'{error}). {_HOW_TO_PASS}') from error
     return UniDepthModel(network, device, source=text)
+
+
+def _load_da3(text: str, device: torch.device, local_files_only: bool):
+    """Return a DA3Model of a model name, hub id, folder or weights file."""
+    from .da3 import DA3Model, load_da3_network
+
+    try:
+        network = load_da3_network(text, local_files_only, hub_unreachable_reason)
+    except ModelError as error:
+        raise ModelLoadError(f'cannot load Depth Anything 3 {text!r}: {error}. {_HOW_TO_PASS}'
+                             ) from error
+    except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
+        raise ModelLoadError(f'cannot load Depth Anything 3 {text!r} ({type(error).__name__}: '
+                             f'{error}). {_HOW_TO_PASS}') from error
+    return DA3Model(network, device, source=text)
 
 
 def is_demo_prior_source(source: str | None) -> bool:
@@ -256,12 +276,36 @@ def _load_pretrained(source: str, local_files_only: bool) -> torch.nn.Module:
         transformers_logging.is_progress_bar_enabled()
     if quiet:
         transformers_logging.disable_progress_bar()
+    # transformers' own report of missing keys would precede the one-line error below.
+    verbosity = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()
     try:
-        return DepthAnythingForDepthEstimation.from_pretrained(
-            source, local_files_only=local_files_only)
+        network, info = DepthAnythingForDepthEstimation.from_pretrained(
+            source, local_files_only=local_files_only, output_loading_info=True)
     finally:
+        transformers_logging.set_verbosity(verbosity)
         if quiet:
             transformers_logging.enable_progress_bar()
+    _check_loading_info(source, info)
+    return network
+
+
+def _check_loading_info(source: str, info: dict) -> None:
+    """
+    Refuse weights that do not fill the model transformers built from the config.
+
+    transformers initializes a missing tensor at random and only reports it: a folder whose
+    config.json says Depth Anything V2 while its weights are another model's would give
+    random depth. Every key must load; none may be left over or of another shape.
+    """
+    problems = {kind: sorted(map(str, info.get(kind) or ())) for kind in
+                ('missing_keys', 'unexpected_keys', 'mismatched_keys', 'error_msgs')}
+    problems = {kind: keys for kind, keys in problems.items() if keys}
+    if problems:
+        counts = ', '.join(f'{len(keys)} {kind.replace("_keys", "").replace("_", " ")} '
+                           f'{[str(k) for k in keys[:3]]}' for kind, keys in problems.items())
+        raise ModelLoadError(f'{source}: the weights do not fit the Depth Anything V2 model '
+                             f'its config.json describes ({counts}). {_HOW_TO_PASS}')
 
 
 def _looks_like_path(source: str) -> bool:

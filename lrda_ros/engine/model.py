@@ -216,7 +216,8 @@ def head_output(head: torch.nn.Module, upsampled: torch.Tensor) -> torch.Tensor:
     """
     with full_precision(upsampled.device):
         hidden = head.activation1(head.conv2(upsampled.float()))
-        return (head.activation2(head.conv3(hidden)) * head.max_depth)[:, 0]
+        # The depth is the first channel (DA3's DualDPT has a confidence channel after it).
+        return (head.activation2(head.conv3(hidden)[:, :1]) * head.max_depth)[:, 0]
 
 
 def check_rgb_image(rgb: np.ndarray) -> None:
@@ -346,15 +347,26 @@ class DepthModel(BaseDepthModel):
         return (pixel_values.shape[-2] // self.patch_size,
                 pixel_values.shape[-1] // self.patch_size)
 
+    def backbone_features(self, pixel_values: torch.Tensor) -> Sequence[torch.Tensor]:
+        """Return the backbone's token sequences the decoder reads (class token first)."""
+        return self.network.backbone(pixel_values).feature_maps
+
+    def encoded_image(self, features: Sequence[torch.Tensor], pixel_values: torch.Tensor,
+                      input_size: tuple[int, int],
+                      intrinsics: np.ndarray | None) -> EncodedImage:
+        """Wrap one image's features (held precision already) with what its decode needs."""
+        return EncodedImage(tuple(features), self._patch_grid(pixel_values), input_size,
+                            intrinsics)
+
     def encode(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
                intrinsics: np.ndarray | None = None) -> EncodedImage:
         """Run the backbone once, outside autograd, and keep its features (K is unused)."""
         with torch.inference_mode():
-            features = (self.network.backbone(pixel_values).feature_maps
+            features = (self.backbone_features(pixel_values)
                         if self.encoder_runner is None else self.encoder_runner(pixel_values))
         # Inference tensors cannot be saved for backward; plain copies can feed the decoder.
-        return EncodedImage(self._features(features), self._patch_grid(pixel_values),
-                            input_size, intrinsics)
+        return self.encoded_image(self._features(features), pixel_values, input_size,
+                                  intrinsics)
 
     def encode_batch(self, pixel_values: Sequence[torch.Tensor],
                      input_sizes: Sequence[tuple[int, int]],
@@ -366,17 +378,18 @@ class DepthModel(BaseDepthModel):
         exactly as after :meth:`encode`.
         """
         with torch.inference_mode():
-            features = self.network.backbone(torch.cat(list(pixel_values))).feature_maps
-        grid = self._patch_grid(pixel_values[0])
-        return [EncodedImage(self._features([f[i:i + 1] for f in features]), grid, size, camera)
-                for i, (size, camera) in enumerate(zip(input_sizes, intrinsics))]
+            features = self.backbone_features(torch.cat(list(pixel_values)))
+        return [self.encoded_image(self._features([f[i:i + 1] for f in features]), values,
+                                   size, camera)
+                for i, (values, size, camera) in enumerate(zip(pixel_values, input_sizes,
+                                                               intrinsics))]
 
     def encode_differentiable(self, pixel_values: torch.Tensor, input_size: tuple[int, int],
                               intrinsics: np.ndarray | None = None) -> EncodedImage:
         """Run the backbone with autograd (encoder adaptation and prompt tuning)."""
-        features = self.network.backbone(pixel_values).feature_maps
-        return EncodedImage(tuple(f.to(self.held_dtype) for f in features),
-                            self._patch_grid(pixel_values), input_size, intrinsics)
+        features = self.backbone_features(pixel_values)
+        return self.encoded_image(tuple(f.to(self.held_dtype) for f in features), pixel_values,
+                                  input_size, intrinsics)
 
     def pooled(self, encoded: EncodedImage, scale: float) -> EncodedImage:
         """
@@ -392,8 +405,28 @@ class DepthModel(BaseDepthModel):
             tokens = F.adaptive_avg_pool2d(tokens.permute(0, 3, 1, 2), grid)
             return torch.cat([hidden[:, :1], tokens.flatten(2).transpose(1, 2)], 1)
 
-        return EncodedImage(tuple(pool(hidden) for hidden in encoded.hidden_states), grid,
-                            encoded.input_size, encoded.intrinsics)
+        pixels = torch.empty(1, 3, grid[0] * self.patch_size, grid[1] * self.patch_size,
+                             device='meta')  # the shape of an input of that grid
+        return self.encoded_image(tuple(pool(hidden) for hidden in encoded.hidden_states),
+                                  pixels, encoded.input_size, encoded.intrinsics)
+
+    def head_input(self, encoded: EncodedImage, upsampled: torch.Tensor,
+                   rows: tuple[int, int] | None = None) -> torch.Tensor:
+        """
+        Return the head's upsampled conv1 features as its output convolutions read them.
+
+        Depth Anything V2 reads them as they are; a model that adds a constant map there (DA3's
+        DualDPT) adds its ``rows`` [first, stop) of the processing resolution (all: None).
+        """
+        return upsampled
+
+    def head_position_rows(self, encoded: EncodedImage) -> torch.Tensor | None:
+        """Return the (h * w, C) constant the head adds at each processing pixel, or None."""
+        return None
+
+    def output_scale(self, encoded: EncodedImage) -> torch.Tensor | None:
+        """Return the frame's factor on the head's output (DA3's metric focal term), or None."""
+        return None
 
     def reassembled(self, encoded: EncodedImage, level: int, resize: bool = True) -> torch.Tensor:
         """
@@ -428,4 +461,9 @@ class DepthModel(BaseDepthModel):
         size = (encoded.patch_grid[0] * self.patch_size, encoded.patch_grid[1] * self.patch_size)
         features = head.conv1(self.decode_features(encoded)[head.head_in_index])
         upsampled = F.interpolate(features, size=size, mode='bilinear', align_corners=True)
-        return head_output(head, upsampled)
+        return self.scaled_output(encoded, head_output(head, self.head_input(encoded, upsampled)))
+
+    def scaled_output(self, encoded: EncodedImage, prediction: torch.Tensor) -> torch.Tensor:
+        """Apply the frame's output factor (:meth:`output_scale`) to a head's output."""
+        scale = self.output_scale(encoded)
+        return prediction if scale is None else prediction * scale

@@ -199,6 +199,8 @@ class SparseHeadPlan:
     _band_slices: dict = field(default_factory=dict, repr=False)
     #: The decoder tail's resizes of the conv1 rows read (frame constants), as gathers.
     _band_resizes: BandResizes = field(default_factory=BandResizes, repr=False)
+    #: The head's added constant at the windows (frame constants; DA3's UV embedding).
+    _head_positions: dict = field(default_factory=dict, repr=False)
 
     def frame_tensors(self) -> list[torch.Tensor]:
         """
@@ -259,6 +261,24 @@ class SparseHeadPlan:
             self._sampling[key] = GatherPair.of(matrix, dtype)
         samples = gathered_product(self._sampling[key], pixel_rows(features))
         return samples.reshape(-1, 9 * features.shape[1])
+
+    def _with_head_positions(self, model: DepthModel, encoded: EncodedImage,
+                             patches: torch.Tensor, band: slice = slice(None)) -> torch.Tensor:
+        """
+        Add the constant a model's head adds to its upsampled features (DA3's UV embedding).
+
+        The constant at each window entry, zero where the window leaves the image (conv2's
+        zero padding pads the sum), is gathered once per frame and band.
+        """
+        rows = model.head_position_rows(encoded)
+        if rows is None:
+            return patches
+        key = ('head_positions', band.start, band.stop, patches.dtype)
+        if key not in self._head_positions:
+            positions, inside = self.window_positions[band], self.window_inside[band]
+            gathered = rows[positions.reshape(-1)] * inside.reshape(-1, 1).to(rows.dtype)
+            self._head_positions[key] = gathered.reshape(patches.shape).to(patches.dtype)
+        return patches + self._head_positions[key]
 
     def _head_values(self, head: torch.nn.Module, patches: torch.Tensor) -> torch.Tensor:
         """
@@ -321,7 +341,8 @@ class SparseHeadPlan:
             self._rows_read[key] = source_rows(first, stop, grid[0], proc_h)
         return self._rows_read[key]
 
-    def _band_values(self, model: DepthModel, inputs: TailInputs, band: slice) -> torch.Tensor:
+    def _band_values(self, model: DepthModel, encoded: EncodedImage, inputs: TailInputs,
+                     band: slice) -> torch.Tensor:
         """Predictions at one band of needed pixels, computing only the tail rows they need."""
         grid = inputs.conv1_size
         grid_rows = self._grid_rows(grid, band)
@@ -330,7 +351,9 @@ class SparseHeadPlan:
         matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
                                  inside.reshape(-1), held_rows)
         patches = sparse_product(matrix, pixel_rows(features))
-        return self._head_values(model.network.head, patches.reshape(-1, 9 * features.shape[1]))
+        patches = self._with_head_positions(model, encoded,
+                                            patches.reshape(-1, 9 * features.shape[1]), band)
+        return self._head_values(model.network.head, patches)
 
     def evaluate(self, model: DepthModel, encoded: EncodedImage, strips: int = 1,
                  preserve_rng_state: bool = False) -> torch.Tensor:
@@ -347,10 +370,10 @@ class SparseHeadPlan:
         head = model.network.head
         if strips > 1:
             inputs = tail_inputs(model, encoded)
-            values = [checkpoint(self._band_values, model, inputs, band,
+            values = [checkpoint(self._band_values, model, encoded, inputs, band,
                                  use_reentrant=False, preserve_rng_state=preserve_rng_state)
                       for band in self._bands(strips)]
-            return self._at_lidar_pixels(torch.cat(values))
+            return self._scaled(model, encoded, self._at_lidar_pixels(torch.cat(values)))
         grid = conv1_size(model, encoded)
         grid_rows = self._grid_rows(grid)
         device = model.device.type
@@ -363,13 +386,22 @@ class SparseHeadPlan:
             # every row too, which then beats decoding the neck whole.
             features, held_rows = conv1_band(model, tail_inputs(model, encoded), grid_rows,
                                              self._band_resizes)
-            patches = self._sample_windows(features, grid, held_rows)
-            return self._at_lidar_pixels(self._head_values(head, patches))
+            patches = self._with_head_positions(
+                model, encoded, self._sample_windows(features, grid, held_rows))
+            return self._scaled(model, encoded, self._at_lidar_pixels(
+                self._head_values(head, patches)))
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
         # resolution, conv2 and conv3, the costly full-resolution part, are evaluated only on
         # the needed windows: upsampling and window gathering as one sparse matrix product
         # (its backward is another sparse product, no scatter), the convolutions as matrix
         # products over the windows.
-        patches = self._sample_windows(head.conv1(fused))
-        return self._at_lidar_pixels(self._head_values(head, patches))
+        patches = self._with_head_positions(model, encoded,
+                                            self._sample_windows(head.conv1(fused)))
+        return self._scaled(model, encoded,
+                            self._at_lidar_pixels(self._head_values(head, patches)))
+
+    @staticmethod
+    def _scaled(model: DepthModel, encoded: EncodedImage, values: torch.Tensor) -> torch.Tensor:
+        """Apply the frame's output factor (DA3's metric focal term), as the dense decode."""
+        return model.scaled_output(encoded, values)

@@ -198,5 +198,6 @@ def decode_in_strips(model: DepthModel, encoded: EncodedImage, strips: int) -> t
         grid_rows = source_rows(low, high, grid_height, size[0])
         features = conv1_rows(model, inputs, grid_rows)
         upsampled = upsample_rows(features, grid_rows[0], grid_height, (low, high), size)
+        upsampled = model.head_input(encoded, upsampled, (low, high))
         bands.append(head_output(model.network.head, upsampled)[:, first - low:stop - low])
-    return torch.cat(bands, dim=1)
+    return model.scaled_output(encoded, torch.cat(bands, dim=1))
