@@ -175,10 +175,10 @@ def encoder_backend_for(model, backend: str, scope_reencodes: bool,
                           f'{backend!r}', field='encoder_backend')
     if backend == 'torch':
         return None
-    if not getattr(model, 'dpt_decoder', False):
+    if not getattr(model, 'encoder_exports', False):
         raise ConfigError(
             f'encoder_backend {backend!r} exports the DINOv2 backbone of Depth Anything V2; '
-            f"{type(model).__name__}'s camera-conditioned encoder runs in torch: set "
+            f"{type(model).__name__}'s encoder runs in torch: set "
             'encoder_backend: torch', field='encoder_backend')
     if scope_reencodes:
         raise ConfigError(

@@ -323,6 +323,8 @@ class DepthModel(BaseDepthModel):
     holds_weights = True
     #: Runs the backbone for ``encode`` instead of PyTorch (engine/encoder_backends.py).
     encoder_runner = None
+    #: Whether encoder_backends can export the backbone (transformers' DINOv2 only).
+    encoder_exports = True
 
     def __init__(self, network: torch.nn.Module, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:

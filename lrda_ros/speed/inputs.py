@@ -28,6 +28,7 @@ import torch
 
 from ..engine import DepthModel
 from ..engine.checkpoint import build_config, VARIANTS
+from ..engine.da3 import DA3Model, DA3Network, preset, PRESETS as DA3_PRESETS
 from ..engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 
 #: (height, width) of the named resolutions.
@@ -35,7 +36,7 @@ RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (
 #: UniDepthV2 backbones by ``--backbones`` name (the official sizes, random weights).
 UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
 #: Every backbone name ``--backbones`` takes.
-BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES)
+BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES) + tuple(DA3_PRESETS)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,9 @@ def random_model(backbone: str, seed: int, device: torch.device | str = 'cpu'):
         torch.manual_seed(seed)  # PyTorch's default init: non-degenerate, as random_network
         config = UniDepthV2Config.official(UNIDEPTH_BACKBONES[backbone])
         return UniDepthModel(UniDepthV2Network(config), device)
+    if backbone in DA3_PRESETS:  # Depth Anything 3 (da3-small ...), default init as above
+        torch.manual_seed(seed)
+        return DA3Model(DA3Network(preset(backbone)), device)
     return DepthModel(random_network(backbone, seed), device)
 
 
