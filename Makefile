@@ -23,6 +23,9 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-compile "$(TORCH_SPEC)"
 	$(BIN)/python -m pip install --quiet --no-compile -r requirements-dev.txt
+	# Official Depth Anything 3 code for the parity tests; its declared dependencies (xformers,
+	# open3d, torchvision, numpy<2, ...) are not needed by its network and would replace torch.
+	$(BIN)/python -m pip install --quiet --no-compile --no-deps depth-anything-3==0.1.1
 	$(BIN)/python -m pip install --quiet --no-compile --no-deps --no-build-isolation -e .
 	touch $@
 

@@ -158,8 +158,10 @@ class DepthCompleter:
                                 torch.ones(2, device=self.model.device))
         try:
             self.adaptation.reset(pixel_values)
+            # A camera for models that need one (DA3METRIC's metres come from the focal).
+            camera = np.array([[size, 0.0, size / 2], [0.0, size, size / 2], [0.0, 0.0, 1.0]])
             with self._autocast():
-                encoded = self.model.encode(pixel_values, (size, size))
+                encoded = self.model.encode(pixel_values, (size, size), camera)
             plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
                     if self._uses_sparse_head else None)
             with self._autocast():
