@@ -72,6 +72,8 @@ class Sizes:
         """Return the backbone measured for ``name``."""
         if not self.tiny:
             return name
+        if name.startswith('da3'):
+            return 'da3-small'
         return 'unidepth-vits' if name.startswith('unidepth') else 'vits'
 
     def resolution(self, name: str) -> str:
@@ -347,9 +349,10 @@ PLAN = (
     Part('vitl-fhd-float32', 25, BenchRun(('vitl',), ('fhd',), ('lrda',), dtype='float32')),
     Part('vits-vga-compile', 35, BenchRun(('vits',), ('vga',), ('lrda',), compile=True)),
     Part('unidepth-vga', 30, BenchRun(('unidepth-vits', 'unidepth-vitl'), ('vga',), ('lrda',))),
+    Part('da3-small-vga', 20, BenchRun(('da3-small',), ('vga',), ('lrda', 'lrda-warm'))),
+    Part('da3-small-vga-compile', 20, BenchRun(('da3-small',), ('vga',), ('lrda',),
+                                               compile=True)),
     Part('cameras', 20, CameraRun('vitl', 'vga'), quick=True),
-    Part('vga-rest', 20, BenchRun(('vitb', 'vitl'), ('vga',), ('lrda',))),
-    Part('fhd-rest', 20, BenchRun(('vits', 'vitb'), ('fhd',), ('lrda',))),
 )
 #: The dry run's limits: a loaded 2-core CPU, tiny sizes.
 QUICK_LIMITS_S = {'environment': 45, 'vits-vga': 150, 'tests': 90, 'steps-vits-vga': 90,

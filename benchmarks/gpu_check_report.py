@@ -37,7 +37,8 @@ from gpu_check_parts import (Context, NOT_MEASURED, OUT_OF_MEMORY, Outcome, PAPE
 #: How the tables name backbones and resolutions.
 NAMES = {'vits': 'ViT-S', 'vitb': 'ViT-B', 'vitl': 'ViT-L', 'vitg': 'ViT-G',
          'unidepth-vits': 'UniDepthV2-S', 'unidepth-vitb': 'UniDepthV2-B',
-         'unidepth-vitl': 'UniDepthV2-L', 'vga': 'VGA', 'fhd': 'FHD', 'hd': 'HD', '224': '224²'}
+         'unidepth-vitl': 'UniDepthV2-L', 'da3-small': 'DA3-Small', 'vga': 'VGA', 'fhd': 'FHD',
+         'hd': 'HD', '224': '224²'}
 
 
 @dataclass
