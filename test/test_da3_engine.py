@@ -13,8 +13,9 @@
 # limitations under the License.
 
 """
-Test-time optimization on Depth Anything 3: the Depth Anything V2 path's options, on small
-DA3 networks (random weights, PyTorch's default init): the any-view DualDPT (with its UV
+Test-time optimization on Depth Anything 3, with the Depth Anything V2 path's options.
+
+On small DA3 networks (random weights, PyTorch's default init): the any-view DualDPT (with its UV
 embedding and confidence) and the metric DPT (with its focal term and sky head).
 """
 
@@ -95,7 +96,7 @@ def test_only_the_depth_branch_adapts_and_bfloat16_runs(config):
 def test_confidence_comes_from_the_dualdpt_head():
     result = _completer(ANY_VIEW).complete(smooth_image(3, *SIZE), _sparse(150, 3))
     assert result.confidence.shape == SIZE
-    assert ((result.confidence >= 0) & (result.confidence < 1)).all()
+    assert ((result.confidence > 0) & (result.confidence <= 1)).all()
 
 
 def test_metric_model_takes_metres_from_k_and_needs_it():
@@ -147,3 +148,26 @@ def test_an_encoder_backend_that_cannot_export_da3_is_refused_at_start():
     with pytest.raises(ConfigError) as error:
         _completer(ANY_VIEW, encoder_backend='onnxruntime')
     assert error.value.field == 'encoder_backend' and 'DA3Model' in str(error.value)
+
+
+def test_sky_is_left_out_of_the_loss_and_returned():
+    engine = _completer(METRIC, iterations=2)
+    image, sparse = smooth_image(7, *SIZE), _sparse(150, 7)
+
+    def top_rows_are_sky(encoded):  # the sky head's output where it says 'sky' above row 20
+        size = (encoded.patch_grid[0] * 14, encoded.patch_grid[1] * 14)
+        probability = torch.zeros(1, *size)
+        probability[:, :size[0] * 20 // SIZE[0]] = 1.0
+        return probability
+
+    engine.model.sky = top_rows_are_sky
+    result = engine.complete(image, sparse, intrinsics=K)
+    assert result.sky[:19].all() and not result.sky[21:].any()
+    # The same frame without the LiDAR on the sky: the same losses.
+    below = sparse.copy()
+    below[result.sky] = 0
+    plain = _completer(METRIC, iterations=2)
+    plain.model.sky = lambda encoded: torch.zeros_like(top_rows_are_sky(encoded))
+    expected = plain.complete(image, below, intrinsics=K)
+    assert result.num_points == expected.num_points < int((sparse > 0).sum())
+    assert result.losses == pytest.approx(expected.losses, rel=1e-6)

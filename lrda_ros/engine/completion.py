@@ -59,6 +59,12 @@ class SparseSamples:
         """Return the number of valid pixels."""
         return int(self.rows.numel())
 
+    def outside(self, mask: torch.Tensor) -> 'SparseSamples':
+        """Return the samples whose pixels ``mask`` (an (H, W) bool map) leaves out."""
+        keep = ~mask[self.rows, self.cols]
+        weights = None if self.weights is None else self.weights[keep]
+        return SparseSamples(self.rows[keep], self.cols[keep], self.depth[keep], weights)
+
     @classmethod
     def from_map(cls, sparse_depth: np.ndarray, min_depth: float, max_depth: float,
                  device: torch.device) -> 'SparseSamples':
@@ -99,11 +105,15 @@ class CompletionResult:
     optimize_seconds: float = 0.0
     total_seconds: float = 0.0
     #: (H, W) float32 confidence output of models that have one (UniDepthV2: a per-image
-    #: ranking of the network's own expected error, larger = less reliable, no unit), from
+    #: ranking of the network's own expected error, larger = less reliable, no unit; Depth
+    #: Anything 3's DualDPT: 1 / its confidence, in (0, 1], larger = less reliable), from
     #: the pass that gave ``depth``; None for models without one.
     confidence: np.ndarray | None = None
     #: Warm start was due but the frame followed a scene cut, so it ran cold (scene_cut.py).
     scene_cut: bool = False
+    #: (H, W) bool: the sky, for models with a sky head (Depth Anything 3's DPT models), left
+    #: out of the loss; None for models without one.
+    sky: np.ndarray | None = None
 
 
 @dataclass

@@ -43,8 +43,8 @@ import torch
 from .checkpoint import (
     build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
     read_official_state_dict)
-from .model import DepthModel, resolve_device
 from .da3.loading import is_da3_source
+from .model import DepthModel, resolve_device
 from .unidepth.loading import is_unidepth_source
 from ..errors import ModelError
 

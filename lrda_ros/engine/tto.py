@@ -446,6 +446,19 @@ class DepthCompleter:
         rules.apply(self._optimizer)
 
     @torch.no_grad()
+    def _sky(self, encoded: EncodedImage) -> torch.Tensor:
+        """
+        Return the (H, W) sky of the frame's image, by the model's sky head and threshold.
+
+        The head reads the decoder's features as the frame's steps start (the unadapted
+        decoder on a cold frame); the sky is then fixed for the frame.
+        """
+        with self._autocast():
+            probability = self.model.sky(encoded).float()
+        probability = resize_prediction(probability, encoded.input_size)[0]
+        return probability >= self.model.sky_threshold
+
+    @torch.no_grad()
     def _dense_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage
                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return the (H, W) prediction and, for models that have one, the confidence."""
@@ -542,6 +555,14 @@ class DepthCompleter:
             self._synchronize()
         else:
             features = encoded.encoded
+        sky = self._sky(features) if getattr(self.model, 'has_sky', False) else None
+        if sky is not None:  # LiDAR on what the model calls sky (glass, thin wires) is left out
+            samples = samples.outside(sky)
+            too_few = samples.count < config.min_points
+            if samples.count == 0 or (too_few and config.few_points is FewPointsPolicy.ERROR):
+                raise InsufficientSparseDepthError(
+                    f'{samples.count} sparse depths of this frame lie off what the model calls '
+                    f'sky, fewer than min_points ({config.min_points})')
         encoded_at = time.perf_counter()
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
@@ -599,4 +620,4 @@ class DepthCompleter:
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds,
             confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
-            scene_cut=scene_cut)
+            scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy())

@@ -26,7 +26,8 @@ optimization knows about each pixel:
   depth disagrees with its own anchors, it is less trustworthy around them too.
 - edges: the largest log-depth step to a neighbouring pixel, ``1 / (1 + step / 0.1)``. Depth
   at a discontinuity is the least certain (mixed pixels, a boundary off by a pixel).
-- the model's own confidence where it has one (UniDepthV2): its per-image percentile, mapped
+- the model's own confidence where it has one (UniDepthV2's; the inverse of Depth Anything 3
+  DualDPT's, 1 / (exp(c) + 1)): its per-image percentile, mapped
   to ``0.5 + 0.5 (1 - rank)``, so it reorders pixels without overruling the geometry.
 
 It ranks pixels (see ``lrda eval``'s sparsification curves and AUSE); it is not a calibrated

@@ -20,9 +20,9 @@ official checkpoints load by name (:mod:`.loading`). Licences of the weights dif
 (:data:`.config.PRESETS`).
 """
 
-from .config import DA3Config, DA3ConfigError, HUB_IDS, PRESETS, preset
+from .config import DA3Config, DA3ConfigError, HUB_IDS, preset, PRESETS
 from .loading import is_da3_source, load_da3_network
-from .model import DA3Features, DA3Model, da3_processing_shape, MissingIntrinsicsError
+from .model import da3_processing_shape, DA3Features, DA3Model, MissingIntrinsicsError
 from .network import DA3Network
 
 __all__ = ['DA3Config', 'DA3ConfigError', 'DA3Features', 'DA3Model', 'DA3Network',

@@ -91,7 +91,7 @@ class DA3Config:
 
     @property
     def position_embedding(self) -> bool:
-        """DualDPT adds a UV sine embedding to its features (DPT's ``pos_embed`` default off)."""
+        """Whether the head adds a UV sine embedding (DualDPT does; DPT's default is off)."""
         return self.head == 'dualdpt'
 
     def check(self) -> None:

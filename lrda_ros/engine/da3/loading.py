@@ -41,7 +41,7 @@ from typing import Callable
 
 import torch
 
-from .config import DA3Config, DA3ConfigError, HUB_IDS, PRESETS, preset, VIT_SIZES
+from .config import DA3Config, DA3ConfigError, HUB_IDS, preset, PRESETS, VIT_SIZES
 from .network import DA3Network
 from ..checkpoint import dpt_head_renames
 from ..unidepth.loading import read_state_dict

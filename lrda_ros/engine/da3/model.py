@@ -56,7 +56,7 @@ class MissingIntrinsicsError(ModelError, ValueError):
 
 
 def nearest_multiple(value: int, patch: int) -> int:
-    """The official rounding to a patch multiple: the nearer one, up on a tie (at least 1)."""
+    """Round to the nearer patch multiple, up on a tie (at least 1), as the official code."""
     down = (value // patch) * patch
     up = down + patch
     return max(1, up if abs(up - value) <= abs(value - down) else down)
@@ -97,6 +97,7 @@ class DA3Model(DepthModel):
     prediction_space = PredictionSpace.DEPTH
     #: Its backbone is DA3's own ViT, which encoder_backends does not export.
     encoder_exports = False
+    sky_threshold = SKY_THRESHOLD
 
     def __init__(self, network: DA3Network, device: torch.device | str = 'cpu',
                  source: str = '', is_demo_prior: bool = False, warning: str = '') -> None:
@@ -130,7 +131,7 @@ class DA3Model(DepthModel):
         if intrinsics is None:
             raise MissingIntrinsicsError(
                 f'{self.config.name} gives metres from the focal length: pass the camera '
-                "matrix K (the node reads it from camera_info; complete(..., intrinsics=K))")
+                'matrix K (the node reads it from camera_info; complete(..., intrinsics=K))')
         matrix = np.asarray(intrinsics, dtype=np.float64)
         height, width = pixel_values.shape[-2:]
         focal = (matrix[0, 0] * width / input_size[1] + matrix[1, 1] * height / input_size[0]) / 2
@@ -193,18 +194,19 @@ class DA3Model(DepthModel):
 
     def decode_with_confidence(self, encoded: DA3Features) -> tuple[torch.Tensor, torch.Tensor]:
         """
-        Return the (1, h, w) depth and DualDPT's confidence mapped to [0, 1).
+        Return the (1, h, w) depth and DualDPT's uncertainty, the engine's confidence output.
 
-        The network's confidence is ``exp(c) + 1`` in [1, inf); the engine's confidence is
-        ``1 - 1 / confidence`` (0 where the network is least sure).
+        The network's confidence is ``exp(c) + 1`` in [1, inf); the engine's models give a
+        confidence output that grows where the depth is less reliable (UniDepthV2's), so DA3's
+        is its inverse, ``1 / (exp(c) + 1)`` in (0, 1]. The published confidence ranks it per
+        image (geometry/confidence.py).
         """
         head = self.network.head
         upsampled = self._upsampled(encoded)
         with full_precision(upsampled.device):
             logits = head.conv3(head.activation1(head.conv2(upsampled.float())))
         depth = self.scaled_output(encoded, torch.exp(logits[:, 0]))
-        confidence = 1.0 - 1.0 / (torch.exp(logits[:, 1]) + 1.0)
-        return depth, confidence
+        return depth, 1.0 / (torch.exp(logits[:, 1]) + 1.0)
 
     def sky(self, encoded: DA3Features) -> torch.Tensor:
         """Return DA3's (1, h, w) sky output (ReLU'd logits; sky at or above SKY_THRESHOLD)."""
@@ -226,5 +228,3 @@ class DA3Model(DepthModel):
             if self.has_sky:
                 outputs['sky'] = self.sky(encoded)
         return outputs
-
-

@@ -173,7 +173,7 @@ class VisionTransformer(nn.Module):
 
     def _positions(self, batch: int, grid: tuple[int, int], device: torch.device
                    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """RoPE positions of the view-local blocks (row+1, col+1) and the global ones (1, 1)."""
+        """Return the RoPE positions of view-local blocks (row+1, col+1) and global ones (1, 1)."""
         rows = torch.arange(grid[0], device=device).repeat_interleave(grid[1])
         cols = torch.arange(grid[1], device=device).repeat(grid[0])
         local = torch.cat((torch.zeros(1, 2, device=device, dtype=torch.long),
