@@ -73,12 +73,24 @@ def check_camera_matches_image(camera: CameraModel, width: int, height: int) -> 
                                  f'is {width}x{height}', field='camera_info')
 
 
-def mask_far_limit(depth: np.ndarray, max_depth: float) -> np.ndarray:
-    """Return ``depth`` with NaN where the engine clamped it at its far limit (REP 118)."""
-    masked = depth.copy()
-    # A clamped pixel is "no depth", not a measurement.
-    masked[~(masked < max_depth * (1.0 - 1e-4))] = np.nan
-    return masked
+def mark_far(depth: np.ndarray, max_depth: float, far_depth: str,
+             sky: np.ndarray | None = None) -> np.ndarray:
+    """
+    Return the published depth: the engine's, with ``far_depth`` where it lies beyond reach.
+
+    Beyond reach: where the engine clamped the depth at ``max_depth`` (the aligned depth lies
+    farther, or a relative model's aligned disparity at or below 1 / max_depth: its sky), and
+    the model's sky (``sky``). ``far_depth`` 'inf' marks them +Inf, REP 118's "too far"
+    (rviz2 and points_dense show nothing there), 'nan' no value, 'clamp' leaves max_depth.
+    """
+    if far_depth == 'clamp':
+        return depth if sky is None else np.where(sky, np.float32(max_depth), depth)
+    beyond = ~(depth < max_depth * (1.0 - 1e-4))
+    if sky is not None:
+        beyond |= sky
+    marked = depth.copy()
+    marked[beyond] = np.inf if far_depth == 'inf' else np.nan
+    return marked
 
 
 @dataclass(frozen=True)
@@ -150,7 +162,8 @@ class PreparedFrame:
 class FrameOutputs:
     """Everything published for one frame."""
 
-    #: (H, W) float32 metres, NaN where invalid (at the engine's far limit), as REP 118 asks.
+    #: (H, W) float32 metres; beyond the engine's far limit and on the sky far_depth (+Inf,
+    #: REP 118's too far, by default), NaN where there is no depth.
     depth: np.ndarray
     prepared: PreparedFrame
     completion: CompletionResult
@@ -195,7 +208,8 @@ def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np
     """
     Run the engine on an image and its sparse map; return (published depth, engine result).
 
-    The published depth is the engine's with NaN at its far limit. Every completion (node,
+    The published depth is the engine's with ``far_depth`` beyond its far limit and on the
+    sky (:func:`mark_far`). Every completion (node,
     bag and dataset evaluation) ends here. Engine errors (too few LiDAR points under the
     'error' policy, non-finite network output) propagate to the caller. ``intrinsics`` (the
     image's K) goes to models that take the camera. ``stream`` (a camera's name) picks whose
@@ -203,7 +217,8 @@ def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np
     """
     result = completer.complete(rgb, sparse_depth, deadline, should_stop, intrinsics, stream,
                                 encoded)
-    return mask_far_limit(result.depth, completer.config.max_depth), result
+    config = completer.config
+    return mark_far(result.depth, config.max_depth, config.far_depth, result.sky), result
 
 
 class CompletionPipeline:

@@ -28,6 +28,7 @@ only for that import.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 import importlib
 from pathlib import Path
 import sys
@@ -65,23 +66,35 @@ def official_network(name: str, edit=None):
     return cfg.create_object(config).eval()
 
 
-def official_api():
-    """Import ``depth_anything_3.api`` with its three non-weights modules left empty."""
-    official_package()
-    saved = {name: sys.modules.get(name) for name in _UNUSED_BY_WEIGHTS}
-    for name, attributes in _UNUSED_BY_WEIGHTS.items():
-        module = types.ModuleType(name)
-        for attribute in attributes:
-            setattr(module, attribute, type(attribute, (), {}))
-        sys.modules[name] = module
+@contextmanager
+def _modules_replaced(modules: dict[str, types.ModuleType]):
+    """Put ``modules`` in sys.modules for the block, then restore what was there."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
     try:
-        return importlib.import_module('depth_anything_3.api')
+        yield
     finally:
         for name, module in saved.items():
             if module is None:
                 sys.modules.pop(name, None)
             else:
                 sys.modules[name] = module
+
+
+def _empty_module(name: str, **attributes) -> types.ModuleType:
+    module = types.ModuleType(name)
+    for attribute, value in attributes.items():
+        setattr(module, attribute, value)
+    return module
+
+
+def official_api():
+    """Import ``depth_anything_3.api`` with its three non-weights modules left empty."""
+    official_package()
+    empty = {name: _empty_module(name, **{a: type(a, (), {}) for a in attributes})
+             for name, attributes in _UNUSED_BY_WEIGHTS.items()}
+    with _modules_replaced(empty):
+        return importlib.import_module('depth_anything_3.api')
 
 
 def official_resize(rgb: np.ndarray, process_res: int) -> np.ndarray:
@@ -95,20 +108,12 @@ def official_resize(rgb: np.ndarray, process_res: int) -> np.ndarray:
     pytest.importorskip('cv2', reason='OpenCV runs the official resize')
     from PIL import Image
 
-    stub = types.ModuleType('torchvision')
-    stub.transforms = types.ModuleType('torchvision.transforms')
-    stub.transforms.Normalize = lambda **_: None
-    stub.transforms.ToTensor = lambda: None
-    saved = {name: sys.modules.get(name) for name in ('torchvision', 'torchvision.transforms')}
-    sys.modules['torchvision'], sys.modules['torchvision.transforms'] = stub, stub.transforms
-    try:
+    transforms = _empty_module('torchvision.transforms', Normalize=lambda **_: None,
+                               ToTensor=lambda: None)
+    stubs = {'torchvision': _empty_module('torchvision', transforms=transforms),
+             'torchvision.transforms': transforms}
+    with _modules_replaced(stubs):
         processor_module = importlib.import_module('depth_anything_3.utils.io.input_processor')
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
     processor = processor_module.InputProcessor.__new__(processor_module.InputProcessor)
     image = processor._resize_image(Image.fromarray(rgb), process_res, 'upper_bound_resize')
     image = processor._make_divisible_by_resize(image, processor.PATCH_SIZE)

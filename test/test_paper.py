@@ -154,6 +154,8 @@ def test_paper_rows_and_backbones():
     assert backbone_of('depth-anything/Depth-Anything-V2-Small-hf') == 'DAv2-S'
     assert backbone_of('lpiccinelli/unidepth-v2-vitl14') == 'UniDepthV2-L'
     assert backbone_of('demo') is None
+    # Depth Anything 3 is no Depth Anything V2 row, whatever its size.
+    assert backbone_of('depth-anything/DA3-SMALL') is None and backbone_of('da3-large') is None
     assert paper_row('DAv2-L', 'lrda').get('kitti_dc') == (0.433, 1.389)
     assert paper_row('DAv2-L', 'lrda-warm').label == 'DAv2-L + ours (paper)'
     assert paper_row('DAv2-L', 'prompt').get('ddad') is None

@@ -61,6 +61,10 @@ class FewPointsPolicy(str, Enum):
     ERROR = 'error'
 
 
+#: What published depth holds beyond max_depth and on the sky (TTOConfig.far_depth).
+FAR_DEPTHS = ('inf', 'nan', 'clamp')
+
+
 @dataclass
 class TTOConfig:
     """
@@ -94,6 +98,11 @@ class TTOConfig:
     max_depth: float = 250.0
     min_points: int = 32
     few_points: FewPointsPolicy = FewPointsPolicy.ALIGN
+    #: What published depth (the node, lrda eval, lrda densify: pipeline.complete_sparse)
+    #: holds where the aligned depth lies beyond max_depth, and on the sky of models with a
+    #: sky head: 'inf' (REP 118: too far), 'nan' (no value) or 'clamp' (max_depth, as the
+    #: engine's own result.depth). The engine's result is clamped whatever this says.
+    far_depth: str = 'inf'
     #: Carry adapted weights to the next frame and run ``warm_iterations`` there instead.
     warm_start: bool = False
     warm_iterations: int = 10
@@ -172,6 +181,8 @@ class TTOConfig:
         self.target_modules = tuple(self.target_modules)
         checks = [
             (self.iterations >= 0, 'iterations', 'iterations must be >= 0'),
+            (self.far_depth in FAR_DEPTHS, 'far_depth',
+             f'far_depth must be one of {", ".join(FAR_DEPTHS)}, got {self.far_depth!r}'),
             (self.warm_iterations >= 0, 'warm_iterations', 'warm_iterations must be >= 0'),
             (self.scene_cut_factor == 0 or self.scene_cut_factor > 1, 'scene_cut_factor',
              'scene_cut_factor must be 0 (off) or > 1'),

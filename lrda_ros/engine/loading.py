@@ -143,30 +143,28 @@ def _load_unidepth(text: str, device: torch.device, local_files_only: bool):
     """Return a UniDepthModel of a hub id, folder or weights file (errors say what to pass)."""
     from .unidepth import load_unidepth_network, UniDepthModel
 
-    try:
-        network = load_unidepth_network(text, local_files_only, hub_unreachable_reason)
-    except ModelError as error:
-        raise ModelLoadError(f'cannot load UniDepthV2 {text!r}: {error}. {_HOW_TO_PASS}'
-                             ) from error
-    except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
-        raise ModelLoadError(f'cannot load UniDepthV2 {text!r} ({type(error).__name__}: '
-                             f'{error}). {_HOW_TO_PASS}') from error
-    return UniDepthModel(network, device, source=text)
+    return UniDepthModel(_network_of('UniDepthV2', load_unidepth_network, text,
+                                     local_files_only), device, source=text)
 
 
 def _load_da3(text: str, device: torch.device, local_files_only: bool):
     """Return a DA3Model of a model name, hub id, folder or weights file."""
     from .da3 import DA3Model, load_da3_network
 
+    return DA3Model(_network_of('Depth Anything 3', load_da3_network, text, local_files_only),
+                    device, source=text)
+
+
+def _network_of(family: str, load, text: str, local_files_only: bool) -> torch.nn.Module:
+    """Run a family's loader; any failure becomes one ModelLoadError saying what to pass."""
     try:
-        network = load_da3_network(text, local_files_only, hub_unreachable_reason)
+        return load(text, local_files_only, hub_unreachable_reason)
     except ModelError as error:
-        raise ModelLoadError(f'cannot load Depth Anything 3 {text!r}: {error}. {_HOW_TO_PASS}'
+        raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
                              ) from error
     except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
-        raise ModelLoadError(f'cannot load Depth Anything 3 {text!r} ({type(error).__name__}: '
+        raise ModelLoadError(f'cannot load {family} {text!r} ({type(error).__name__}: '
                              f'{error}). {_HOW_TO_PASS}') from error
-    return DA3Model(network, device, source=text)
 
 
 def is_demo_prior_source(source: str | None) -> bool:

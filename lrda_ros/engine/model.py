@@ -445,7 +445,14 @@ class DepthModel(BaseDepthModel):
         # The projection's input is the frame's features: its frozen part is computed once.
         projected = frozen_base_output(layer.projection, grid, encoded.frozen_outputs,
                                        ('reassemble', level))
+        constant = self.level_constant(encoded, level)
+        if constant is not None:
+            projected = projected + constant.to(projected.dtype)
         return layer.resize(projected) if resize else projected
+
+    def level_constant(self, encoded: EncodedImage, level: int) -> torch.Tensor | None:
+        """Return what a model adds to a level after its projection (DA3's UV embedding)."""
+        return None
 
     def neck_inputs(self, encoded: EncodedImage, first_level: int = 0) -> list[torch.Tensor]:
         """Return the pyramid the fusion consumes (finest first), from ``first_level`` on."""
@@ -459,11 +466,16 @@ class DepthModel(BaseDepthModel):
 
     def decode(self, encoded: EncodedImage) -> torch.Tensor:
         """Run neck and head: the (1, h, w) prediction at processing resolution."""
+        return self.scaled_output(encoded, head_output(self.network.head,
+                                                       self.head_features(encoded)))
+
+    def head_features(self, encoded: EncodedImage) -> torch.Tensor:
+        """Return what the head's output convolutions read: conv1's output, upsampled."""
         head = self.network.head
         size = (encoded.patch_grid[0] * self.patch_size, encoded.patch_grid[1] * self.patch_size)
         features = head.conv1(self.decode_features(encoded)[head.head_in_index])
         upsampled = F.interpolate(features, size=size, mode='bilinear', align_corners=True)
-        return self.scaled_output(encoded, head_output(head, self.head_input(encoded, upsampled)))
+        return self.head_input(encoded, upsampled)
 
     def scaled_output(self, encoded: EncodedImage, prediction: torch.Tensor) -> torch.Tensor:
         """Apply the frame's output factor (:meth:`output_scale`) to a head's output."""

@@ -168,7 +168,7 @@ class TTOMethod:
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
                  intrinsics: np.ndarray | None = None,
                  T_world_cam: np.ndarray | None = None) -> MethodOutput:
-        """Run the engine on one frame, as the node does (NaN at the far limit, fusion)."""
+        """Run the engine on one frame, as the node does (far_depth beyond reach, fusion)."""
         depth, result = complete_sparse(self.completer, rgb, sparse_depth,
                                         intrinsics=intrinsics)
         if self.fusion.config.enabled:

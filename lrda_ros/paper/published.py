@@ -77,6 +77,8 @@ PAPER_METHOD = MappingProxyType({'scale-shift': 'scale-shift', 'lrda': 'lrda',
 def backbone_of(model_source: str) -> str | None:
     """Return the paper backbone a model source names (hub id, path), or None."""
     text = model_source.lower()
+    if 'da3' in text or 'depth-anything-3' in text or 'depth_anything_3' in text:
+        return None  # Depth Anything 3 came after the paper: no row of it stands for DA3
     if 'unidepth' in text:
         return 'UniDepthV2-L' if 'large' in text or 'vitl' in text else None
     if 'depth-anything' in text or 'depth_anything' in text or 'dav2' in text:

@@ -207,7 +207,7 @@ class NodeSettings:
                 iterations=v['iterations'], learning_rate=v['learning_rate'],
                 lora_rank=v['lora_rank'], lora_alpha=v['lora_alpha'], device=v['device'],
                 dtype=v['dtype'], processing_size=v['processing_size'] or None,
-                min_depth=v['min_depth'], max_depth=v['max_depth'],
+                min_depth=v['min_depth'], max_depth=v['max_depth'], far_depth=v['far_depth'],
                 min_points=v['min_points'],
                 # 'skip': the engine refuses the frame (its count of usable points), the node
                 # drops it as too_few_points.

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import difflib
 from typing import Any
 
-from ..engine.config import DTYPES, SCHEDULES
+from ..engine.config import DTYPES, FAR_DEPTHS, SCHEDULES
 from ..errors import ConfigError
 
 
@@ -160,8 +160,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'hundreds of kernel launches (its speed there unmeasured); on a CPU it does '
                   'not pay (0.95x eager at ViT-S VGA) after a minute of compilation per '
                   'resolution (doc/performance.md). '
-                  'Depth Anything V2 with tail_strips 1 only; other combinations stop start-up '
-                  'with the reason.', read_only=True),
+                  'Depth Anything V2 or 3 with tail_strips 1 only; other combinations stop '
+                  'start-up with the reason.', read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
                   '(exported to ONNX once per model and input size, cached in '
                   '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '
@@ -177,8 +177,12 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   choices=('align', 'skip')),
     ParameterSpec('min_depth', 0.1, 'Nearest valid depth in metres (input and output).', 1e-3,
                   1e3),
-    ParameterSpec('max_depth', 120.0, 'Farthest valid depth in metres; farther output is NaN.',
-                  0.1, 1e4),
+    ParameterSpec('max_depth', 120.0, 'Farthest valid depth in metres; farther output is '
+                  'far_depth.', 0.1, 1e4),
+    ParameterSpec('far_depth', 'inf', 'What depth holds beyond max_depth and on the sky of '
+                  "models with a sky head (Depth Anything 3 metric and mono): 'inf' (REP 118: "
+                  "too far; no point in points_dense), 'nan' (no value) or 'clamp' (max_depth).",
+                  choices=FAR_DEPTHS),
     ParameterSpec('projection.min_range', 0.5, 'Drop LiDAR points closer than this (metres '
                   'from the sensor).', 0.0, 1e3),
     ParameterSpec('projection.max_range', 120.0, 'Drop LiDAR points farther than this (metres '

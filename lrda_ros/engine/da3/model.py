@@ -42,17 +42,17 @@ import torch.nn.functional as F
 from .config import DA3Config, METRIC_FOCAL_DIVISOR
 from .network import DA3Network, uv_embedding
 from ..alignment import PredictionSpace
-from ..model import DepthModel, EncodedImage, frozen_base_output
+from ..model import DepthModel, EncodedImage
 from ..precision import full_precision
-from ...errors import ModelError
+from ...errors import InputError
 
 #: Sky probability at or above which a pixel is sky (the official ``compute_sky_mask``
 #: threshold that ``DepthAnything3Net`` uses for its own sky handling).
 SKY_THRESHOLD = 0.3
 
 
-class MissingIntrinsicsError(ModelError, ValueError):
-    """A metric DA3 model was given an image without its camera matrix."""
+class MissingIntrinsicsError(InputError):
+    """A metric DA3 model was given an image without its camera matrix (a frame's input)."""
 
 
 def nearest_multiple(value: int, patch: int) -> int:
@@ -131,7 +131,8 @@ class DA3Model(DepthModel):
         if intrinsics is None:
             raise MissingIntrinsicsError(
                 f'{self.config.name} gives metres from the focal length: pass the camera '
-                'matrix K (the node reads it from camera_info; complete(..., intrinsics=K))')
+                'matrix K (the node reads it from camera_info; complete(..., intrinsics=K))',
+                field='intrinsics')
         matrix = np.asarray(intrinsics, dtype=np.float64)
         height, width = pixel_values.shape[-2:]
         focal = (matrix[0, 0] * width / input_size[1] + matrix[1, 1] * height / input_size[0]) / 2
@@ -155,17 +156,9 @@ class DA3Model(DepthModel):
                            metric_scale=self._metric_scale(pixel_values, input_size,
                                                            intrinsics))
 
-    def reassembled(self, encoded: DA3Features, level: int, resize: bool = True) -> torch.Tensor:
-        """Reassemble one level as the DPT neck does, plus DualDPT's UV embedding."""
-        patch_h, patch_w = encoded.patch_grid
-        tokens = encoded.hidden_states[level][:, 1:]
-        grid = tokens.reshape(tokens.shape[0], patch_h, patch_w, -1).permute(0, 3, 1, 2)
-        layer = self.network.neck.reassemble_stage.layers[level]
-        projected = frozen_base_output(layer.projection, grid, encoded.frozen_outputs,
-                                       ('reassemble', level))
-        if encoded.level_positions is not None:
-            projected = projected + encoded.level_positions[level].to(projected.dtype)
-        return layer.resize(projected) if resize else projected
+    def level_constant(self, encoded: DA3Features, level: int) -> torch.Tensor | None:
+        """Return DualDPT's UV embedding of a reassemble level (None: DPT)."""
+        return None if encoded.level_positions is None else encoded.level_positions[level]
 
     def head_input(self, encoded: DA3Features, upsampled: torch.Tensor,
                    rows: tuple[int, int] | None = None) -> torch.Tensor:
@@ -185,13 +178,6 @@ class DA3Model(DepthModel):
     def output_scale(self, encoded: DA3Features) -> torch.Tensor | None:
         return encoded.metric_scale
 
-    def _upsampled(self, encoded: DA3Features) -> torch.Tensor:
-        head = self.network.head
-        size = (encoded.patch_grid[0] * self.patch_size, encoded.patch_grid[1] * self.patch_size)
-        features = head.conv1(self.decode_features(encoded)[head.head_in_index])
-        upsampled = F.interpolate(features, size=size, mode='bilinear', align_corners=True)
-        return self.head_input(encoded, upsampled)
-
     def decode_with_confidence(self, encoded: DA3Features) -> tuple[torch.Tensor, torch.Tensor]:
         """
         Return the (1, h, w) depth and DualDPT's uncertainty, the engine's confidence output.
@@ -202,7 +188,7 @@ class DA3Model(DepthModel):
         image (geometry/confidence.py).
         """
         head = self.network.head
-        upsampled = self._upsampled(encoded)
+        upsampled = self.head_features(encoded)
         with full_precision(upsampled.device):
             logits = head.conv3(head.activation1(head.conv2(upsampled.float())))
         depth = self.scaled_output(encoded, torch.exp(logits[:, 0]))
@@ -212,19 +198,6 @@ class DA3Model(DepthModel):
         """Return DA3's (1, h, w) sky output (ReLU'd logits; sky at or above SKY_THRESHOLD)."""
         if self.network.sky is None:
             raise ValueError(f'{self.config.name} has no sky head')
-        upsampled = self._upsampled(encoded)
+        upsampled = self.head_features(encoded)
         with full_precision(upsampled.device):
             return torch.relu(self.network.sky(upsampled.float()))[:, 0]
-
-    def predict_outputs(self, rgb: np.ndarray, processing_size: int | None = None,
-                        intrinsics: np.ndarray | None = None) -> dict[str, torch.Tensor]:
-        """Return every output at the network input size: depth, and confidence or sky."""
-        with torch.no_grad():
-            encoded = self.encode(self.preprocess(rgb, processing_size), rgb.shape[:2],
-                                  intrinsics)
-            outputs = {'depth': self.decode(encoded)}
-            if self.has_confidence:
-                outputs['depth'], outputs['confidence'] = self.decode_with_confidence(encoded)
-            if self.has_sky:
-                outputs['sky'] = self.sky(encoded)
-        return outputs

@@ -1,0 +1,63 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""``far_depth``: what published depth holds beyond max_depth and on a model's sky."""
+
+from __future__ import annotations
+
+from lrda_ros.engine import TTOConfig
+from lrda_ros.errors import ConfigError
+from lrda_ros.geometry.projection import backproject_depth
+from lrda_ros.pipeline import mark_far
+import numpy as np
+import pytest
+
+MAX_DEPTH = 80.0
+#: The engine's clamped output: 80 m is its far limit (a relative model's sky), 79.9 is not.
+ENGINE_DEPTH = np.array([[5.0, 79.9, MAX_DEPTH], [MAX_DEPTH, 12.0, 3.0]], np.float32)
+SKY = np.array([[False, False, False], [False, True, False]])
+
+
+def test_beyond_reach_is_too_far_by_default_as_rep_118_says():
+    assert TTOConfig().far_depth == 'inf'
+    published = mark_far(ENGINE_DEPTH, MAX_DEPTH, 'inf', SKY)
+    expected = np.array([[5.0, 79.9, np.inf], [np.inf, np.inf, 3.0]], np.float32)
+    np.testing.assert_array_equal(published, expected)
+    assert published.dtype == np.float32
+
+
+def test_nan_and_clamp_keep_the_other_conventions():
+    np.testing.assert_array_equal(
+        mark_far(ENGINE_DEPTH, MAX_DEPTH, 'nan', SKY),
+        np.array([[5.0, 79.9, np.nan], [np.nan, np.nan, 3.0]], np.float32))
+    np.testing.assert_array_equal(
+        mark_far(ENGINE_DEPTH, MAX_DEPTH, 'clamp', SKY),
+        np.array([[5.0, 79.9, MAX_DEPTH], [MAX_DEPTH, MAX_DEPTH, 3.0]], np.float32))
+    np.testing.assert_array_equal(mark_far(ENGINE_DEPTH, MAX_DEPTH, 'clamp'), ENGINE_DEPTH)
+
+
+def test_too_far_pixels_are_no_points():
+    from lrda_ros.geometry.camera import CameraModel
+
+    camera = CameraModel(np.array([[2.0, 0, 1.0], [0, 2.0, 0.5], [0, 0, 1]]), 3, 2)
+    points, rows, cols = backproject_depth(mark_far(ENGINE_DEPTH, MAX_DEPTH, 'inf', SKY),
+                                           camera)
+    assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 0), (0, 1), (1, 2)]
+    assert np.isfinite(points).all()
+
+
+def test_an_unknown_far_depth_is_refused():
+    with pytest.raises(ConfigError) as error:
+        TTOConfig(far_depth='max')
+    assert error.value.field == 'far_depth' and 'inf, nan, clamp' in str(error.value)
