@@ -143,7 +143,11 @@ def test_da3_metric_depth_and_sky_match_the_official_network(metric_pair, size):
     with torch.no_grad():
         encoded = ours.encode(pixels, size, intrinsics)
         depth, sky = ours.decode(encoded), ours.sky(encoded)
-    assert _close(depth, metres[0].float()) < TOLERANCE
+    # The official forward paints its sky (sky >= 0.3) with the rest's 99th percentile; this
+    # package leaves the sky's depth unused (far_depth), so depth is compared off the sky.
+    ground = expected.sky[0] < 0.3
+    assert ground.float().mean() > 0.5
+    assert _close(depth[ground], metres[0].float()[ground]) < TOLERANCE
     assert _close(sky, expected.sky[0]) < TOLERANCE
 
 

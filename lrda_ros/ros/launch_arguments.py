@@ -40,8 +40,8 @@ DEFAULTS_IN_SHARE = frozenset({'params_file'})
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('params_file', 'config/completion.yaml',
                    'Parameter YAML of the completion node.'),
-    LaunchArgument('model', '', 'Override the model parameter (hub id, directory, .pth, demo '
-                   'or auto).'),
+    LaunchArgument('model', '', 'Override the model parameter (hub id, directory, .pth, '
+                   'da3-small and the other Depth Anything 3 names, demo or auto).'),
     LaunchArgument('device', '', 'Override the device parameter (auto, cpu, cuda).'),
     LaunchArgument('processing_size', '', 'Override the processing_size parameter (longer '
                    'side of the network input; lower is faster).'),

@@ -101,9 +101,11 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('batch_encoding', True, 'Encode frames of several cameras that are ready '
                   'together in one encoder batch (per network input shape).', read_only=True),
     ParameterSpec('model', 'auto', 'Depth model: a Hugging Face hub id, a local Hugging Face '
-                  'directory, an official depth_anything_v2_*.pth file, "demo" (the embedded '
-                  'synthetic-world prior) or "auto" (Depth Anything V2 Small if cached or '
-                  'reachable, else the demo prior with a warning).', read_only=True),
+                  'directory, an official depth_anything_v2_*.pth file, a Depth Anything 3 '
+                  'model (da3-small, da3-base, da3-large, da3metric-large, da3mono-large) or '
+                  'folder, "demo" (the embedded synthetic-world prior) or "auto" (Depth '
+                  'Anything V2 Small if cached or reachable, else the demo prior with a '
+                  'warning).', read_only=True),
     ParameterSpec('device', 'auto', 'Torch device: "auto" (CUDA when present), "cpu", "cuda", '
                   '"cuda:N".', read_only=True),
     ParameterSpec('dtype', 'auto', 'Compute precision of forward passes (autocast; weights '
