@@ -260,4 +260,26 @@ def test_model_names_resolve_from_the_cache_only_and_say_so(monkeypatch):
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')
     with pytest.raises(ModelLoadError) as error:
         load_depth_model('da3-small')
-    assert 'depth-anything/da3-small' in _one_line(error) and 'HF_HUB_OFFLINE' in str(error.value)
+    assert 'depth-anything/DA3-SMALL' in _one_line(error) and 'HF_HUB_OFFLINE' in str(error.value)
+
+
+def test_model_names_and_hub_ids_load_from_the_hugging_face_cache(small_pair, tmp_path,
+                                                                  monkeypatch):
+    from huggingface_hub import constants
+
+    _, ours, folder = small_pair
+    # The cache's layout (huggingface_hub): models--<owner>--<name>/refs/main names a snapshot.
+    repo = tmp_path / 'models--depth-anything--DA3-SMALL'
+    snapshot = repo / 'snapshots' / ('0' * 40)
+    snapshot.mkdir(parents=True)
+    (repo / 'refs').mkdir()
+    (repo / 'refs' / 'main').write_text('0' * 40)
+    for name in ('config.json', 'model.safetensors'):
+        (snapshot / name).symlink_to(folder / name)
+    monkeypatch.setattr(constants, 'HF_HUB_CACHE', str(tmp_path))
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    for spec in ('da3-small', 'depth-anything/DA3-SMALL', 'depth-anything/da3-small'):
+        loaded = load_depth_model(spec)
+        assert isinstance(loaded, DA3Model) and loaded.source == spec
+        assert all(torch.equal(a, b) for a, b in zip(loaded.network.state_dict().values(),
+                                                     ours.network.state_dict().values()))

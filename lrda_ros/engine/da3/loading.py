@@ -55,11 +55,10 @@ UNBUILT_BRANCHES = (r'^head\.scratch\.[a-z0-9_]*_aux\.', r'^cam_enc\.', r'^cam_d
 
 
 def hub_id_of(spec: str) -> str | None:
-    """Return the hub repository a model name or hub id names (lower case), else None."""
+    """Return the hub repository a model name or hub id names, as published, else None."""
     key = spec.strip().lower()
-    if key in HUB_IDS:
-        return key
-    return f'depth-anything/{key}' if key in PRESETS else None
+    name = HUB_IDS.get(key) or (key if key in PRESETS else None)
+    return None if name is None else f'depth-anything/{name.upper()}'
 
 
 def _config_model_name(path: Path) -> str | None:
@@ -225,40 +224,36 @@ class _NotCached(Exception):
     """A hub file is not in the local cache."""
 
 
-def _hub_file(repo: str, name: str, local_only: bool) -> Path:
+def _hub_files(repo: str, local_only: bool) -> tuple[Path, Path]:
+    """Return the paths of a repository's config.json and weights (from the cache: local_only)."""
     from huggingface_hub import hf_hub_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
-    # The published repositories are named in capitals (DA3-SMALL); the cache keeps the case.
-    for spelling in (repo, repo.split('/')[0] + '/' + repo.split('/')[1].upper()):
-        try:
-            return Path(hf_hub_download(spelling, name, local_files_only=local_only))
-        except LocalEntryNotFoundError:
-            continue
-    raise _NotCached(name)
+    try:
+        return tuple(Path(hf_hub_download(repo, name, local_files_only=local_only))
+                     for name in ('config.json', WEIGHT_FILE))
+    except LocalEntryNotFoundError as error:
+        raise _NotCached(repo) from error
 
 
 def load_hub(spec: str, local_files_only: bool,
              hub_unreachable_reason: Callable[[], str]) -> DA3Network:
     """Load a hub repository: the local cache first, the hub only when reachable."""
     repo = hub_id_of(spec)
-    local_only = True
-    while True:
-        try:
-            config_path = _hub_file(repo, 'config.json', local_only)
-            weights = _hub_file(repo, WEIGHT_FILE, local_only)
-            break
-        except _NotCached:
-            if not local_only or local_files_only:
-                raise DA3ConfigError(f'{spec!r} ({repo}) is not in the local Hugging Face '
-                                     'cache') from None
-        reason = hub_unreachable_reason()
+    try:
+        config_path, weights = _hub_files(repo, local_only=True)
+    except _NotCached:
+        reason = 'only the cache may be read' if local_files_only else hub_unreachable_reason()
         if reason:
             raise DA3ConfigError(f'{spec!r} ({repo}) is not in the local Hugging Face cache '
-                                 f'and {reason}')
-        local_only = False
-    name = _config_model_name(config_path) or HUB_IDS.get(repo)
-    return load_file(weights, name)
+                                 f'and {reason}') from None
+        config_path, weights = _hub_files(repo, local_only=False)
+    return load_file(weights, _config_model_name(config_path) or preset_of_hub_id(repo))
+
+
+def preset_of_hub_id(repo: str) -> str:
+    """Return the preset name of a published repository (``depth-anything/DA3-SMALL``)."""
+    return HUB_IDS[repo.lower()]
 
 
 def load_da3_network(spec: str, local_files_only: bool,
