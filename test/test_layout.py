@@ -105,7 +105,7 @@ LAYERS = (
     ('lrda_ros.speed', 'lrda_ros.paper'),
     ('lrda_ros.ros',),
     ('lrda_ros.demo', 'lrda_ros.densify'),
-    ('lrda_ros.cli', 'lrda_ros.cli_options', 'lrda_ros.cli_calibrate'),
+    ('lrda_ros.cli',),
 )
 #: The evaluation rooms: accuracy on one source (eval), its frames (datasets), the paper's
 #: table (paper) and speed measurement (speed). Each is read in a sitting: small modules, and a

@@ -19,12 +19,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .cli_options import (add_extrinsic_options, add_node_parameters, add_rectified_option,
-                          add_sync_options, add_topics, extrinsic_of, number)
+from .options import (add_command, add_extrinsic_options, add_node_parameters,
+                      add_rectified_option, add_sync_options, add_topics, extrinsic_of, number)
 
 
-def add_calibrate(parser: argparse.ArgumentParser) -> None:
-    """Add ``lrda calibrate``'s options to its parser."""
+def add_calibrate(commands) -> None:
+    """Add ``lrda calibrate`` and its options."""
+    parser = add_command(commands, 'calibrate', "check a bag's LiDAR->camera calibration (and "
+                         'time offset) from its own frames')
     parser.add_argument('--bag', type=Path, required=True,
                         help='a rosbag2 folder (.db3 or .mcap; required, no default)')
     parser.add_argument('--output', type=Path, default=Path('out/calibrate'),
@@ -46,10 +48,10 @@ def add_calibrate(parser: argparse.ArgumentParser) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Check the bag's calibration, print the verdict and the correction, write the report."""
-    from .calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
-    from .geometry.calibration_search import CheckConfig
-    from .messages.rosbag import BagTopics
-    from .settings import load_parameters, NodeSettings
+    from ..calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
+    from ..geometry.calibration_search import CheckConfig
+    from ..messages.rosbag import BagTopics
+    from ..settings import load_parameters, NodeSettings
 
     parameters = load_parameters(args.params_file, args.parameters)
     settings = NodeSettings.from_values(parameters)
