@@ -24,9 +24,9 @@ frames); the full measurement is benchmarks/calibration.py (doc/calibration.md).
 import json
 
 from lrda_ros import cli
-from lrda_ros.calibration import bag_window
+from lrda_ros.calibration.bag import bag_window
+from lrda_ros.calibration.score import rotation_matrix
 from lrda_ros.geometry import RigidTransform
-from lrda_ros.geometry.calibration_score import rotation_matrix
 import numpy as np
 import pytest
 

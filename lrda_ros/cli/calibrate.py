@@ -48,8 +48,8 @@ def add_calibrate(commands) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Check the bag's calibration, print the verdict and the correction, write the report."""
-    from ..calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
-    from ..geometry.calibration_search import CheckConfig
+    from ..calibration import CheckConfig
+    from ..calibration.bag import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
     from ..messages.rosbag import BagTopics
     from ..settings import load_parameters, NodeSettings
 

@@ -18,7 +18,7 @@ The node's background calibration check: a window of recent frames, checked at a
 The worker only *offers* a frame (:meth:`CalibrationMonitor.offer`: a time comparison and,
 every ``period / window`` seconds, a reference put in a one-slot box); a daemon thread at the
 lowest CPU priority turns frames into the check's inputs (edge map, outline points) and runs
-:func:`~lrda_ros.geometry.calibration_search.check_calibration` every ``period`` seconds once
+:func:`~lrda_ros.calibration.search.check_calibration` every ``period`` seconds once
 the window is full. Nothing it does is waited for by a frame. The result is the
 ``<node>: calibration`` status on /diagnostics; with ``calibration_check.apply`` a suspect
 check's rotation is applied to the extrinsic of later frames (logged once per change).
@@ -36,11 +36,10 @@ from typing import Callable
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 import numpy as np
 
+from ..calibration.score import calibration_frame, correction_transform
+from ..calibration.search import CalibrationCheck, check_calibration, CheckConfig, SUSPECT
+from ..calibration.text import describe
 from ..geometry import LidarCloud
-from ..geometry.calibration_score import calibration_frame, correction_transform
-from ..geometry.calibration_search import (
-    CalibrationCheck, check_calibration, CheckConfig, SUSPECT)
-from ..geometry.calibration_text import describe
 from ..pipeline import FrameInputs
 from ..settings.node_settings import CalibrationCheckSettings
 

@@ -15,7 +15,7 @@
 """
 The calibration check: the correction that maximizes the window's score, and how sure it is.
 
-**Search** (calibration_optimize). Derivative-free, from the given calibration:
+**Search** (optimize). Derivative-free, from the given calibration:
 
 1. the rotation alone by *compass search*, then Levinson & Thrun's grid around the peak;
 2. on a moving rig, the time offset scanned over its whole range, the rotation re-fitted at
@@ -25,7 +25,7 @@ The calibration check: the correction that maximizes the window's score, and how
 4. every free parameter together by compass search from there (a translation again along its
    ridge).
 
-**Confidence** (calibration_confidence). A translation differs from a rotation only by
+**Confidence** (confidence). A translation differs from a rotation only by
 parallax: it is searched only where its tolerance moves the outline points, beyond what the
 rotation makes up, by ``min_parallax_px`` (else it is "not observable" without a search: the
 score's systematic errors would place its peak). Every searched parameter is then
@@ -47,18 +47,16 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .calibration_confidence import (
+from .confidence import (
     half_window_spread, pixel_jacobian, ridge_basis, sandwich_errors, score_derivatives,
     sharp_parameters, with_parallax)
-from .calibration_optimize import (
+from .optimize import (
     DEG, pattern_search, rotation_search, SMALLEST, time_scan, translation_scan)
-from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
+from .score import (
+    CalibrationFrame, PARAMETER_NAMES, SHOWN_SCALES, SHOWN_UNITS, WindowScore)
 
 #: Verdicts.
 CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
-#: theta's units -> the units notes are written in (degrees, metres, milliseconds).
-_SHOWN = np.array([1 / DEG] * 3 + [1.0] * 3 + [1000.0])
-_UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
 #: The central differences' steps: 0.15 degree, 3 cm, 5 ms.
 _STEPS = np.array([0.15 * DEG] * 3 + [0.03] * 3 + [0.005])
 
@@ -98,7 +96,7 @@ class CheckConfig:
     #: falls within a beam) are about a pixel or two, and bias a translation they outweigh.
     min_parallax_px: float = 2.0
     #: Whether a parameter must also come out the same, within its tolerance, from the
-    #: window's first and second half in time (calibration_confidence.half_window_spread).
+    #: window's first and second half in time (confidence.half_window_spread).
     split_halves: bool = True
 
     def __post_init__(self) -> None:
@@ -258,9 +256,9 @@ def _with_parallax(score: WindowScore, searched: np.ndarray, config: CheckConfig
 
     A translation is searched only where its tolerance moves the outline points, beyond what
     the other searched parameters make up, by at least ``config.min_parallax_px``: less than
-    the score's systematic errors on real data (calibration_confidence.with_parallax), and
+    the score's systematic errors on real data (confidence.with_parallax), and
     its peak is placed by them rather than by the calibration. The basis moves each
-    translation left along its ridge (calibration_confidence.ridge_basis).
+    translation left along its ridge (confidence.ridge_basis).
     """
     parallax = np.full(7, np.nan)
     if not searched[3:6].any():
@@ -289,7 +287,7 @@ def _observable_set(frames: list[CalibrationFrame], score: WindowScore, theta: n
     """
     Return which parameters the window observes, theta with the others held, the halves' spread.
 
-    Sharp marginal peaks inside the search range first (calibration_confidence); then, with
+    Sharp marginal peaks inside the search range first (confidence); then, with
     ``config.split_halves``, the window's halves in time must agree on each parameter within
     its tolerance: the one that disagrees most (relative to its tolerance) is held at the
     given value, the rest searched again, until the halves agree on all that are left.
@@ -366,7 +364,7 @@ def _notes(searched: np.ndarray, observable: np.ndarray, time_note: str,
     notes = []
     tolerances = config.tolerances()
     for index in range(7):
-        shown, unit = _SHOWN[index], _UNITS[index]
+        shown, unit = SHOWN_SCALES[index], SHOWN_UNITS[index]
         tolerance = f'{tolerances[index] * shown:.3g} {unit}'
         if not searched[index]:
             note = (time_note or 'not searched') if index == 6 else 'not searched'

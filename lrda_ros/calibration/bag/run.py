@@ -20,13 +20,14 @@ from dataclasses import dataclass, field
 import json
 from pathlib import Path
 
-from .bag import bag_window, BagWindow
 from .figures import overlay_figure, profile_figure, score_profiles
-from ..geometry import RigidTransform
-from ..geometry.calibration_score import CalibrationFrame, FrameSelection
-from ..geometry.calibration_search import CalibrationCheck, check_calibration, CheckConfig
-from ..geometry.calibration_text import check_to_dict, describe
-from ..messages.rosbag import BagTopics
+from .reading import bag_window, BagWindow
+from ..score import CalibrationFrame, FrameSelection
+from ..search import CalibrationCheck, check_calibration, CheckConfig
+from ..text import check_to_dict, describe
+from ..window import check_window
+from ...geometry import RigidTransform
+from ...messages.rosbag import BagTopics
 
 CALIBRATION_JSON = 'calibration.json'
 OVERLAY_PNG = 'overlay.png'
@@ -59,7 +60,7 @@ class CalibrationResult:
 
     @property
     def message(self) -> str:
-        """Return the check in one sentence (calibration_text.describe)."""
+        """Return the check in one sentence (text.describe)."""
         return describe(self.check)
 
 
@@ -71,8 +72,8 @@ def calibrate_frames(frames: list[CalibrationFrame],
 
 def calibrate_window(window: BagWindow, options: CalibrateOptions) -> CalibrationResult:
     """Check a bag window with its extrinsic and write the report into ``options.output``."""
-    frames = window.frames(window.extrinsic, options.selection)
-    result = calibrate_frames(frames, options.check)
+    check, frames = check_window(list(window.raw), options.check, options.selection)
+    result = CalibrationResult(check, frames)
     output = Path(options.output)
     output.mkdir(parents=True, exist_ok=True)
     report = check_to_dict(result.check, window.extrinsic)

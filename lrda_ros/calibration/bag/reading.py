@@ -19,24 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
-from ..datasets.rosbag import EXTRINSIC_HINT
-from ..geometry import CameraModel, InvalidCameraError, RigidTransform
-from ..geometry.calibration_score import calibration_frame, CalibrationFrame, FrameSelection
-from ..messages.compressed import any_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
-from ..messages.rosbag import BagError, BagTopics, RosbagSource
-
-
-@dataclass(frozen=True, eq=False)
-class BagFrame:
-    """One synchronized set as arrays: RGB image, cloud (LiDAR frame, scan order), camera."""
-
-    rgb: np.ndarray
-    points: np.ndarray
-    camera: CameraModel
-    stamp_ns: int
+from ..score import CalibrationFrame, FrameSelection
+from ..window import window_frames, WindowFrame
+from ...datasets.rosbag import EXTRINSIC_HINT
+from ...geometry import InvalidCameraError, RigidTransform
+from ...messages.compressed import any_image_to_rgb
+from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ...messages.rosbag import BagError, BagTopics, RosbagSource
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,7 +34,7 @@ class BagWindow:
     """The frames of a bag and its LiDAR->camera extrinsic (the bag's or the one given)."""
 
     path: Path
-    raw: tuple[BagFrame, ...]
+    raw: tuple[WindowFrame, ...]
     extrinsic: RigidTransform
     camera_frame: str
     lidar_frame: str
@@ -52,9 +42,7 @@ class BagWindow:
     def frames(self, T_cam_lidar: RigidTransform | None = None,
                selection: FrameSelection = FrameSelection()) -> list[CalibrationFrame]:
         """Return the check's frames with ``T_cam_lidar`` (default: the window's extrinsic)."""
-        T = self.extrinsic if T_cam_lidar is None else T_cam_lidar
-        return [calibration_frame(frame.rgb, frame.points, T, frame.camera,
-                                  selection=selection) for frame in self.raw]
+        return window_frames(list(self.raw), selection, T_cam_lidar)
 
 
 def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
@@ -86,6 +74,6 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
             camera = camera_info_to_camera_model(info, rectified=rectified)
         except InvalidCameraError as error:
             raise BagError(f'{source.path}: {source.topics.camera_info}: field {error}') from None
-        raw.append(BagFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
-                            stamps[len(raw)][0]))
+        raw.append(WindowFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
+                               extrinsic, stamps[len(raw)][0]))
     return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame)
