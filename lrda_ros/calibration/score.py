@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .edges import (
-    depth_discontinuities, EDGE_ALPHA, EDGE_GAMMA, edge_strength, grey, inverse_distance_transform,
+    depth_discontinuities, edge_strength, grey, inverse_distance_transform,
     local_contrast, outline_points)
 from ..geometry.camera import CameraModel, project_points
 from ..geometry.checks import as_points, InvalidPointsError
@@ -69,8 +69,6 @@ class FrameSelection:
     #: 0: the plain spread edge map (Levinson & Thrun); an odd number of pixels: the map minus
     #: its mean over that box (edges.local_contrast), for images textured all over.
     edge_contrast_px: int = 0
-    edge_alpha: float = EDGE_ALPHA
-    edge_gamma: float = EDGE_GAMMA
 
     def __post_init__(self) -> None:
         if not (self.min_jump_m > 0 and self.max_range_m > 0 and self.max_points >= 1
@@ -138,7 +136,7 @@ def calibration_frame(rgb: np.ndarray, points_lidar: np.ndarray, T_cam_lidar: Ri
     if keep.size > selection.max_points:
         keep = keep[np.argsort(-weights[keep], kind='stable')[:selection.max_points]]
     raw = edge_strength(grey(image))
-    edges = inverse_distance_transform(raw, selection.edge_alpha, selection.edge_gamma)
+    edges = inverse_distance_transform(raw)
     if selection.edge_contrast_px:
         edges = local_contrast(edges, selection.edge_contrast_px)
     # Each outline between its point and the neighbour it jumps to, at the mean time.

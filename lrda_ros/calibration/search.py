@@ -62,29 +62,39 @@ _STEPS = np.array([0.15 * DEG] * 3 + [0.03] * 3 + [0.005])
 
 
 @dataclass(frozen=True)
+class PerKind:
+    """One number per kind of parameter: rotation (deg), translation (m), time offset (s)."""
+
+    rotation_deg: float
+    translation_m: float
+    time_offset_s: float
+
+    def per_parameter(self) -> np.ndarray:
+        """Return the number of each of theta's 7 parameters, in theta's units."""
+        return np.array([self.rotation_deg * DEG] * 3 + [self.translation_m] * 3
+                        + [self.time_offset_s])
+
+
+@dataclass(frozen=True)
 class CheckConfig:
     """How the check searches and decides; angles in degrees, lengths in m, times in s."""
 
-    #: Fewest frames in the window (one frame has no spread to judge a peak by).
-    min_frames: int = 3
-    #: Fewest outline points over the window, and per frame on average.
-    min_points: int = 300
-    #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
-    min_edge_level: float = 0.002
     #: Which parameters are searched (the time offset also needs moving frames). Translation
     #: is off by default: a street seen from a car rarely has the near depth edges that tell
     #: it from a rotation (on the KITTI bag it is not observable: doc/calibration.md).
     rotation: bool = True
     translation: bool = False
     time_offset: bool = True
-    #: The search's largest excursion per parameter.
-    max_rotation_deg: float = 5.0
-    max_translation_m: float = 0.15
-    max_time_offset_s: float = 0.15
-    #: Smallest corrections that count (below: consistent).
-    rotation_tolerance_deg: float = 0.3
-    translation_tolerance_m: float = 0.03
-    time_tolerance_s: float = 0.01
+    #: The search's largest excursion per kind of parameter.
+    max_excursion: PerKind = PerKind(rotation_deg=5.0, translation_m=0.15, time_offset_s=0.15)
+    #: Fewest frames in the window (one frame has no spread to judge a peak by).
+    min_frames: int = 3
+    #: Fewest outline points over the window, and per frame on average.
+    min_points: int = 300
+    #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
+    min_edge_level: float = 0.002
+    #: Smallest corrections that count (below: consistent), per kind of parameter.
+    tolerance: PerKind = PerKind(rotation_deg=0.3, translation_m=0.03, time_offset_s=0.01)
     #: Least share of the score a parameter's tolerance-sized change must cost, the other
     #: parameters re-adjusted, for the parameter to count as observed.
     least_drop: float = 0.001
@@ -104,25 +114,32 @@ class CheckConfig:
             raise ValueError('min_frames and min_points must be >= 1')
         if not self.min_parallax_px >= 0:
             raise ValueError(f'min_parallax_px must be >= 0, got {self.min_parallax_px}')
-        for name in ('max_rotation_deg', 'max_translation_m', 'max_time_offset_s',
-                     'rotation_tolerance_deg', 'translation_tolerance_m', 'time_tolerance_s',
-                     'least_drop'):
-            if not getattr(self, name) > 0:
-                raise ValueError(f'{name} must be > 0, got {getattr(self, name)}')
+        for name, value in (('max_excursion', self.max_excursion), ('tolerance', self.tolerance)):
+            if not all(number > 0 for number in vars(value).values()):
+                raise ValueError(f'every {name} must be > 0, got {value}')
+        if not self.least_drop > 0:
+            raise ValueError(f'least_drop must be > 0, got {self.least_drop}')
+
+    @property
+    def rotation_tolerance_deg(self) -> float:
+        """Return the smallest rotation correction (deg) that makes a calibration suspect."""
+        return self.tolerance.rotation_deg
+
+    def with_rotation_tolerance(self, degrees: float) -> 'CheckConfig':
+        """Return this configuration with another rotation tolerance (deg)."""
+        return replace(self, tolerance=replace(self.tolerance, rotation_deg=degrees))
 
     def scales(self) -> np.ndarray:
         """Return each parameter's unit of search (1 degree, 0.1 m, 20 ms) in theta's units."""
-        return np.array([DEG] * 3 + [0.1] * 3 + [0.02])
+        return PerKind(1.0, 0.1, 0.02).per_parameter()
 
     def bounds(self) -> np.ndarray:
         """Return each parameter's largest excursion in theta's units."""
-        return np.array([self.max_rotation_deg * DEG] * 3 + [self.max_translation_m] * 3
-                        + [self.max_time_offset_s])
+        return self.max_excursion.per_parameter()
 
     def tolerances(self) -> np.ndarray:
         """Return each parameter's smallest correction that counts, in theta's units."""
-        return np.array([self.rotation_tolerance_deg * DEG] * 3
-                        + [self.translation_tolerance_m] * 3 + [self.time_tolerance_s])
+        return self.tolerance.per_parameter()
 
 
 @dataclass(frozen=True)

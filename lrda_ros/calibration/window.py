@@ -47,6 +47,18 @@ class WindowFrame:
     stamp_ns: int = 0
 
 
+def frame_problem(frame: WindowFrame) -> str:
+    """Return why the check cannot read a frame ('' if it can): what calibration_frame rejects."""
+    points = np.asarray(frame.points)
+    if points.ndim != 2 or points.shape[1] != 3:
+        return f'points must have shape (N, 3), got {points.shape}'
+    height, width = np.shape(frame.rgb)[:2]
+    if (height, width) != (frame.camera.height, frame.camera.width):
+        return (f'image is {width}x{height}, the camera {frame.camera.width}x'
+                f'{frame.camera.height}')
+    return ''
+
+
 def in_stamp_order(frames: list[WindowFrame]) -> list[WindowFrame]:
     """Return the frames by image stamp (a stable sort: unknown stamps keep their order)."""
     return sorted(frames, key=lambda frame: frame.stamp_ns)

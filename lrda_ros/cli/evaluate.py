@@ -20,8 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 import sys
 
-from .options import (add_command, add_engine_options, add_extrinsic_options, add_node_parameters,
-                      add_rectified_option, add_sync_options, add_topics, bag_topics, csv,
+from .options import (add_bag_inputs, add_command, add_engine_options, bag_topics, csv,
                       EXIT_GRACE_S, extrinsic_of, floats, node_default, number)
 
 
@@ -76,14 +75,10 @@ def add_eval(commands) -> None:
                              'without gt/ (off unless given)')
     parser.add_argument('--independent', action='store_true',
                         help='frames are unrelated: warm-started methods start cold on each')
-    add_sync_options(parser)
     parser.add_argument('--budgets', type=floats, default=(),
                         help='also the anytime curve: lrda and lrda-warm at these time budgets '
                              '(s/frame, comma-separated; 0 = unlimited) -> budget_curve.png')
-    add_topics(parser, ('image', 'camera-info', 'points', 'depth'), several_points=True)
-    add_rectified_option(parser)
-    add_extrinsic_options(parser)
-    add_node_parameters(parser, 'the options above win over both')
+    add_bag_inputs(parser, several_points=True, depth=True)
 
 
 def run_eval(args) -> int:

@@ -271,6 +271,21 @@ def add_extrinsic_options(parser: argparse.ArgumentParser) -> None:
                                  'none)')
 
 
+def add_bag_inputs(parser: argparse.ArgumentParser, several_points: bool = False,
+                   depth: bool = False) -> None:
+    """
+    Add how a bag is read as the node reads its topics: sync, topics, camera, extrinsic, -p.
+
+    ``several_points``: --points-topic once per LiDAR; ``depth``: also --depth-topic.
+    """
+    add_sync_options(parser)
+    add_topics(parser, ('image', 'camera-info', 'points') + (('depth',) if depth else ()),
+               several_points=several_points)
+    add_rectified_option(parser)
+    add_extrinsic_options(parser)
+    add_node_parameters(parser, 'the options above win over both')
+
+
 def extrinsic_of(args: argparse.Namespace, parameters: dict | None = None):
     """
     Return the T_camera_lidar of the --lidar-to-camera-* options, or None.
