@@ -65,8 +65,11 @@ def command_line() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run one command."""
     from ..errors import error_line
+    from ..interrupts import follow_ros2_run
 
     args = command_line().parse_args(argv)
+    if argv is None:  # the program itself: under ros2 run, stop when it is stopped
+        follow_ros2_run()
     command = RENAMED.get(args.command, args.command)
     if command != args.command:
         print(f'lrda {args.command} is now lrda {command}: running lrda {command}',

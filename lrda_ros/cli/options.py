@@ -24,6 +24,7 @@ error is one line and exit status 2; ``--help`` shows every option's default.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any, Callable, NoReturn, TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,7 +38,17 @@ EXIT_GRACE_S = 1.5
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line: the command, the option, the fix."""
+    """
+    An ArgumentParser whose usage errors are one line: the command, the option, the fix.
+
+    A value that starts with a minus and a digit is a value, not an option: a comma-separated
+    list of numbers (``--lidar-to-camera-matrix -0.0002,-0.9999,...``) as a single negative
+    number already is (no option of the command looks like a number).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r'^-\.?\d')
 
     def error(self, message: str) -> NoReturn:
         """Print ``<prog>: error: <message> (see --help)`` and exit 2."""
