@@ -71,8 +71,7 @@ def test_an_option_is_still_an_option_after_one_that_takes_a_value(capsys):
     assert 'expected one argument' in capsys.readouterr().err
 
 
-def test_lrda_calibrate_takes_a_negative_quaternion_space_separated(capsys, tmp_path,
-                                                                     shared_data):
+def test_lrda_calibrate_takes_a_negative_quaternion_space_separated(tmp_path, shared_data):
     bag = shared_data / 'bags/kitti_2011_09_26_10frames_mcap'
     true = bag_window(bag, max_frames=1).extrinsic
     translation = ','.join(repr(float(v)) for v in true.translation)
