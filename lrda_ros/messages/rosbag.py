@@ -265,6 +265,7 @@ class RosbagSource:
         sync = ApproximateTimeSync(len(topics), queue_size, slop_s,
                                    lambda *msgs: matches.append(tuple(m.stamp_ns for m in msgs)),
                                    on_time_jump=lambda *jump: None)
+        sync.losses.with_image = (1,)  # the camera_info, stamped as its image
         for topic, _, _, raw in self.raw_messages(topics):
             sync.add(topics.index(topic), _stamped(cdr_header_stamp(raw)))
         sync.flush()

@@ -205,7 +205,7 @@ class CompletionCore:
                 lambda image, info, *clouds, camera=camera: self._on_synchronized(
                     camera, image, info, clouds),
                 on_time_jump=lambda *jump, camera=camera: self._on_time_jump(camera, *jump),
-                sync_views=[None, None, *[self._cloud_sync_view] * len(
+                with_image=(1,), sync_views=[None, None, *[self._cloud_sync_view] * len(
                     self.settings.point_topics)],
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
