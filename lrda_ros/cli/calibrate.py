@@ -64,8 +64,8 @@ def run_calibrate(args: argparse.Namespace) -> int:
         bag=args.bag, output=args.output, topics=topics, extrinsic=extrinsic,
         image_is_rectified=(settings.image_is_rectified if args.image_is_rectified is None
                             else args.image_is_rectified),
-        slop_s=settings.sync_slop if args.slop is None else args.slop,
-        queue_size=settings.sync_queue_size if args.queue_size is None else args.queue_size,
+        pairing=replace(settings.pairing, **{k: v for k, v in (
+            ('slop_s', args.slop), ('queue_size', args.queue_size)) if v is not None}),
         max_frames=settings.calibration.window,
         check=replace(settings.calibration.check, translation=args.translation))
     result = calibrate_bag(options)

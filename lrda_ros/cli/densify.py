@@ -86,5 +86,6 @@ def run_densify(args) -> int:
           + (f', {report.reused} finished before' if report.reused else '')
           + (f'; dropped as the node would: {dropped}' if dropped else '')
           + (f'; motion alignment: {motion}' if motion else ''))
+    print(f'frames paired as the node pairs them: {report.paired_by}')
     print('wrote ' + ', '.join(str(path) for path in report.outputs))
     return 0

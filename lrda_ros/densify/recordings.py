@@ -177,7 +177,9 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
                    extrinsic: RigidTransform | None,
                    motion: MotionConfig = MotionConfig(enabled=False)) -> Recording:
     """
-    Synchronize a recording's headers as the node would and check its first transform.
+    Synchronize a recording as the node would and check its first transform.
+
+    The node's pairing rule: with ``motion`` on, clouds are paired by their sweep's middle.
 
     Raise BagError when no set synchronizes or the first frame's LiDAR cannot be placed in the
     camera (every frame would be dropped). With ``motion`` on, LiDAR poses come from /tf where
@@ -185,7 +187,7 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
     installed, else nowhere (every frame then keeps the static extrinsic, counted).
     """
     with RosbagSource(path, topics) as source:
-        stamps = source.synchronized_stamps(queue_size, slop_s)
+        stamps = source.synchronized_stamps(queue_size, slop_s, motion)
         if not stamps:
             raise BagError(f'{path}: no synchronized frames: '
                            f'{source.no_match_reason(queue_size, slop_s)}')

@@ -34,6 +34,7 @@ from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
+from ..messages.pairing import PairingRule
 from ..messages.point_times import AzimuthSweep
 from ..messages.sweep_alignment import MotionConfig
 
@@ -190,6 +191,11 @@ class NodeSettings:
     #: Each camera's point cloud topics, relative: one per LiDAR.
     point_topics: tuple[str, ...] = ('points',)
     calibration: CalibrationCheckSettings = CalibrationCheckSettings()
+
+    @property
+    def pairing(self) -> PairingRule:
+        """Return how clouds are paired with images (sync.* and motion.*): node and offline."""
+        return PairingRule(self.sync_slop, self.sync_queue_size, self.motion)
 
     @property
     def uses_tf_extrinsic(self) -> bool:

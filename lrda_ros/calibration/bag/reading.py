@@ -26,6 +26,7 @@ from ...datasets.rosbag import EXTRINSIC_HINT
 from ...geometry import InvalidCameraError, RigidTransform
 from ...messages.compressed import any_image_to_rgb
 from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ...messages.pairing import PairingRule
 from ...messages.rosbag import BagError, BagTopics, RosbagSource
 
 
@@ -38,6 +39,8 @@ class BagWindow:
     extrinsic: RigidTransform
     camera_frame: str
     lidar_frame: str
+    #: How its clouds were paired with its images (the node's rule).
+    pairing: PairingRule = PairingRule()
 
     def frames(self, T_cam_lidar: RigidTransform | None = None,
                selection: FrameSelection = FrameSelection()) -> list[CalibrationFrame]:
@@ -47,16 +50,17 @@ class BagWindow:
 
 def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
                extrinsic: RigidTransform | None = None, rectified: bool = False,
-               slop_s: float = 0.05, queue_size: int = 10, max_frames: int = 10) -> BagWindow:
+               pairing: PairingRule = PairingRule(), max_frames: int = 10) -> BagWindow:
     """
-    Read up to ``max_frames`` synchronized frames of a bag (as ``lrda eval --bag`` pairs them).
+    Read up to ``max_frames`` synchronized frames of a bag, paired as the node pairs them.
 
     The extrinsic is ``extrinsic`` or else the bag's /tf_static and /tf at the first cloud's
     stamp; a bag without one fails naming the frames. Clouds without per-point times and a
     bag without odometry give frames without motion: the time offset is then not observable.
     """
     source = RosbagSource(path, topics)
-    stamps, _ = source.synchronize(queue_size, slop_s)
+    queue_size, slop_s = pairing.queue_size, pairing.slop_s
+    stamps, _ = source.synchronize(queue_size, slop_s, pairing.motion)
     if not stamps:
         raise BagError(f'{source.path}: no synchronized frames: '
                        f'{source.no_match_reason(queue_size, slop_s)}')
@@ -76,4 +80,4 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
             raise BagError(f'{source.path}: {source.topics.camera_info}: field {error}') from None
         raw.append(WindowFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
                                extrinsic, stamps[len(raw)][0]))
-    return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame)
+    return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame, pairing)

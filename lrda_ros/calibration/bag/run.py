@@ -27,6 +27,7 @@ from ..search import CalibrationCheck, check_calibration, CheckConfig
 from ..text import check_to_dict, describe
 from ..window import check_window
 from ...geometry import RigidTransform
+from ...messages.pairing import PairingRule
 from ...messages.rosbag import BagTopics
 
 CALIBRATION_JSON = 'calibration.json'
@@ -44,8 +45,8 @@ class CalibrateOptions:
     #: T_camera_lidar instead of the bag's /tf_static and /tf.
     extrinsic: RigidTransform | None = None
     image_is_rectified: bool = False
-    slop_s: float = 0.05
-    queue_size: int = 10
+    #: How clouds are paired with images: the node's (sync.*, motion.align).
+    pairing: PairingRule = PairingRule()
     max_frames: int = 10
     check: CheckConfig = field(default_factory=CheckConfig)
     selection: FrameSelection = field(default_factory=FrameSelection)
@@ -78,7 +79,7 @@ def calibrate_window(window: BagWindow, options: CalibrateOptions) -> Calibratio
     output.mkdir(parents=True, exist_ok=True)
     report = check_to_dict(result.check, window.extrinsic)
     report.update(bag=str(window.path), camera_frame=window.camera_frame,
-                  lidar_frame=window.lidar_frame,
+                  lidar_frame=window.lidar_frame, paired_by=window.pairing.describe(),
                   frame_stamps_ns=[frame.stamp_ns for frame in window.raw])
     (output / CALIBRATION_JSON).write_text(json.dumps(report, indent=2) + '\n')
     if frames:
@@ -98,6 +99,5 @@ def calibrate_bag(options: CalibrateOptions) -> CalibrationResult:
     The Python API of ``lrda calibrate``: ``calibrate_bag(CalibrateOptions(Path(bag)))``.
     """
     window = bag_window(options.bag, options.topics, options.extrinsic,
-                        options.image_is_rectified, options.slop_s, options.queue_size,
-                        options.max_frames)
+                        options.image_is_rectified, options.pairing, options.max_frames)
     return calibrate_window(window, options)
