@@ -198,6 +198,8 @@ class CalibrationMonitor:
             return (f'waiting for frames: {held}, a check needs at least '
                     f'{settings.check.min_frames}; a new image joins at most every '
                     f'{settings.sample_interval_s:g} s{repeats}')
+        if frames == settings.window:
+            return f'the window is full ({held}): checking{repeats}'
         return (f'waiting for a full window: {held}; a new image joins at most every '
                 f'{settings.sample_interval_s:g} s, and once none has joined for '
                 f'{settings.partial_after_s:g} s the {frames} held are checked{repeats}')
