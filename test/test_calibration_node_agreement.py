@@ -49,7 +49,7 @@ WINDOW = 8
 
 @pytest.mark.slow
 def test_the_node_and_lrda_calibrate_agree_on_one_window(ros_context, namespace,
-                                                          tiny_model_dir, tmp_path):
+                                                         tiny_model_dir, tmp_path):
     if not BAG.is_dir():
         pytest.skip(f'KITTI bag not found at {BAG}')
     with RosbagSource(BAG) as source:
