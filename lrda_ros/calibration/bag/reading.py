@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..score import CalibrationFrame, FrameSelection
 from ..window import window_frames, WindowFrame
+from ...datasets.poses import align_recorded_cloud
 from ...datasets.rosbag import EXTRINSIC_HINT
 from ...geometry import InvalidCameraError, RigidTransform
 from ...messages.compressed import any_image_to_rgb
@@ -55,8 +56,9 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
     Read up to ``max_frames`` synchronized frames of a bag, paired as the node pairs them.
 
     The extrinsic is ``extrinsic`` or else the bag's /tf_static and /tf at the first cloud's
-    stamp; a bag without one fails naming the frames. Clouds without per-point times and a
-    bag without odometry give frames without motion: the time offset is then not observable.
+    stamp; a bag without one fails naming the frames. With ``pairing.motion`` on, each cloud
+    is moved to its image's stamp as the node moves it (the LiDAR's poses from the bag's /tf;
+    without them it stays as measured, as in the node): the node's monitor checks such clouds.
     """
     source = RosbagSource(path, topics)
     queue_size, slop_s = pairing.queue_size, pairing.slop_s
@@ -65,9 +67,10 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
         raise BagError(f'{source.path}: no synchronized frames: '
                        f'{source.no_match_reason(queue_size, slop_s)}')
     camera_frame, lidar_frame = source.first_frame_ids()
+    tree = source.transform_tree()
     if extrinsic is None:
         try:
-            extrinsic = source.transform_tree().lookup(camera_frame, lidar_frame, stamps[0][2])
+            extrinsic = tree.lookup(camera_frame, lidar_frame, stamps[0][2])
         except KeyError as error:
             raise BagError(f'{source.path}: no LiDAR->camera transform in /tf_static or /tf: '
                            f'{error.args[0]}; {EXTRINSIC_HINT}') from None
@@ -78,6 +81,8 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
             camera = camera_info_to_camera_model(info, rectified=rectified)
         except InvalidCameraError as error:
             raise BagError(f'{source.path}: {source.topics.camera_info}: field {error}') from None
-        raw.append(WindowFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
-                               extrinsic, stamps[len(raw)][0]))
+        stamp = stamps[len(raw)][0]
+        points = align_recorded_cloud(pointcloud2_to_xyz(cloud), cloud, stamp, pairing.motion,
+                                      tree).points
+        raw.append(WindowFrame(any_image_to_rgb(image), points, camera, extrinsic, stamp))
     return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame, pairing)
