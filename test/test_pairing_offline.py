@@ -45,6 +45,8 @@ from test_node_sweep_pairing import driver_cloud, PERIOD_NS, stamp, START_NS  # 
 MATRIX = [0.0, -1.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]
 PHASES_MS = (0, 30, 60, 90, 10, 70)
 MS = 1_000_000
+#: The rig's topics and their message types.
+KINDS = {'image': Image, 'camera_info': CameraInfo, 'points': PointCloud2}
 
 
 def recording() -> list[tuple[str, int, object]]:
@@ -77,12 +79,11 @@ def node_pairs(ros_context, namespace, model_dir, align: bool) -> list[tuple[int
                       clouds[0].header.stamp.sec * 10**9 + clouds[0].header.stamp.nanosec))
 
     node._on_synchronized = record
-    peer = rclpy.create_node('rig', namespace=namespace, context=ros_context)
-    publishers = {name: peer.create_publisher(kind, name, 10) for name, kind in
-                  (('image', Image), ('camera_info', CameraInfo), ('points', PointCloud2))}
     executor = SingleThreadedExecutor(context=ros_context)
-    executor.add_node(node)
-    executor.add_node(peer)
+    peer = rclpy.create_node('rig', namespace=namespace, context=ros_context)
+    for member in (node, peer):
+        executor.add_node(member)
+    publishers = {topic: peer.create_publisher(kind, topic, 10) for topic, kind in KINDS.items()}
     try:
         assert spin_until(executor, lambda: all(
             p.get_subscription_count() > 0 for p in publishers.values()), 20)
