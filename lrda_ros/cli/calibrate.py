@@ -69,6 +69,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         max_frames=settings.calibration.window,
         check=replace(settings.calibration.check, translation=args.translation))
     result = calibrate_bag(options)
+    print(f'frames paired as the node pairs them: {options.pairing.describe()}')
     print(result.message)
     print(f'wrote {args.output}/: {CALIBRATION_JSON}, overlay.png, score_profiles.png')
     return 0
