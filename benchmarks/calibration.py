@@ -45,11 +45,12 @@ from pathlib import Path
 import time
 
 from lrda_ros import world
-from lrda_ros.calibration import bag_window, calibrate_frames, calibrate_window, CalibrateOptions
-from lrda_ros.geometry import RigidTransform
-from lrda_ros.geometry.calibration_score import (
+from lrda_ros.calibration.bag import (
+    bag_window, calibrate_frames, calibrate_window, CalibrateOptions)
+from lrda_ros.calibration.score import (
     calibration_frame, FrameSelection, rotation_matrix, rotation_vector)
-from lrda_ros.geometry.calibration_search import CheckConfig
+from lrda_ros.calibration.search import CheckConfig
+from lrda_ros.geometry import RigidTransform
 from lrda_ros.speed.machine import cpu_model
 import numpy as np
 

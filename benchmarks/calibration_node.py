@@ -49,7 +49,7 @@ TOPICS = {'image': '/kitti/camera_color_left/image_raw',
 def write_perturbed_bag(source: Path, target: Path, rotation_deg) -> np.ndarray:
     """Copy the bag with its camera extrinsic turned; return the correction (rotation vector)."""
     from lrda_ros.geometry import RigidTransform
-    from lrda_ros.geometry.calibration_score import rotation_matrix
+    from lrda_ros.calibration.score import rotation_matrix
     from rosbags.highlevel import AnyReader
     from rosbags.rosbag2 import StoragePlugin, Writer
     from rosbags.typesys import get_typestore, Stores

@@ -29,9 +29,9 @@ from dataclasses import replace
 import math
 
 from lrda_ros import world
-from lrda_ros.geometry import RigidTransform
-from lrda_ros.geometry.calibration_score import (
+from lrda_ros.calibration.score import (
     calibration_frame, CalibrationFrame, FrameSelection, rotation_matrix)
+from lrda_ros.geometry import RigidTransform
 import numpy as np
 
 #: Camera positions (x forward, y left, m) and headings (deg) of the window's views.

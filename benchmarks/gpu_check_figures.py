@@ -29,7 +29,7 @@ import statistics
 import time
 from typing import Callable
 
-from gpu_check_parts import SCHEDULE, Sizes
+from gpu_check_sizes import SCHEDULE, Sizes
 
 
 def _parameter_mb(module) -> float:

@@ -33,52 +33,21 @@ import re
 import sys
 from typing import ClassVar, Sequence
 
+from gpu_check_sizes import FAILED, NOT_MEASURED, OUT_OF_MEMORY, SCHEDULE, Sizes
+
 ROOT = Path(__file__).resolve().parents[1]
 #: The script the in-process parts run in (``gpu_check.py --part NAME``).
 SCRIPT = Path(__file__).resolve().with_name('gpu_check.py')
 #: Wall time the whole command may take, and what of it is kept for start-up and reports.
 TOTAL_S = 480
 RESERVE_S = 15
-#: What a table cell holds where no number was measured.
-NOT_MEASURED, TIMED_OUT, FAILED, OUT_OF_MEMORY = (
-    'not yet measured', 'timed out', 'failed', 'out of memory')
 #: Modules the speed path imports (beside the standard library and this package).
 REQUIRED_MODULES = ('torch', 'numpy', 'transformers', 'peft', 'safetensors', 'huggingface_hub',
                     'PIL', 'yaml', 'tqdm', 'matplotlib', 'pytest')
-#: The paper's fixed steps, so that every frame runs the counts its figures are of.
-SCHEDULE = 'paper'
-#: The paper's H200 figures, 40 iterations.
-PAPER = {'gpu': 'H200', 'iterations': 40, 'vits_vga_lrda_s': 0.18, 'vits_vga_prompt_s': 0.88,
-         'vitl_fhd_lrda_s': 2.34, 'vitl_fhd_lrda_gb': 10.5, 'vitl_fhd_prompt': OUT_OF_MEMORY}
 
 
 class UsageError(ValueError):
     """A bad option: printed as one line."""
-
-
-@dataclass(frozen=True)
-class Sizes:
-    """How large the measurements are: the GPU's, or the dry run's tiny stand-ins."""
-
-    #: The paper's steps per cold frame, as its figures were measured with.
-    iterations: int = PAPER['iterations']
-    warm_iterations: int = 10
-    #: Rounds of warm frames per camera after the cold one (cameras part).
-    rounds: int = 3
-    #: Every backbone becomes its ViT-S and every resolution 224².
-    tiny: bool = False
-
-    def backbone(self, name: str) -> str:
-        """Return the backbone measured for ``name``."""
-        if not self.tiny:
-            return name
-        if name.startswith('da3'):
-            return 'da3-small'
-        return 'unidepth-vits' if name.startswith('unidepth') else 'vits'
-
-    def resolution(self, name: str) -> str:
-        """Return the resolution measured for ``name``."""
-        return '224' if self.tiny else name
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from pathlib import Path
 import subprocess
 from typing import Callable, Sequence
 
-from gpu_check_parts import (Context, NOT_MEASURED, OUT_OF_MEMORY, Outcome, PAPER,
-                             Part, ROOT)
+from gpu_check_parts import Context, Outcome, Part, ROOT
+from gpu_check_sizes import NOT_MEASURED, OUT_OF_MEMORY, PAPER
 
 #: How the tables name backbones and resolutions.
 NAMES = {'vits': 'ViT-S', 'vitb': 'ViT-B', 'vitl': 'ViT-L', 'vitg': 'ViT-G',

@@ -30,9 +30,9 @@ import threading
 import time
 from typing import Callable, Sequence, TextIO
 
-from gpu_check_parts import (Context, FAILED, Outcome, Part, RESERVE_S, ROOT, TIMED_OUT,
-                             TOTAL_S)
+from gpu_check_parts import Context, Outcome, Part, RESERVE_S, ROOT, TOTAL_S
 from gpu_check_report import Report, write_report
+from gpu_check_sizes import FAILED, TIMED_OUT
 
 
 def run_part(command: Sequence[str], limit_s: float, echo: Callable[[str], None],

@@ -122,3 +122,66 @@ def exit_within(grace_s: float,
         writer.close()  # the watchdog reads the end of the stream and returns
         watchdog.join(timeout=1.0)
         reader.close()
+
+
+def _arguments(pid: int) -> list[str]:
+    """Return a process's command line ([] where it cannot be read)."""
+    try:
+        with open(f'/proc/{pid}/cmdline', 'rb') as file:
+            return [part.decode(errors='replace') for part in file.read().split(b'\0') if part]
+    except OSError:
+        return []
+
+
+def _wakeups(pid: int) -> int | None:
+    """Return how often a process has been switched to (None: it is gone or unreadable)."""
+    try:
+        with open(f'/proc/{pid}/status') as file:
+            return sum(int(line.split()[1]) for line in file if 'ctxt_switches' in line)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def launched_by_ros2_run(pid: int) -> bool:
+    """Return whether process ``pid`` is ``ros2 run`` (``ros2 run <package> <program>``)."""
+    arguments = [os.path.basename(part) for part in _arguments(pid)]
+    return 'ros2' in arguments[:2] and 'run' in arguments
+
+
+def _follow(parent: int, poll_s: float) -> None:
+    """Pass the parent's stop on to this process: see :func:`follow_ros2_run`."""
+    settled = None
+    while True:  # armed once the parent sleeps in its wait for this process
+        count = _wakeups(parent)
+        if count is None or count == settled:
+            break
+        settled = count
+        threading.Event().wait(poll_s)
+    while True:
+        threading.Event().wait(poll_s)
+        count = _wakeups(parent)
+        if count is None or os.getppid() != parent:  # ros2 run ended (SIGTERM, SIGKILL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if count != settled:  # only a signal wakes it from waiting on this process
+            settled = count
+            os.kill(os.getpid(), signal.SIGINT)
+
+
+def follow_ros2_run(poll_s: float = 0.1) -> bool:
+    """
+    Under ``ros2 run``, stop on the signals it gets: SIGINT passed on, SIGTERM on its end.
+
+    ``ros2 run`` waits on its program and passes no signal on (a Ctrl-C in a terminal reaches
+    both, a ``kill`` of ``ros2 run`` alone does not): ended by SIGTERM it leaves the program
+    running, and after SIGINT it goes on waiting for a program that never heard of it. It
+    sleeps in that wait, so a wake-up is a signal: a daemon thread sends this process SIGINT
+    when ``ros2 run`` wakes and SIGTERM when it is gone, to be handled as if sent here.
+    Linux only (``/proc``); returns whether it follows.
+    """
+    parent = os.getppid()
+    if not sys.platform.startswith('linux') or not launched_by_ros2_run(parent):
+        return False
+    threading.Thread(target=_follow, args=(parent, poll_s), name='ros2_run_parent',
+                     daemon=True).start()
+    return True

@@ -24,9 +24,9 @@ frames); the full measurement is benchmarks/calibration.py (doc/calibration.md).
 import json
 
 from lrda_ros import cli
-from lrda_ros.calibration import bag_window
+from lrda_ros.calibration.bag import bag_window
+from lrda_ros.calibration.score import rotation_matrix
 from lrda_ros.geometry import RigidTransform
-from lrda_ros.geometry.calibration_score import rotation_matrix
 import numpy as np
 import pytest
 
@@ -52,7 +52,8 @@ def test_a_turned_extrinsic_is_suspect_with_its_correction(capsys, tmp_path, kit
     correction = RigidTransform(rotation_matrix(np.radians([0.0, 1.0, 0.0])), np.zeros(3))
     given = correction.inverse() @ true
     matrix = ','.join(repr(float(v)) for v in given.as_matrix().ravel())
-    report = _run(capsys, bag, tmp_path, f'--lidar-to-camera-matrix={matrix}')
+    assert matrix.startswith('-')  # space-separated, as written: a value, not an option
+    report = _run(capsys, bag, tmp_path, '--lidar-to-camera-matrix', matrix)
     assert report['verdict'] == 'suspect'
     np.testing.assert_allclose(report['rotation_deg'], [0.0, 1.0, 0.0], atol=0.15)
     assert report['translation_m'] == [0.0, 0.0, 0.0]

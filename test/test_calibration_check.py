@@ -24,14 +24,14 @@ offset) must give "not enough evidence" or "not observable", never a confident n
 
 from calibration_scene import (CX, CY, FOCAL, HEIGHT, plank_image, plank_scan, R_CAM_LIDAR,
                                WIDTH)
-from lrda_ros.geometry import CameraModel, RigidTransform
-from lrda_ros.geometry.calibration_edges import (
+from lrda_ros.calibration.edges import (
     depth_discontinuities, edge_strength, inverse_distance_transform, outline_points)
-from lrda_ros.geometry.calibration_score import (
+from lrda_ros.calibration.score import (
     bilinear, calibration_frame, rotation_matrix, rotation_vector, WindowScore)
-from lrda_ros.geometry.calibration_search import (
+from lrda_ros.calibration.search import (
     check_calibration, CheckConfig, CONSISTENT, NOT_ENOUGH_EVIDENCE, SUSPECT)
-from lrda_ros.geometry.calibration_text import check_to_dict, describe
+from lrda_ros.calibration.text import check_to_dict, describe
+from lrda_ros.geometry import CameraModel, RigidTransform
 import numpy as np
 import pytest
 

@@ -22,8 +22,8 @@ extrinsic must be the true one again. The tests wait on the monitor's event, nev
 
 from calibration_scene import CX, CY, FOCAL, HEIGHT, plank_image, plank_scan, R_CAM_LIDAR, WIDTH
 from diagnostic_msgs.msg import DiagnosticStatus
+from lrda_ros.calibration.score import rotation_matrix
 from lrda_ros.geometry import CameraModel, LidarCloud, RigidTransform
-from lrda_ros.geometry.calibration_score import rotation_matrix
 from lrda_ros.pipeline import FrameInputs
 from lrda_ros.settings.node_settings import CalibrationCheckSettings
 import numpy as np

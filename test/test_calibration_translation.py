@@ -27,12 +27,12 @@ observable, without a value, never a confident number.
 
 from calibration_scene import (BOARD_CX, BOARD_CY, BOARD_FOCAL, BOARD_HEIGHT, board_image,
                                board_layouts, board_scan, BOARD_WIDTH, R_CAM_LIDAR)
-from lrda_ros.geometry import CameraModel, RigidTransform
-from lrda_ros.geometry.calibration_confidence import half_windows, parallax_px, with_parallax
-from lrda_ros.geometry.calibration_score import calibration_frame, rotation_matrix
-from lrda_ros.geometry.calibration_search import (
+from lrda_ros.calibration.confidence import half_windows, parallax_px, with_parallax
+from lrda_ros.calibration.score import calibration_frame, rotation_matrix
+from lrda_ros.calibration.search import (
     check_calibration, CheckConfig, NOT_ENOUGH_EVIDENCE, SUSPECT)
-from lrda_ros.geometry.calibration_text import check_to_dict, describe
+from lrda_ros.calibration.text import check_to_dict, describe
+from lrda_ros.geometry import CameraModel, RigidTransform
 import numpy as np
 import pytest
 

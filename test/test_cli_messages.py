@@ -21,7 +21,7 @@ from pathlib import Path
 import shutil
 
 from lrda_ros import cli
-from lrda_ros.cli_options import DefaultsHelpFormatter
+from lrda_ros.cli.options import DefaultsHelpFormatter
 import pytest
 
 SHARED_BAGS = Path(__file__).resolve().parents[2] / 'shared' / 'data' / 'bags'

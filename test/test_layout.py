@@ -62,26 +62,55 @@ def test_module_is_small(name):
     assert lines <= MAX_MODULE_LINES, f'{name} has {lines} lines'
 
 
-def test_no_import_cycle():
-    edges = GRAPH
+BENCHMARKS = PACKAGE.parent / 'benchmarks'
+
+
+def _benchmark_graph() -> dict[str, set[str]]:
+    """Return the imports among the benchmark scripts (each imports its siblings by name)."""
+    scripts = {path.stem: path for path in sorted(BENCHMARKS.glob('*.py'))}
+    return {f'benchmarks.{name}': {f'benchmarks.{m}' for m in _imports(path) if m in scripts
+                                   and m != name} | {m for m in _imports(path) if m in MODULES}
+            for name, path in scripts.items()}
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str]:
+    """Return an import cycle of ``edges`` (module -> modules it imports), [] if none."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
-    def visit(name: str) -> None:
+    def visit(name: str) -> list[str]:
         state[name] = 1
         stack.append(name)
-        for target in sorted(edges[name]):
+        for target in sorted(edges.get(name, ())):
             if state.get(target) == 1:
-                cycle = stack[stack.index(target):] + [target]
-                pytest.fail('import cycle: ' + ' -> '.join(cycle))
+                return stack[stack.index(target):] + [target]
             if target not in state:
-                visit(target)
+                found = visit(target)
+                if found:
+                    return found
         stack.pop()
         state[name] = 2
+        return []
 
     for name in sorted(edges):
         if name not in state:
-            visit(name)
+            found = visit(name)
+            if found:
+                return found
+    return []
+
+
+def test_no_import_cycle_in_the_package_or_the_benchmarks():
+    """Every import, lazy ones included, of lrda_ros/ and benchmarks/: no module imports back."""
+    edges = {**GRAPH, **_benchmark_graph()}
+    assert len(edges) > len(GRAPH), 'no benchmark scripts found'
+    cycle = find_cycle(edges)
+    assert not cycle, 'import cycle: ' + ' -> '.join(cycle)
+
+
+def test_the_cycle_walk_finds_a_cycle():
+    assert find_cycle({'a': {'b'}, 'b': {'c'}, 'c': {'a'}, 'd': set()}) == ['a', 'b', 'c', 'a']
+    assert find_cycle({'a': {'b'}, 'b': set()}) == []
 
 
 @pytest.mark.parametrize('name', sorted(MODULES))
@@ -97,15 +126,15 @@ def test_only_the_ros_shell_imports_ros(name):
 #: The demo (the ``make demo`` job) is used only by what runs it.
 LAYERS = (
     ('lrda_ros', 'lrda_ros.errors'),
-    ('lrda_ros.engine', 'lrda_ros.geometry', 'lrda_ros.colormap'),
+    ('lrda_ros.engine', 'lrda_ros.geometry', 'lrda_ros.calibration', 'lrda_ros.colormap'),
     ('lrda_ros.messages', 'lrda_ros.world', 'lrda_ros.settings'),
     ('lrda_ros.pipeline',),
     ('lrda_ros.datasets',),
-    ('lrda_ros.eval', 'lrda_ros.calibration'),
+    ('lrda_ros.eval', 'lrda_ros.calibration.bag'),
     ('lrda_ros.speed', 'lrda_ros.paper'),
     ('lrda_ros.ros',),
     ('lrda_ros.demo', 'lrda_ros.densify'),
-    ('lrda_ros.cli', 'lrda_ros.cli_options', 'lrda_ros.cli_calibrate'),
+    ('lrda_ros.cli',),
 )
 #: The evaluation rooms: accuracy on one source (eval), its frames (datasets), the paper's
 #: table (paper) and speed measurement (speed). Each is read in a sitting: small modules, and a
@@ -199,3 +228,32 @@ def test_the_layer_check_catches_an_upward_edge():
 def test_geometry_is_numpy_only(name):
     third_party = {m.split('.')[0] for m in _imports(MODULES[name])} - {'lrda_ros', '__future__'}
     assert third_party <= {'numpy', 'dataclasses', 'collections', 'typing'}, third_party
+
+
+#: The calibration check's core: pure numpy, no ROS and no files (its bag runner is bag/).
+CALIBRATION_CORE = sorted(n for n in MODULES if n.startswith('lrda_ros.calibration')
+                          and not n.startswith('lrda_ros.calibration.bag'))
+
+
+def test_calibration_is_one_package():
+    assert not list((PACKAGE / 'geometry').glob('calibration_*.py'))
+    assert {'lrda_ros.calibration.search', 'lrda_ros.calibration.score',
+            'lrda_ros.calibration.window'} <= set(CALIBRATION_CORE)
+
+
+@pytest.mark.parametrize('name', CALIBRATION_CORE)
+def test_the_calibration_core_is_numpy_only_and_does_no_io(name):
+    imported = _imports(MODULES[name])
+    third_party = {m.split('.')[0] for m in imported} - {'lrda_ros', '__future__'}
+    assert third_party <= {'numpy', 'dataclasses', 'collections', 'typing'}, third_party
+    ours = {m for m in imported if m.startswith('lrda_ros')}
+    allowed = ('lrda_ros.calibration', 'lrda_ros.geometry')
+    assert all(m.startswith(allowed) and not m.startswith('lrda_ros.calibration.bag')
+               for m in ours), ours
+    calls = {node.func.id for node in ast.walk(ast.parse(MODULES[name].read_text()))
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert not calls & {'open', 'print', 'input'}, calls
+
+
+def test_at_most_eight_top_level_modules():
+    assert len(list(PACKAGE.glob('*.py'))) <= 8

@@ -135,7 +135,8 @@ def test_one_name_per_cause_in_warnings_and_diagnostics_keys():
               cause_line(STAMP_BACKWARDS, 1, 'went back', '/points')]
     names = [line.split(', ')[0] for line in lines]
     assert names == ['unsynchronized (beyond_slop)', 'unsynchronized (no_partner)',
-                     'unsynchronized (time_jump)', 'dropped (superseded)',
+                     'unsynchronized (image_lost)', 'unsynchronized (time_jump)',
+                     'dropped (superseded)',
                      'dropped (malformed)', 'stamp_backwards (/points)']
     assert set(names) <= keys, sorted(keys)
 

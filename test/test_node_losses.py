@@ -226,3 +226,33 @@ def test_100_backward_stamps_log_a_few_lines_and_count_every_one(
     lines = warnings.matching('stamp_backwards (image)')
     assert 1 <= len(lines) <= 3, warnings.lines
     assert lines[0].startswith('stamp_backwards (image), 1 so far')
+
+
+def test_a_camera_info_whose_image_was_lost_has_a_cause_of_its_own(system, frames,  # noqa: F811
+                                                                   synchronizer):
+    # Frame 2's image never arrives (lost in transport): its camera_info and cloud are lost
+    # for that, not beyond the slop, and no slop is advised.
+    node, harness, executor = system()
+    warnings = LoggedWarnings(node)
+    base = 60_000_000_000
+    for k in range(1, 5):
+        frame, stamp = frames[k % len(frames)], base + k * 500 * MS
+        if k == 2:
+            camera_header = header(CAMERA_FRAME, stamp)
+            harness.pub_info.publish(camera_model_to_camera_info(frame.camera, camera_header))
+            harness.pub_points.publish(xyz_to_pointcloud2(frame.points_lidar[:, :3],
+                                                          header(LIDAR_FRAME, stamp)))
+            continue
+        harness.publish(frame, stamp)
+        assert spin_until(executor, lambda: node.stats.received == k - (k > 2), 60), node.stats
+
+    def counted() -> bool:
+        return int(diagnostic_values(node, harness).get('unsynchronized (image_lost)', 0)) >= 2
+
+    assert spin_until(executor, counted, 20), diagnostic_values(node, harness)
+    values = diagnostic_values(node, harness)
+    assert values['unsynchronized (beyond_slop)'] == '0', values
+    assert values['unsynchronized (no_partner)'] == '0', values
+    lines = warnings.matching('unsynchronized (image_lost)', 'its image never reached')
+    assert lines and synchronizer in lines[0], warnings.lines
+    assert not warnings.matching('beyond_slop'), warnings.lines

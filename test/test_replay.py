@@ -51,6 +51,13 @@ from test_bag_inputs import (  # noqa: E402
 HAVE_TF2 = all(importlib.util.find_spec(name) for name in ('tf2_msgs', 'tf2_ros'))
 
 
+def _end(executor, *nodes) -> None:
+    """Stop the executor and destroy the nodes it spun."""
+    executor.shutdown()
+    for node in nodes:
+        node.destroy_node()
+
+
 @pytest.fixture(scope='module')
 def frames():
     from lrda_ros import world
@@ -95,9 +102,7 @@ def test_play_replays_compressed_images_and_the_bag_clock(tmp_path, frames, ros_
         assert clock == sorted(clock)
         assert clock[0] >= START_NS and clock[-1] == START_NS + 200_000_000 + 1000
     finally:
-        executor.shutdown()
-        harness.destroy_node()
-        player.destroy_node()
+        _end(executor, harness, player)
 
 
 def _node(ros_context, namespace, tiny_model_dir, **values) -> CompletionNode:
@@ -145,9 +150,7 @@ def _play_into(node, bag, ros_context, namespace, outputs, **play_options):
             play.join()
         return received
     finally:
-        executor.shutdown()
-        harness.destroy_node()
-        player.destroy_node()
+        _end(executor, harness, player)
 
 
 def test_clock_makes_use_sim_time_and_the_latency_meaningful(tmp_path, frames, ros_context,
@@ -200,10 +203,7 @@ def test_a_clock_that_jumps_back_during_a_frame_leaves_its_latency_its_own(
         # arrival - stamp (20 ms) plus the seconds spent since the arrival
         assert 0.02 <= node.stats.last_latency_s <= 0.02 + since_arrival
     finally:
-        executor.shutdown()
-        harness.destroy_node()
-        player.destroy_node()
-        node.destroy_node()
+        _end(executor, harness, player, node)
 
 
 def test_without_the_clock_the_latency_is_absent_with_its_reason(tmp_path, frames, ros_context,

@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+import shutil
 import signal
+import subprocess
+import sys
 import time
 
 from conftest import spin_until
@@ -235,3 +238,65 @@ def test_a_stop_past_the_grace_says_why_it_ended(signum):
     finally:
         program.end()
     assert program.lines[-1] == 'job: stopped mid-work', program.output
+
+
+#: What ``ros2 run`` does with the program it runs (ros2cli's ros2run.api.run_executable): it
+#: waits on it, and on KeyboardInterrupt waits on, passing no signal on. The stand-in for
+#: machines without ros2cli; the real one is checked too where it is installed.
+ROS2_RUN = """
+import subprocess, sys
+process = subprocess.Popen(sys.argv[3:])
+while process.returncode is None:
+    try:
+        process.communicate()
+    except KeyboardInterrupt:
+        pass
+sys.exit(process.returncode)
+"""
+
+
+def ros2_run_play(tmp_path, namespace: str, real: bool) -> Program:
+    """Start ``ros2 run lrda_ros lrda play BAG --loop`` (the real one, or the stand-in)."""
+    bag = write_large_image_bag(tmp_path / 'bag', namespace)
+    play = ['play', str(bag), '--loop', '--wait', '0', '--rate', '0.1']
+    if real:
+        return Program(['ros2', 'run', 'lrda_ros', 'lrda', *play])
+    stand_in = tmp_path / 'ros2'
+    stand_in.write_text(ROS2_RUN)
+    return Program([sys.executable, str(stand_in), 'run', 'lrda_ros', sys.executable, '-m',
+                    'lrda_ros.cli', *play])
+
+
+def ros2_run_installed() -> bool:
+    """Return whether ``ros2 run lrda_ros`` runs this package (ros2cli, a sourced install)."""
+    if shutil.which('ros2') is None:
+        return False
+    found = subprocess.run(['ros2', 'pkg', 'executables', 'lrda_ros'], capture_output=True,
+                           text=True, timeout=60)
+    return 'lrda_ros lrda' in found.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('real', [False, True], ids=['stand_in', 'ros2cli'])
+@pytest.mark.parametrize('signum', SIGNALS)
+def test_a_signal_to_ros2_run_alone_ends_the_replay(tmp_path, namespace, signum, real):
+    if real and not ros2_run_installed():
+        pytest.skip('ros2cli with lrda_ros built is not installed (a sourced ROS 2 workspace)')
+    program = ros2_run_play(tmp_path, namespace, real)
+    try:
+        program.wait_for('playing', timeout=120)
+        time.sleep(0.5)  # well into the replay (the follower arms at once)
+        start = time.monotonic()
+        program.process.send_signal(signum)  # to ros2 run alone, not to its process group
+        assert wait_until(lambda: session_members(program.process.pid) == [], DEADLINE_S), \
+            program.output
+        seconds = time.monotonic() - start
+        code = program.finish(timeout=10)
+    finally:
+        program.end()
+    output = program.output
+    assert seconds < DEADLINE_S and 'stopped after publishing' in output, output
+    assert 'Traceback' not in output and '[ERROR]' not in output, output
+    # SIGINT: ros2 run waits for the replay, which ends with code 0; SIGTERM ends ros2 run
+    # itself (it has no handler), and the replay follows it.
+    assert code == (0 if signum == signal.SIGINT else -signal.SIGTERM), output

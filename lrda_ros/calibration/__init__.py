@@ -13,20 +13,24 @@
 # limitations under the License.
 
 """
-The offline calibration check: a bag's LiDAR->camera extrinsic judged from its own frames.
+The LiDAR->camera calibration check, in pure numpy: no ROS, no files.
 
-``calibrate_bag(CalibrateOptions(bag))`` reads a window of frames, runs the geometry layer's
-check (:mod:`lrda_ros.geometry.calibration_search`) and writes ``calibration.json``, the
-overlay of LiDAR outlines on the image before and after, and the score around the estimate.
+``edges`` (image edges, LiDAR depth discontinuities), ``score`` (Levinson & Thrun's score of a
+window), ``optimize`` (the derivative-free search steps), ``confidence`` (observability,
+standard errors, the halves' agreement), ``search`` (the check: :func:`check_calibration`),
+``window`` (a window of frames and :func:`check_window`, which the node's monitor and
+``lrda calibrate`` both call) and ``text`` (the result in words and as JSON). Reading a bag
+and writing the report: :mod:`lrda_ros.calibration.bag`.
 """
 
-from .bag import bag_window, BagFrame, BagWindow
-from .run import (
-    calibrate_bag, calibrate_frames, calibrate_window, CalibrateOptions, CALIBRATION_JSON,
-    CalibrationResult, OVERLAY_PNG, PROFILES_PNG)
+from .score import calibration_frame, CalibrationFrame, FrameSelection
+from .search import (
+    CalibrationCheck, check_calibration, CheckConfig, CONSISTENT, NOT_ENOUGH_EVIDENCE, SUSPECT)
+from .text import check_to_dict, describe
+from .window import check_window, window_frames, WindowFrame
 
 __all__ = [
-    'bag_window', 'BagFrame', 'BagWindow', 'CALIBRATION_JSON', 'calibrate_bag',
-    'calibrate_frames', 'calibrate_window', 'CalibrateOptions', 'CalibrationResult',
-    'OVERLAY_PNG', 'PROFILES_PNG',
+    'calibration_frame', 'CalibrationCheck', 'CalibrationFrame', 'check_calibration',
+    'check_to_dict', 'check_window', 'CheckConfig', 'CONSISTENT', 'describe', 'FrameSelection',
+    'NOT_ENOUGH_EVIDENCE', 'SUSPECT', 'window_frames', 'WindowFrame',
 ]

@@ -36,6 +36,7 @@ from ..geometry import CameraModel, InvalidCameraError, LidarCloud, ProjectionCo
 from ..geometry import RigidTransform, TransformTree
 from ..messages.compressed import any_depth_to_array, any_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ..messages.pairing import PairingRule
 from ..messages.rosbag import BagError, BagTopics, RosbagSource
 from ..messages.stamps import header_stamp_ns, stamp_from_ns, stamp_text
 from ..messages.sweep_alignment import CloudAlignment, MotionConfig
@@ -90,7 +91,9 @@ class RosbagDataset(FrameDataset):
         self.holdout_fraction = holdout_fraction
         self.seed = seed
         self.queue_size, self.slop_s, self.rectified = queue_size, slop_s, rectified
-        self._stamps, losses = self.source.synchronize(queue_size, slop_s)
+        #: How clouds were paired with images: the node's rule (sync.*, motion.align).
+        self.pairing = PairingRule(slop_s, queue_size, motion)
+        self._stamps, losses = self.source.synchronize(queue_size, slop_s, motion)
         topics = self.source.topics
         roles = {'image': topics.image, 'camera_info': topics.camera_info,
                  'points': topics.points, 'depth': topics.depth,
@@ -103,6 +106,11 @@ class RosbagDataset(FrameDataset):
         if not self._stamps:
             raise BagError(f'{self.source.path}: no synchronized frames: '
                            f'{self.source.no_match_reason(queue_size, slop_s)}')
+        #: The rule and the header stamps of every synchronized set (image, camera_info,
+        #: clouds...): what the report says paired the frames.
+        self.pairing_report = {'rule': self.pairing.describe(),
+                               'by_sweep_middle': self.pairing.by_sweep_middle,
+                               'sets_ns': [list(stamps) for stamps in self._stamps]}
         self._tree: TransformTree | None = None
         if extrinsic is None and self._stamps:
             camera_frame, lidar_frame = self.source.first_frame_ids()

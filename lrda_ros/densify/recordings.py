@@ -52,10 +52,14 @@ class FrameRef:
     index: int
     #: Header stamps (ns) of the image, the camera_info and each point topic's cloud.
     stamps: tuple[int, ...]
-    #: Earliest log time (ns) of the three messages.
-    first_log_ns: int
-    #: Latest log time (ns): when the set was complete, the output's log time.
-    log_ns: int
+    #: Earliest and latest log time (ns) of its messages: the latest is when the set was
+    #: complete, the output's log time.
+    log_span_ns: tuple[int, int]
+
+    @property
+    def log_ns(self) -> int:
+        """Return the output's log time: when the set was complete."""
+        return self.log_span_ns[1]
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ class Recording:
         with RosbagSource(self.path, self.topics) as source:
             sets = source.synchronized(
                 self.queue_size, self.slop_s, order=[frame.stamps for frame in frames], raw=True,
-                start_ns=min(frame.first_log_ns for frame in frames),
+                start_ns=min(frame.log_span_ns[0] for frame in frames),
                 stop_ns=max(frame.log_ns for frame in frames) + 1)
             for frame, messages in zip(frames, sets):
                 yield self._raw_frame(frame, messages)
@@ -177,7 +181,9 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
                    extrinsic: RigidTransform | None,
                    motion: MotionConfig = MotionConfig(enabled=False)) -> Recording:
     """
-    Synchronize a recording's headers as the node would and check its first transform.
+    Synchronize a recording as the node would and check its first transform.
+
+    The node's pairing rule: with ``motion`` on, clouds are paired by their sweep's middle.
 
     Raise BagError when no set synchronizes or the first frame's LiDAR cannot be placed in the
     camera (every frame would be dropped). With ``motion`` on, LiDAR poses come from /tf where
@@ -185,7 +191,7 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
     installed, else nowhere (every frame then keeps the static extrinsic, counted).
     """
     with RosbagSource(path, topics) as source:
-        stamps = source.synchronized_stamps(queue_size, slop_s)
+        stamps = source.synchronized_stamps(queue_size, slop_s, motion)
         if not stamps:
             raise BagError(f'{path}: no synchronized frames: '
                            f'{source.no_match_reason(queue_size, slop_s)}')
@@ -196,7 +202,7 @@ def open_recording(path: Path, topics: BagTopics, queue_size: int, slop_s: float
         frames = []
         for index, match in enumerate(stamps):
             logged = [log_times[key] for key in zip(synchronized, match)]
-            frames.append(FrameRef(index, tuple(match), min(logged), max(logged)))
+            frames.append(FrameRef(index, tuple(match), (min(logged), max(logged))))
         tree = source.transform_tree() if extrinsic is None or motion.enabled else None
         camera_frame, lidar_frame = source.first_frame_ids()
         chained = tree is not None and lidar_frame in tree.frames \

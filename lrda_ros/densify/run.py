@@ -62,6 +62,8 @@ class DensifyReport:
     seconds: float = 0.0
     #: What each worker loaded (model, device).
     workers: list[dict[str, Any]] = field(default_factory=list)
+    #: The rule that paired clouds with images (the node's: sync.*, motion.align).
+    paired_by: str = ''
 
     @property
     def frames_per_second(self) -> float:
@@ -97,7 +99,8 @@ def run_densify(options: DensifyOptions,
     store = PartialStore(options.output, manifest, [r.name for r in recordings],
                          options.resume, options.overwrite)
     report = DensifyReport([Path(options.output) / r.name for r in recordings],
-                           sum(len(r.frames) for r in recordings))
+                           sum(len(r.frames) for r in recordings),
+                           paired_by=settings.pairing.describe())
     todo = []
     for number, recording in enumerate(recordings):
         if store.finished(recording.name):

@@ -211,7 +211,7 @@ def report_metadata(*, methods: Sequence[str], model: str | None, device: str | 
                     options: dict[str, Any], source: str | None,
                     topics: dict[str, str] | None, frames: int,
                     sync_losses: dict | None, engine: dict[str, Any] | None,
-                    **extra: Any) -> dict:
+                    pairing: dict | None = None, **extra: Any) -> dict:
     """
     Return a report's metadata: the same keys for ``lrda eval`` and the live evaluator.
 
@@ -220,12 +220,14 @@ def report_metadata(*, methods: Sequence[str], model: str | None, device: str | 
     ``topics``: the topics read, by role (None for datasets); ``frames``: frames scored;
     ``sync_losses``: the synchronizer's losses per reason (None when nothing was
     synchronized); ``engine``: :func:`engine_metadata` (None where the writer does not run
-    the engine: the live evaluator scores a topic); ``extra``: anything the writer adds.
+    the engine: the live evaluator scores a topic); ``pairing``: the rule that paired a bag's
+    clouds with its images and each set's stamps (None: datasets, and the live evaluator, which
+    scores what the node paired); ``extra``: anything the writer adds.
     """
     return {'methods': list(methods), 'model': model, 'device': device,
             'demo_prior': is_demo_prior_source(model), 'options': options, 'source': source,
             'topics': topics, 'frames': frames, 'sync_losses': sync_losses, 'engine': engine,
-            **extra}
+            'pairing': pairing, **extra}
 
 
 def write_report(result: EvalResult, folder: Path, title: str, metadata: dict,

@@ -145,13 +145,16 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     for line in motion_alignment_lines(getattr(dataset, 'motion_outcomes', None),
                                        getattr(dataset, 'motion_details', {})):
         print(line)
+    if getattr(dataset, 'pairing_report', None):
+        print(f"frames paired as the node pairs them: {dataset.pairing_report['rule']}")
     title = report_title(options.kind, options.root)
     sync_losses = getattr(dataset, 'sync_losses', None)
     metadata = report_metadata(
         methods=options.methods, model=model.source if model else None, device=device,
         options=json_ready(asdict(options)), source=str(options.root),
         topics=getattr(dataset, 'topic_roles', None), frames=result.num_frames,
-        sync_losses=sync_losses, interrupted=result.interrupted,
+        sync_losses=sync_losses, pairing=getattr(dataset, 'pairing_report', None),
+        interrupted=result.interrupted,
         engine=engine_metadata(model.source if model else None, device, config))
     summary = write_report(result, output, title, metadata,
                            f'{title} — time per frame vs MAE')

@@ -31,8 +31,6 @@ Conventions used throughout the package:
 
 
 from .agreement import agree_with_lidar, LidarAgreement
-from .calibration_score import calibration_frame, CalibrationFrame, FrameSelection
-from .calibration_search import CalibrationCheck, check_calibration, CheckConfig
 from .camera import (
     camera_for_image, CameraModel, distort_normalized, pixels_to_normalized, project_points,
     SUPPORTED_DISTORTION_MODELS, undistort_normalized)
@@ -50,14 +48,11 @@ from .projection import (
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
-    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'calibration_frame',
-    'CalibrationCheck', 'CalibrationFrame', 'camera_for_image', 'CameraModel',
-    'check_calibration', 'check_times', 'CheckConfig', 'clouds_to_sparse_depth',
-    'DDAD_GROUND_TRUTH_FILTER', 'distort_normalized', 'filter_outliers', 'FrameSelection',
-    'InvalidCameraError',
-    'InvalidConfigError', 'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement',
-    'lidar_to_sparse_depth', 'LidarCloud', 'MIN_DEPTH_M', 'move_points', 'outlier_mask',
-    'OutlierFilter',
+    'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image',
+    'CameraModel', 'check_times', 'clouds_to_sparse_depth', 'DDAD_GROUND_TRUTH_FILTER',
+    'distort_normalized', 'filter_outliers', 'InvalidCameraError', 'InvalidConfigError',
+    'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement', 'lidar_to_sparse_depth',
+    'LidarCloud', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',
     'pixels_to_normalized', 'points_at_instant', 'pose_window', 'project_points',
     'ProjectionConfig', 'RigidTransform', 'se3_exp', 'se3_log', 'SPARSE_INPUT_FILTER',
     'SparseProjection', 'SUPPORTED_DISTORTION_MODELS', 'SweepTimes', 'TransformTree',

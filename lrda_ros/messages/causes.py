@@ -25,7 +25,7 @@ log line leads to its counter.
 
 from __future__ import annotations
 
-from .sync_losses import BEYOND_SLOP, NO_PARTNER, SUPERSEDED, TIME_JUMP
+from .sync_losses import BEYOND_SLOP, IMAGE_LOST, NO_PARTNER, SUPERSEDED, TIME_JUMP
 
 UNSYNCHRONIZED = 'unsynchronized'
 DROPPED = 'dropped'
@@ -34,7 +34,7 @@ MISSING = 'missing'
 #: Causes counted per input topic, the subject: ``<cause> (<input>)``.
 PER_INPUT = (STAMP_BACKWARDS, MISSING)
 #: The synchronizer's losses, each counted per input message (not per frame).
-SYNC_LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, TIME_JUMP)
+SYNC_LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, IMAGE_LOST, TIME_JUMP)
 #: The counter each cause is shown under; any other cause is a dropped frame's.
 COUNTERS = {**dict.fromkeys(SYNC_LOSS_REASONS, UNSYNCHRONIZED), SUPERSEDED: DROPPED}
 

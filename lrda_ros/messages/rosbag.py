@@ -31,7 +31,9 @@ from typing import Any, Iterator
 import numpy as np
 
 from .conversions import transform_to_rigid
+from .pairing import PairingRule
 from .stamps import header_stamp_ns, sec_nanosec_to_ns, stamp_from_ns
+from .sweep_alignment import MotionConfig
 from .sync import ApproximateTimeSync
 from .sync_losses import SyncLossTracker
 from ..errors import InputError
@@ -97,9 +99,14 @@ def cdr_header_frame_id(raw: bytes) -> str:
     return raw[16:16 + length].rstrip(b'\0').decode()
 
 
-def _stamped(stamp_ns: int) -> SimpleNamespace:
-    """Return a header-only stand-in message (synchronizing by stamps reads nothing else)."""
-    return SimpleNamespace(header=SimpleNamespace(stamp=stamp_from_ns(stamp_ns)),
+def _stamped(stamp_ns: int, paired_ns: int | None = None) -> SimpleNamespace:
+    """
+    Return a header-only stand-in message (synchronizing by stamps reads nothing else).
+
+    ``paired_ns``: the stamp it is paired by (a cloud's sweep middle), where not its own.
+    """
+    paired = stamp_ns if paired_ns is None else paired_ns
+    return SimpleNamespace(header=SimpleNamespace(stamp=stamp_from_ns(paired)),
                            stamp_ns=stamp_ns)
 
 
@@ -247,26 +254,37 @@ class RosbagSource:
                                                                 start=start_ns, stop=stop_ns):
             yield connection.topic, connection.msgtype, timestamp, raw
 
-    def synchronized_stamps(self, queue_size: int = 10,
-                            slop_s: float = 0.05) -> list[tuple[int, ...]]:
-        """Match header stamps as the node would; cheap (only headers are read)."""
-        return self.synchronize(queue_size, slop_s)[0]
+    def synchronized_stamps(self, queue_size: int = 10, slop_s: float = 0.05,
+                            motion: MotionConfig | None = None) -> list[tuple[int, ...]]:
+        """Match stamps as the node would (see :meth:`synchronize`)."""
+        return self.synchronize(queue_size, slop_s, motion)[0]
 
-    def synchronize(self, queue_size: int = 10, slop_s: float = 0.05
+    def synchronize(self, queue_size: int = 10, slop_s: float = 0.05,
+                    motion: MotionConfig | None = None
                     ) -> tuple[list[tuple[int, ...]], SyncLossTracker]:
         """
-        Match header stamps as the node would; return the sets and what could not pair.
+        Match stamps as the node would; return the sets (header stamps) and what could not pair.
 
-        A stamp going back on a topic is a time jump, as in the node. Messages still queued
-        at the end of the bag are lost too (classified like the rest).
+        The node's pairing rule (:class:`~lrda_ros.messages.pairing.PairingRule`): with
+        ``motion`` enabled a cloud is paired by its sweep's middle (its point times: clouds
+        are read, not only their headers), else by its header stamp. A stamp going back on a
+        topic is a time jump, as in the node. Messages still queued at the end of the bag are
+        lost too (classified like the rest).
         """
+        rule = PairingRule(slop_s, queue_size, motion or MotionConfig(enabled=False))
         topics = self.synchronized_topics
+        clouds = set(self.topics.point_topics) if rule.by_sweep_middle else set()
         matches: list[tuple[int, ...]] = []
         sync = ApproximateTimeSync(len(topics), queue_size, slop_s,
                                    lambda *msgs: matches.append(tuple(m.stamp_ns for m in msgs)),
                                    on_time_jump=lambda *jump: None)
-        for topic, _, _, raw in self.raw_messages(topics):
-            sync.add(topics.index(topic), _stamped(cdr_header_stamp(raw)))
+        sync.losses.with_image = (1,)  # the camera_info, stamped as its image
+        for topic, msgtype, _, raw in self.raw_messages(topics):
+            stamp = cdr_header_stamp(raw)
+            paired = None
+            if topic in clouds:
+                paired = header_stamp_ns(rule.view(self._reader.deserialize(raw, msgtype)))
+            sync.add(topics.index(topic), _stamped(stamp, paired))
         sync.flush()
         return matches, sync.losses
 

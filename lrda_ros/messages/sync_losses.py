@@ -26,6 +26,11 @@ other inputs' recent messages that no set used:
 - ``no_partner``: some other input had no unused message in range (silent, slower, or its
   nearby messages went to other sets), or the partners were within the slop but never met in
   the queues (raise the queue size).
+- ``image_lost``: a message stamped as its image (a camera_info) whose image never reached the
+  synchronizer, or was forgotten at a time jump, and the other inputs' messages of that frame
+  (its cloud, within the slop of such a camera_info): the image was lost upstream
+  (transport, a replay), not paired beyond the slop; no slop advice
+  (:attr:`SyncLossTracker.with_image`).
 - ``time_jump``: a stamp went back (a bag loop, a restarted recording, a clock reset): the
   message belonged to the old timeline, or was lost while the inputs were on different
   timelines. Its offsets are the jump, not an offset between sensors: no slop advice.
@@ -49,10 +54,13 @@ from .stamps import NS_PER_S
 
 BEYOND_SLOP = 'beyond_slop'
 NO_PARTNER = 'no_partner'
+IMAGE_LOST = 'image_lost'
 TIME_JUMP = 'time_jump'
 SUPERSEDED = 'superseded'
 #: Every reason a message or a set is lost, in the order reports list them.
-LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, TIME_JUMP, SUPERSEDED)
+LOSS_REASONS = (BEYOND_SLOP, NO_PARTNER, IMAGE_LOST, TIME_JUMP, SUPERSEDED)
+#: How close (ns) a message's stamp must be to an image's to be that image's (a camera_info).
+SAME_STAMP_NS = 1_000_000
 #: How far (s) another input's message may be from a lost one and still count as its partner;
 #: at least ten slops.
 PARTNER_RANGE_S = 1.0
@@ -131,6 +139,9 @@ class SyncLossTracker:
         #: and the latest such loss.
         self.missing: Counter[int] = Counter()
         self.last_missing: dict[int, SyncLoss] = {}
+        #: Inputs stamped as the first input's message they go with (a camera_info with its
+        #: image): lost without that image, they are ``image_lost``.
+        self.with_image: tuple[int, ...] = ()
 
     def seen(self, index: int, stamp_ns: int) -> int | None:
         """Note a message; return the input's newest earlier stamp when this one is older."""
@@ -182,6 +193,8 @@ class SyncLossTracker:
                         for other in range(len(self._recent)))
         if reason is None and self._stale:
             reason = TIME_JUMP  # the inputs are on two timelines: no offset between sensors
+        if reason is None and self._lost_image(index, stamp_ns):
+            reason = IMAGE_LOST
         loss = SyncLoss(reason or NO_PARTNER, index, stamp_ns, offsets)
         spread = loss.spread_ns
         if reason is None and spread is not None and spread >= self.slop_ns:
@@ -267,6 +280,20 @@ class SyncLossTracker:
             'examples': {reason: describe_loss(loss, topics)
                          for reason, loss in self.last.items()},
         }
+
+    def _lost_image(self, index: int, stamp_ns: int) -> bool:
+        """Return whether a lost message's frame lacks only its image (see ``image_lost``)."""
+        if index == 0 or not self.with_image:
+            return False
+        if index in self.with_image:
+            return not self._image_seen(stamp_ns)
+        return any(not used and abs(stamp - stamp_ns) <= self.slop_ns
+                   and not self._image_seen(stamp)
+                   for other in self.with_image for stamp, used in self._recent[other].items())
+
+    def _image_seen(self, stamp_ns: int) -> bool:
+        """Return whether the first input (the image) had a message at ``stamp_ns``."""
+        return any(abs(stamp - stamp_ns) <= SAME_STAMP_NS for stamp in self._recent[0])
 
     def _nearest_unused(self, index: int, stamp_ns: int) -> int | None:
         offsets = [s - stamp_ns for s, used in self._recent[index].items()

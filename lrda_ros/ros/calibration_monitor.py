@@ -16,12 +16,16 @@
 The node's background calibration check: a window of recent frames, checked at a low rate.
 
 The worker only *offers* a frame (:meth:`CalibrationMonitor.offer`: a time comparison and,
-every ``period / window`` seconds, a reference put in a one-slot box); a daemon thread at the
-lowest CPU priority turns frames into the check's inputs (edge map, outline points) and runs
-:func:`~lrda_ros.geometry.calibration_search.check_calibration` every ``period`` seconds once
-the window is full. Nothing it does is waited for by a frame. The result is the
-``<node>: calibration`` status on /diagnostics; with ``calibration_check.apply`` a suspect
-check's rotation is applied to the extrinsic of later frames (logged once per change).
+every ``period / window`` seconds, a reference put in a one-slot box); an image whose stamp
+the window holds already (a bag replayed in a loop) is passed over without using the slot. A
+daemon thread at the lowest CPU priority keeps the window and, every ``period`` seconds once
+it is full, hands it to :func:`~lrda_ros.calibration.check_window`, the function ``lrda
+calibrate`` calls: the same frames and extrinsic give the same verdict. A window that cannot
+fill (a short looped recording drops an image per loop, a camera drops frames) is checked with
+the frames it holds once no new image has joined for half a period. Nothing it does is
+waited for by a frame. The result is the ``<node>: calibration`` status on /diagnostics; with
+``calibration_check.apply`` a suspect check's rotation is applied to the extrinsic of later
+frames (logged once per change).
 """
 
 from __future__ import annotations
@@ -36,11 +40,10 @@ from typing import Callable
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 import numpy as np
 
+from ..calibration import CalibrationCheck, check_window, describe, SUSPECT, WindowFrame
+from ..calibration.score import correction_transform
+from ..calibration.window import frame_problem
 from ..geometry import LidarCloud
-from ..geometry.calibration_score import calibration_frame, correction_transform
-from ..geometry.calibration_search import (
-    CalibrationCheck, check_calibration, CheckConfig, SUSPECT)
-from ..geometry.calibration_text import describe
 from ..pipeline import FrameInputs
 from ..settings.node_settings import CalibrationCheckSettings
 
@@ -63,18 +66,19 @@ class CalibrationMonitor:
         self._lock = threading.Lock()
         self._offered = threading.Condition(self._lock)
         self._box: FrameInputs | None = None
-        self._window: deque = deque(maxlen=settings.window)
-        #: The window's image stamps (0: unknown), beside its frames.
-        self._stamps: deque = deque(maxlen=settings.window)
+        self._window: deque[WindowFrame] = deque(maxlen=settings.window)
         self._last_sample = -np.inf
-        self._last_check = clock()
+        self._last_check = self._last_new = clock()
+        #: Images offered again whose stamp the window held (a recording replayed in a loop).
+        self.repeats = 0
         self._stop = False
         self.check: CalibrationCheck | None = None
         self.checks_run = 0
         self.last_seconds = float('nan')
-        #: CPU seconds the background thread has spent (frames prepared and checks).
+        #: CPU seconds the background thread has spent (frames kept and checks).
         self.cpu_seconds = 0.0
-        #: Set after every check, and whenever a frame joins the window (tests wait on them).
+        #: Set after every check, and whenever an offered frame was taken or passed over
+        #: (tests wait on them).
         self.checked = threading.Event()
         self.frame_added = threading.Event()
         #: The rotation applied to later frames' extrinsic (calibration_check.apply).
@@ -90,9 +94,15 @@ class CalibrationMonitor:
         if not self.settings.enabled:
             return
         now = self._clock()
-        if now - self._last_sample < self.settings.period_s / self.settings.window:
+        if now - self._last_sample < self.settings.sample_interval_s:
             return
         with self._offered:
+            if inputs.stamp_ns and any(f.stamp_ns == inputs.stamp_ns for f in self._window):
+                # An image the window holds already: counted twice it would pass for more
+                # evidence than there is; the next new image takes the slot.
+                self.repeats += 1
+                self.frame_added.set()
+                return
             self._last_sample = now
             self._box = inputs
             self._offered.notify()
@@ -103,6 +113,11 @@ class CalibrationMonitor:
             return clouds
         correction = correction_transform(self.applied)
         return [replace(cloud, T_cam_lidar=correction @ cloud.T_cam_lidar) for cloud in clouds]
+
+    def window(self) -> list[WindowFrame]:
+        """Return the frames the window holds now (what the next check is handed)."""
+        with self._lock:
+            return list(self._window)
 
     def stop(self) -> None:
         """End the background thread (it finishes a check in progress first)."""
@@ -118,38 +133,48 @@ class CalibrationMonitor:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         except (AttributeError, OSError):
             pass
-        config = CheckConfig(rotation_tolerance_deg=self.settings.rotation_tolerance_deg)
         while True:
             with self._offered:
-                while self._box is None and not self._stop:
-                    self._offered.wait()
+                if self._box is None and not self._stop:
+                    # Woken by a frame, or in time to check a window that cannot fill.
+                    self._offered.wait(self.settings.partial_after_s / 4)
                 if self._stop:
                     return
                 inputs, self._box = self._box, None
-            if inputs.stamp_ns and inputs.stamp_ns in self._stamps:
-                # An image the window holds already (a bag replayed in a loop): counted twice
-                # it would pass for more evidence than there is.
-                self.frame_added.set()
-                continue
             start = time.thread_time()
-            try:  # the given extrinsic: the check judges it, not an applied correction
-                frame = calibration_frame(inputs.rgb, inputs.points_lidar, inputs.T_cam_lidar,
-                                          inputs.camera)
-            except ValueError:  # bad input (InputError): the frame path counts its drop
-                self.frame_added.set()
-                continue
-            self._window.append(frame)
-            self._stamps.append(inputs.stamp_ns)
-            due = self._clock() - self._last_check >= self.settings.period_s
-            if len(self._window) == self._window.maxlen and due:
-                self._check(list(self._window), config)
+            if inputs is not None:
+                self._keep(inputs)
+            frames = self.window()
+            if frames and self._due(len(frames)):
+                self._check(frames)
             with self._lock:
                 self.cpu_seconds += time.thread_time() - start
-            self.frame_added.set()
+            if inputs is not None:
+                self.frame_added.set()
 
-    def _check(self, frames: list, config: CheckConfig) -> None:
+    def _keep(self, inputs: FrameInputs) -> None:
+        """Add a frame to the window (the given extrinsic: the check judges it)."""
+        frame = WindowFrame(inputs.rgb, inputs.points_lidar, inputs.camera, inputs.T_cam_lidar,
+                            inputs.stamp_ns)
+        if frame_problem(frame):  # bad input (InputError): the frame path counts its drop
+            return
+        with self._lock:
+            self._window.append(frame)
+            self._last_new = self._clock()
+
+    def _due(self, frames: int) -> bool:
+        """Return whether a check is due: a full window, or one that stopped filling."""
+        now = self._clock()
+        if now - self._last_check < self.settings.period_s:
+            return False
+        if frames == self.settings.window:
+            return True
+        return (frames >= self.settings.check.min_frames
+                and now - self._last_new >= self.settings.partial_after_s)
+
+    def _check(self, frames: list[WindowFrame]) -> None:
         start = time.monotonic()
-        check = check_calibration(frames, config)
+        check, _ = check_window(frames, self.settings.check)
         with self._lock:
             self.check = check
             self.checks_run += 1
@@ -162,6 +187,22 @@ class CalibrationMonitor:
                 self._log('calibration check: applying the correction to the LiDAR->camera '
                           'extrinsic of every later frame: ' + describe(check))
         self.checked.set()
+
+    def _waiting(self, frames: int) -> str:
+        """Return what a monitor without a check yet waits for."""
+        settings = self.settings
+        held = f'{frames} of {settings.window} frames'
+        repeats = (f'; {self.repeats} images offered again were passed over (a looped '
+                   'recording?)' if self.repeats else '')
+        if frames < settings.check.min_frames:
+            return (f'waiting for frames: {held}, a check needs at least '
+                    f'{settings.check.min_frames}; a new image joins at most every '
+                    f'{settings.sample_interval_s:g} s{repeats}')
+        if frames == settings.window:
+            return f'the window is full ({held}): checking{repeats}'
+        return (f'waiting for a full window: {held}; a new image joins at most every '
+                f'{settings.sample_interval_s:g} s, and once none has joined for '
+                f'{settings.partial_after_s:g} s the {frames} held are checked{repeats}')
 
     def status(self, name: str) -> DiagnosticStatus:
         """Return the ``<name>: calibration`` status: OK, WARN with the correction, or waiting."""
@@ -178,8 +219,7 @@ class CalibrationMonitor:
         if not self.settings.enabled:
             message = 'off (calibration_check.enabled: false)'
         elif check is None:
-            message = (f'waiting for a full window ({frames} of {self.settings.window} frames) '
-                       'and the first check')
+            message = self._waiting(frames)
         else:
             rotation_error = check.parameters[0].standard_error
             values.update({

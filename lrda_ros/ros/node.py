@@ -82,7 +82,6 @@ from ..messages.compressed import compressed_image_to_rgb
 from ..messages.conversions import camera_info_to_camera_model
 from ..messages.stamps import (
     latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
-from ..messages.sweep_stamp import at_sweep_middle
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
@@ -205,14 +204,13 @@ class CompletionCore:
                 lambda image, info, *clouds, camera=camera: self._on_synchronized(
                     camera, image, info, clouds),
                 on_time_jump=lambda *jump, camera=camera: self._on_time_jump(camera, *jump),
-                sync_views=[None, None, *[self._cloud_sync_view] * len(
+                with_image=(1,), sync_views=[None, None, *[self._cloud_sync_view] * len(
                     self.settings.point_topics)],
                 qos_overriding_options=QoSOverridingOptions.with_default_policies())
 
     def _cloud_sync_view(self, cloud: PointCloud2) -> Any:
-        """Return what a cloud is paired by: its sweep's middle with motion.align on."""
-        motion = self.settings.motion
-        return at_sweep_middle(cloud, motion) if motion.enabled else cloud
+        """Return what a cloud is paired by: the pairing rule of every offline path too."""
+        return self.settings.pairing.view(cloud)
 
     def _unsubscribe(self) -> None:
         """Stop processing (a frame in progress is abandoned between steps); keep the model."""

@@ -30,7 +30,8 @@ from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sweep_stamp import unwrap
 from ..messages.sync import ApproximateTimeSync, TimeJumpCallback, validate_sync_settings
 from ..messages.sync_losses import (
-    BEYOND_SLOP, describe_loss, suggested_slop_s, SyncLoss, SyncLossTracker, TIME_JUMP)
+    BEYOND_SLOP, describe_loss, IMAGE_LOST, suggested_slop_s, SyncLoss, SyncLossTracker,
+    TIME_JUMP)
 
 _T = TypeVar('_T')
 #: Maps an input's message to what the synchronizer pairs it by.
@@ -242,6 +243,9 @@ class SynchronizedSubscriptions:
             needed = suggested_slop_s(round(spread * NS_PER_S))
             return (f'{text}; stamps up to {spread:.3f} s apart are beyond sync.slop '
                     f'{slop_s:g} s: {slop_advice(needed)}, or stamps fixed at the source')
+        if reason == IMAGE_LOST:
+            return (f'{text}; its image never reached the synchronizer (lost in transport or '
+                    'by the publisher): not an offset between the inputs, no slop to change')
         if reason == TIME_JUMP:
             return (f'{text}; stamps went back (a bag loop, a clock reset): the old timeline '
                     'was dropped, not an offset between the inputs: no setting to change')
@@ -284,6 +288,7 @@ def create_synchronized_subscriptions(
         prefer_message_filters: bool = True,
         on_time_jump: Callable[[str, int, int], None] | None = None,
         sync_views: Sequence[SyncView | None] = (),
+        with_image: Sequence[int] = (),
         **subscription_options: Any) -> SynchronizedSubscriptions:
     """
     Subscribe ``node`` to ``topics`` (``(msg_type, topic)`` pairs) and synchronize them.
@@ -297,6 +302,8 @@ def create_synchronized_subscriptions(
     ``time_jump``) and the callback is told. ``sync_views[i]``, where given, maps input
     ``i``'s message to what the synchronizer pairs it by (a cloud at its sweep's middle:
     :func:`~lrda_ros.messages.sweep_stamp.at_sweep_middle`); ``callback`` gets the messages.
+    ``with_image``: the inputs stamped as the first input's message (a camera_info as its
+    image), whose loss without that image is counted as ``image_lost``.
     """
     validate_sync_settings(len(topics), queue_size, slop_s, callback)
     views = [*sync_views, *[None] * (len(topics) - len(sync_views))]
@@ -306,11 +313,15 @@ def create_synchronized_subscriptions(
     jump = None if on_time_jump is None else (
         lambda index, previous, stamp: on_time_jump(names[index], previous, stamp))
     if prefer_message_filters and message_filters_available():
-        return _message_filters_subscriptions(node, topics, qos, queue_size, slop_s, callback,
-                                              monitor, jump, views, subscription_options)
+        handle = _message_filters_subscriptions(node, topics, qos, queue_size, slop_s, callback,
+                                                monitor, jump, views, subscription_options)
+        if handle.dropped is not None:
+            handle.dropped.losses.with_image = tuple(with_image)
+        return handle
 
     synchronizer = ApproximateTimeSync(len(topics), queue_size, slop_s, callback,
                                        on_time_jump=jump)
+    synchronizer.losses.with_image = tuple(with_image)
 
     def add(index: int, msg: Any) -> None:
         view = views[index]

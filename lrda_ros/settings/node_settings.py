@@ -29,10 +29,12 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from .parameters import InvalidParameterError, PARAMETERS, SPECS
+from ..calibration import CheckConfig
 from ..engine import FewPointsPolicy, resolve_device, TTOConfig
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
+from ..messages.pairing import PairingRule
 from ..messages.point_times import AzimuthSweep
 from ..messages.sweep_alignment import MotionConfig
 
@@ -141,8 +143,19 @@ class CalibrationCheckSettings:
     enabled: bool = True
     window: int = 10
     period_s: float = 30.0
-    rotation_tolerance_deg: float = 0.3
+    #: How the check searches and decides: ``lrda calibrate``'s, with the node's tolerance.
+    check: CheckConfig = CheckConfig()
     apply: bool = False
+
+    @property
+    def sample_interval_s(self) -> float:
+        """Return the least time between two frames joining the window."""
+        return self.period_s / self.window
+
+    @property
+    def partial_after_s(self) -> float:
+        """Return how long without a new image makes a window that cannot fill be checked."""
+        return self.period_s / 2
 
 
 @dataclass(frozen=True)
@@ -178,6 +191,11 @@ class NodeSettings:
     #: Each camera's point cloud topics, relative: one per LiDAR.
     point_topics: tuple[str, ...] = ('points',)
     calibration: CalibrationCheckSettings = CalibrationCheckSettings()
+
+    @property
+    def pairing(self) -> PairingRule:
+        """Return how clouds are paired with images (sync.* and motion.*): node and offline."""
+        return PairingRule(self.sync_slop, self.sync_queue_size, self.motion)
 
     @property
     def uses_tf_extrinsic(self) -> bool:
@@ -257,8 +275,8 @@ class NodeSettings:
             motion=motion_config(v), point_topics=point_topic_names(v['point_topics']),
             calibration=CalibrationCheckSettings(
                 v['calibration_check.enabled'], v['calibration_check.window'],
-                v['calibration_check.period'], v['calibration_check.rotation_tolerance'],
-                v['calibration_check.apply']))
+                v['calibration_check.period'], CheckConfig().with_rotation_tolerance(
+                    v['calibration_check.rotation_tolerance']), v['calibration_check.apply']))
 
 
 def motion_config(v: Mapping[str, Any]) -> MotionConfig:

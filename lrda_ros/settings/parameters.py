@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import difflib
 from typing import Any
 
+from ..calibration import CheckConfig
 from ..engine.config import DTYPES, FAR_DEPTHS, SCHEDULES
 from ..errors import ConfigError
 
@@ -268,11 +269,14 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   "'calibration' status on /diagnostics. Never delays a frame.",
                   read_only=True),
     ParameterSpec('calibration_check.window', 10, 'Calibration check: frames in its window (at '
-                  'least 3).', 3, 100, read_only=True),
+                  'least 3); a window that cannot fill (a short looped recording) is checked '
+                  'with the frames it holds once no new image has joined for half a period.',
+                  3, 100, read_only=True),
     ParameterSpec('calibration_check.period', 30.0, 'Calibration check: seconds between '
                   'checks; a frame joins the window at most every period / window seconds.',
                   1.0, 86400.0, read_only=True),
-    ParameterSpec('calibration_check.rotation_tolerance', 0.3, 'Calibration check: the '
+    ParameterSpec('calibration_check.rotation_tolerance', CheckConfig().rotation_tolerance_deg,
+                  'Calibration check: the '
                   'smallest rotation correction (degrees) that turns the status to WARN.',
                   0.05, 10.0, read_only=True),
     ParameterSpec('calibration_check.apply', False, 'Calibration check: once a check finds the '

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .checks import InvalidPointsError
+from ..geometry.checks import InvalidPointsError
 
 #: Levinson & Thrun's constants: share of the edge itself, decay per pixel of distance.
 EDGE_ALPHA = 1.0 / 3.0

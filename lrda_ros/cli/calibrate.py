@@ -17,41 +17,46 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
-from .cli_options import (add_extrinsic_options, add_node_parameters, add_rectified_option,
-                          add_sync_options, add_topics, extrinsic_of, number)
+from .options import add_bag_inputs, add_command, extrinsic_of, node_default, parameter
+
+#: The node parameters --rotation-tolerance and --max-frames stand for (the node's check is
+#: the command's).
+TOLERANCE, WINDOW = 'calibration_check.rotation_tolerance', 'calibration_check.window'
 
 
-def add_calibrate(parser: argparse.ArgumentParser) -> None:
-    """Add ``lrda calibrate``'s options to its parser."""
+def add_calibrate(commands) -> None:
+    """Add ``lrda calibrate`` and its options."""
+    parser = add_command(commands, 'calibrate', "check a bag's LiDAR->camera calibration (and "
+                         'time offset) from its own frames')
     parser.add_argument('--bag', type=Path, required=True,
                         help='a rosbag2 folder (.db3 or .mcap; required, no default)')
     parser.add_argument('--output', type=Path, default=Path('out/calibrate'),
                         help='folder of calibration.json, overlay.png and score_profiles.png')
-    parser.add_argument('--max-frames', type=number(int, 1), default=10,
-                        help='frames of the window (from the start of the bag)')
+    parser.add_argument('--max-frames', type=parameter(WINDOW),
+                        help='frames of the window, from the start of the bag; '
+                        + node_default(WINDOW))
     parser.add_argument('--translation', action='store_true',
                         help='also search the translation (reported per axis as observable or '
                         'not; off by default: see doc/calibration.md)')
-    parser.add_argument('--rotation-tolerance', type=number(float, above=0), default=0.3,
+    parser.add_argument('--rotation-tolerance', type=parameter(TOLERANCE),
                         help='smallest rotation correction (deg) that makes a calibration '
-                        'suspect')
-    add_sync_options(parser)
-    add_topics(parser, ('image', 'camera-info', 'points'))
-    add_rectified_option(parser)
-    add_extrinsic_options(parser)
-    add_node_parameters(parser, 'the options above win over both')
+                        'suspect; ' + node_default(TOLERANCE))
+    add_bag_inputs(parser)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
     """Check the bag's calibration, print the verdict and the correction, write the report."""
-    from .calibration import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
-    from .geometry.calibration_search import CheckConfig
-    from .messages.rosbag import BagTopics
-    from .settings import load_parameters, NodeSettings
+    from ..calibration.bag import calibrate_bag, CALIBRATION_JSON, CalibrateOptions
+    from ..messages.rosbag import BagTopics
+    from ..settings import load_parameters, NodeSettings
 
     parameters = load_parameters(args.params_file, args.parameters)
+    for name, value in ((TOLERANCE, args.rotation_tolerance), (WINDOW, args.max_frames)):
+        if value is not None:
+            parameters[name] = value
     settings = NodeSettings.from_values(parameters)
     extrinsic = extrinsic_of(args, parameters)
     topics = BagTopics(args.image_topic, args.camera_info_topic, args.points_topic)
@@ -59,12 +64,12 @@ def run_calibrate(args: argparse.Namespace) -> int:
         bag=args.bag, output=args.output, topics=topics, extrinsic=extrinsic,
         image_is_rectified=(settings.image_is_rectified if args.image_is_rectified is None
                             else args.image_is_rectified),
-        slop_s=settings.sync_slop if args.slop is None else args.slop,
-        queue_size=settings.sync_queue_size if args.queue_size is None else args.queue_size,
-        max_frames=args.max_frames,
-        check=CheckConfig(translation=args.translation,
-                          rotation_tolerance_deg=args.rotation_tolerance))
+        pairing=replace(settings.pairing, **{k: v for k, v in (
+            ('slop_s', args.slop), ('queue_size', args.queue_size)) if v is not None}),
+        max_frames=settings.calibration.window,
+        check=replace(settings.calibration.check, translation=args.translation))
     result = calibrate_bag(options)
+    print(f'frames paired as the node pairs them: {options.pairing.describe()}')
     print(result.message)
     print(f'wrote {args.output}/: {CALIBRATION_JSON}, overlay.png, score_profiles.png')
     return 0

@@ -40,7 +40,7 @@ from typing import Callable
 
 import numpy as np
 
-from .calibration_score import CalibrationFrame, WindowScore
+from .score import CalibrationFrame, WindowScore
 
 #: A local search: (score, theta, free) -> the nearest peak's theta.
 Climb = Callable[[WindowScore, np.ndarray, np.ndarray], np.ndarray]

@@ -19,24 +19,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
-from ..datasets.rosbag import EXTRINSIC_HINT
-from ..geometry import CameraModel, InvalidCameraError, RigidTransform
-from ..geometry.calibration_score import calibration_frame, CalibrationFrame, FrameSelection
-from ..messages.compressed import any_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
-from ..messages.rosbag import BagError, BagTopics, RosbagSource
-
-
-@dataclass(frozen=True, eq=False)
-class BagFrame:
-    """One synchronized set as arrays: RGB image, cloud (LiDAR frame, scan order), camera."""
-
-    rgb: np.ndarray
-    points: np.ndarray
-    camera: CameraModel
-    stamp_ns: int
+from ..score import CalibrationFrame, FrameSelection
+from ..window import window_frames, WindowFrame
+from ...datasets.poses import align_recorded_cloud
+from ...datasets.rosbag import EXTRINSIC_HINT
+from ...geometry import InvalidCameraError, RigidTransform
+from ...messages.compressed import any_image_to_rgb
+from ...messages.conversions import camera_info_to_camera_model, pointcloud2_to_xyz
+from ...messages.pairing import PairingRule
+from ...messages.rosbag import BagError, BagTopics, RosbagSource
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,38 +36,41 @@ class BagWindow:
     """The frames of a bag and its LiDAR->camera extrinsic (the bag's or the one given)."""
 
     path: Path
-    raw: tuple[BagFrame, ...]
+    raw: tuple[WindowFrame, ...]
     extrinsic: RigidTransform
     camera_frame: str
     lidar_frame: str
+    #: How its clouds were paired with its images (the node's rule).
+    pairing: PairingRule = PairingRule()
 
     def frames(self, T_cam_lidar: RigidTransform | None = None,
                selection: FrameSelection = FrameSelection()) -> list[CalibrationFrame]:
         """Return the check's frames with ``T_cam_lidar`` (default: the window's extrinsic)."""
-        T = self.extrinsic if T_cam_lidar is None else T_cam_lidar
-        return [calibration_frame(frame.rgb, frame.points, T, frame.camera,
-                                  selection=selection) for frame in self.raw]
+        return window_frames(list(self.raw), selection, T_cam_lidar)
 
 
 def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
                extrinsic: RigidTransform | None = None, rectified: bool = False,
-               slop_s: float = 0.05, queue_size: int = 10, max_frames: int = 10) -> BagWindow:
+               pairing: PairingRule = PairingRule(), max_frames: int = 10) -> BagWindow:
     """
-    Read up to ``max_frames`` synchronized frames of a bag (as ``lrda eval --bag`` pairs them).
+    Read up to ``max_frames`` synchronized frames of a bag, paired as the node pairs them.
 
     The extrinsic is ``extrinsic`` or else the bag's /tf_static and /tf at the first cloud's
-    stamp; a bag without one fails naming the frames. Clouds without per-point times and a
-    bag without odometry give frames without motion: the time offset is then not observable.
+    stamp; a bag without one fails naming the frames. With ``pairing.motion`` on, each cloud
+    is moved to its image's stamp as the node moves it (the LiDAR's poses from the bag's /tf;
+    without them it stays as measured, as in the node): the node's monitor checks such clouds.
     """
     source = RosbagSource(path, topics)
-    stamps, _ = source.synchronize(queue_size, slop_s)
+    queue_size, slop_s = pairing.queue_size, pairing.slop_s
+    stamps, _ = source.synchronize(queue_size, slop_s, pairing.motion)
     if not stamps:
         raise BagError(f'{source.path}: no synchronized frames: '
                        f'{source.no_match_reason(queue_size, slop_s)}')
     camera_frame, lidar_frame = source.first_frame_ids()
+    tree = source.transform_tree()
     if extrinsic is None:
         try:
-            extrinsic = source.transform_tree().lookup(camera_frame, lidar_frame, stamps[0][2])
+            extrinsic = tree.lookup(camera_frame, lidar_frame, stamps[0][2])
         except KeyError as error:
             raise BagError(f'{source.path}: no LiDAR->camera transform in /tf_static or /tf: '
                            f'{error.args[0]}; {EXTRINSIC_HINT}') from None
@@ -86,6 +81,8 @@ def bag_window(path: str | Path, topics: BagTopics = BagTopics(),
             camera = camera_info_to_camera_model(info, rectified=rectified)
         except InvalidCameraError as error:
             raise BagError(f'{source.path}: {source.topics.camera_info}: field {error}') from None
-        raw.append(BagFrame(any_image_to_rgb(image), pointcloud2_to_xyz(cloud), camera,
-                            stamps[len(raw)][0]))
-    return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame)
+        stamp = stamps[len(raw)][0]
+        points = align_recorded_cloud(pointcloud2_to_xyz(cloud), cloud, stamp, pairing.motion,
+                                      tree).points
+        raw.append(WindowFrame(any_image_to_rgb(image), points, camera, extrinsic, stamp))
+    return BagWindow(source.path, tuple(raw), extrinsic, camera_frame, lidar_frame, pairing)

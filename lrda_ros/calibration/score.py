@@ -16,8 +16,8 @@
 The calibration check's score: how well LiDAR depth discontinuities land on image edges.
 
 A :class:`CalibrationFrame` holds what one frame contributes: the image's spread edge map
-(:func:`~.calibration_edges.inverse_distance_transform`), the outlines of LiDAR depth jumps with
-their weights (:func:`~.calibration_edges.depth_discontinuities`), the given extrinsic, the
+(:func:`~.edges.inverse_distance_transform`), the outlines of LiDAR depth jumps with
+their weights (:func:`~.edges.depth_discontinuities`), the given extrinsic, the
 camera and, on a moving robot, each point's time and the LiDAR's twist. The score of a
 correction ``theta`` is, per frame, ``sum_i X_i D(pi(C(theta) T p_i)) / sum_i X_i``: the
 weighted mean edge value under the projected discontinuities (Levinson & Thrun's objective,
@@ -35,17 +35,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration_edges import (
-    depth_discontinuities, EDGE_ALPHA, EDGE_GAMMA, edge_strength, grey, inverse_distance_transform,
+from .edges import (
+    depth_discontinuities, edge_strength, grey, inverse_distance_transform,
     local_contrast, outline_points)
-from .camera import CameraModel, project_points
-from .checks import as_points, InvalidPointsError
-from .motion import move_points
-from .transforms import RigidTransform
+from ..geometry.camera import CameraModel, project_points
+from ..geometry.checks import as_points, InvalidPointsError
+from ..geometry.motion import move_points
+from ..geometry.transforms import RigidTransform
 
 #: The names of theta's entries, in order.
 PARAMETER_NAMES = ('rotation_x', 'rotation_y', 'rotation_z', 'translation_x',
                    'translation_y', 'translation_z', 'time_offset')
+#: theta's units -> the units results are shown in (degrees, metres, milliseconds), and their
+#: names.
+SHOWN_SCALES = np.array([180.0 / np.pi] * 3 + [1.0] * 3 + [1000.0])
+SHOWN_UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
 
 
 @dataclass(frozen=True)
@@ -60,13 +64,11 @@ class FrameSelection:
     max_points: int = 6000
     #: Where an outline lies between its near point's ray (0) and the far neighbour's (1):
     #: 0 for real spinning LiDARs, whose beams are about as wide as their azimuth step; 0.5
-    #: for ideal thin rays (the synthetic world): calibration_edges.outline_points.
+    #: for ideal thin rays (the synthetic world): edges.outline_points.
     outline_shift: float = 0.0
     #: 0: the plain spread edge map (Levinson & Thrun); an odd number of pixels: the map minus
-    #: its mean over that box (calibration_edges.local_contrast), for images textured all over.
+    #: its mean over that box (edges.local_contrast), for images textured all over.
     edge_contrast_px: int = 0
-    edge_alpha: float = EDGE_ALPHA
-    edge_gamma: float = EDGE_GAMMA
 
     def __post_init__(self) -> None:
         if not (self.min_jump_m > 0 and self.max_range_m > 0 and self.max_points >= 1
@@ -110,7 +112,7 @@ def calibration_frame(rgb: np.ndarray, points_lidar: np.ndarray, T_cam_lidar: Ri
     Return a frame's contribution: the spread edge map and its strongest outline points.
 
     ``points_lidar`` (N, 3), in scan order where the driver gives it (see
-    :func:`~.calibration_edges.scan_neighbours`); NaN points are dropped first.
+    :func:`~.edges.scan_neighbours`); NaN points are dropped first.
     """
     points = as_points(points_lidar, 'points_lidar')
     image = np.asarray(rgb)
@@ -134,7 +136,7 @@ def calibration_frame(rgb: np.ndarray, points_lidar: np.ndarray, T_cam_lidar: Ri
     if keep.size > selection.max_points:
         keep = keep[np.argsort(-weights[keep], kind='stable')[:selection.max_points]]
     raw = edge_strength(grey(image))
-    edges = inverse_distance_transform(raw, selection.edge_alpha, selection.edge_gamma)
+    edges = inverse_distance_transform(raw)
     if selection.edge_contrast_px:
         edges = local_contrast(edges, selection.edge_contrast_px)
     # Each outline between its point and the neighbour it jumps to, at the mean time.

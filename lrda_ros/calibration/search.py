@@ -15,7 +15,7 @@
 """
 The calibration check: the correction that maximizes the window's score, and how sure it is.
 
-**Search** (calibration_optimize). Derivative-free, from the given calibration:
+**Search** (optimize). Derivative-free, from the given calibration:
 
 1. the rotation alone by *compass search*, then Levinson & Thrun's grid around the peak;
 2. on a moving rig, the time offset scanned over its whole range, the rotation re-fitted at
@@ -25,7 +25,7 @@ The calibration check: the correction that maximizes the window's score, and how
 4. every free parameter together by compass search from there (a translation again along its
    ridge).
 
-**Confidence** (calibration_confidence). A translation differs from a rotation only by
+**Confidence** (confidence). A translation differs from a rotation only by
 parallax: it is searched only where its tolerance moves the outline points, beyond what the
 rotation makes up, by ``min_parallax_px`` (else it is "not observable" without a search: the
 score's systematic errors would place its peak). Every searched parameter is then
@@ -47,46 +47,54 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .calibration_confidence import (
+from .confidence import (
     half_window_spread, pixel_jacobian, ridge_basis, sandwich_errors, score_derivatives,
     sharp_parameters, with_parallax)
-from .calibration_optimize import (
+from .optimize import (
     DEG, pattern_search, rotation_search, SMALLEST, time_scan, translation_scan)
-from .calibration_score import CalibrationFrame, PARAMETER_NAMES, WindowScore
+from .score import (
+    CalibrationFrame, PARAMETER_NAMES, SHOWN_SCALES, SHOWN_UNITS, WindowScore)
 
 #: Verdicts.
 CONSISTENT, SUSPECT, NOT_ENOUGH_EVIDENCE = 'consistent', 'suspect', 'not enough evidence'
-#: theta's units -> the units notes are written in (degrees, metres, milliseconds).
-_SHOWN = np.array([1 / DEG] * 3 + [1.0] * 3 + [1000.0])
-_UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
 #: The central differences' steps: 0.15 degree, 3 cm, 5 ms.
 _STEPS = np.array([0.15 * DEG] * 3 + [0.03] * 3 + [0.005])
+
+
+@dataclass(frozen=True)
+class PerKind:
+    """One number per kind of parameter: rotation (deg), translation (m), time offset (s)."""
+
+    rotation_deg: float
+    translation_m: float
+    time_offset_s: float
+
+    def per_parameter(self) -> np.ndarray:
+        """Return the number of each of theta's 7 parameters, in theta's units."""
+        return np.array([self.rotation_deg * DEG] * 3 + [self.translation_m] * 3
+                        + [self.time_offset_s])
 
 
 @dataclass(frozen=True)
 class CheckConfig:
     """How the check searches and decides; angles in degrees, lengths in m, times in s."""
 
-    #: Fewest frames in the window (one frame has no spread to judge a peak by).
-    min_frames: int = 3
-    #: Fewest outline points over the window, and per frame on average.
-    min_points: int = 300
-    #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
-    min_edge_level: float = 0.002
     #: Which parameters are searched (the time offset also needs moving frames). Translation
     #: is off by default: a street seen from a car rarely has the near depth edges that tell
     #: it from a rotation (on the KITTI bag it is not observable: doc/calibration.md).
     rotation: bool = True
     translation: bool = False
     time_offset: bool = True
-    #: The search's largest excursion per parameter.
-    max_rotation_deg: float = 5.0
-    max_translation_m: float = 0.15
-    max_time_offset_s: float = 0.15
-    #: Smallest corrections that count (below: consistent).
-    rotation_tolerance_deg: float = 0.3
-    translation_tolerance_m: float = 0.03
-    time_tolerance_s: float = 0.01
+    #: The search's largest excursion per kind of parameter.
+    max_excursion: PerKind = PerKind(rotation_deg=5.0, translation_m=0.15, time_offset_s=0.15)
+    #: Fewest frames in the window (one frame has no spread to judge a peak by).
+    min_frames: int = 3
+    #: Fewest outline points over the window, and per frame on average.
+    min_points: int = 300
+    #: Mean raw edge strength (grey levels in [0, 1]) below which an image counts as blank.
+    min_edge_level: float = 0.002
+    #: Smallest corrections that count (below: consistent), per kind of parameter.
+    tolerance: PerKind = PerKind(rotation_deg=0.3, translation_m=0.03, time_offset_s=0.01)
     #: Least share of the score a parameter's tolerance-sized change must cost, the other
     #: parameters re-adjusted, for the parameter to count as observed.
     least_drop: float = 0.001
@@ -98,7 +106,7 @@ class CheckConfig:
     #: falls within a beam) are about a pixel or two, and bias a translation they outweigh.
     min_parallax_px: float = 2.0
     #: Whether a parameter must also come out the same, within its tolerance, from the
-    #: window's first and second half in time (calibration_confidence.half_window_spread).
+    #: window's first and second half in time (confidence.half_window_spread).
     split_halves: bool = True
 
     def __post_init__(self) -> None:
@@ -106,25 +114,32 @@ class CheckConfig:
             raise ValueError('min_frames and min_points must be >= 1')
         if not self.min_parallax_px >= 0:
             raise ValueError(f'min_parallax_px must be >= 0, got {self.min_parallax_px}')
-        for name in ('max_rotation_deg', 'max_translation_m', 'max_time_offset_s',
-                     'rotation_tolerance_deg', 'translation_tolerance_m', 'time_tolerance_s',
-                     'least_drop'):
-            if not getattr(self, name) > 0:
-                raise ValueError(f'{name} must be > 0, got {getattr(self, name)}')
+        for name, value in (('max_excursion', self.max_excursion), ('tolerance', self.tolerance)):
+            if not all(number > 0 for number in vars(value).values()):
+                raise ValueError(f'every {name} must be > 0, got {value}')
+        if not self.least_drop > 0:
+            raise ValueError(f'least_drop must be > 0, got {self.least_drop}')
+
+    @property
+    def rotation_tolerance_deg(self) -> float:
+        """Return the smallest rotation correction (deg) that makes a calibration suspect."""
+        return self.tolerance.rotation_deg
+
+    def with_rotation_tolerance(self, degrees: float) -> 'CheckConfig':
+        """Return this configuration with another rotation tolerance (deg)."""
+        return replace(self, tolerance=replace(self.tolerance, rotation_deg=degrees))
 
     def scales(self) -> np.ndarray:
         """Return each parameter's unit of search (1 degree, 0.1 m, 20 ms) in theta's units."""
-        return np.array([DEG] * 3 + [0.1] * 3 + [0.02])
+        return PerKind(1.0, 0.1, 0.02).per_parameter()
 
     def bounds(self) -> np.ndarray:
         """Return each parameter's largest excursion in theta's units."""
-        return np.array([self.max_rotation_deg * DEG] * 3 + [self.max_translation_m] * 3
-                        + [self.max_time_offset_s])
+        return self.max_excursion.per_parameter()
 
     def tolerances(self) -> np.ndarray:
         """Return each parameter's smallest correction that counts, in theta's units."""
-        return np.array([self.rotation_tolerance_deg * DEG] * 3
-                        + [self.translation_tolerance_m] * 3 + [self.time_tolerance_s])
+        return self.tolerance.per_parameter()
 
 
 @dataclass(frozen=True)
@@ -258,9 +273,9 @@ def _with_parallax(score: WindowScore, searched: np.ndarray, config: CheckConfig
 
     A translation is searched only where its tolerance moves the outline points, beyond what
     the other searched parameters make up, by at least ``config.min_parallax_px``: less than
-    the score's systematic errors on real data (calibration_confidence.with_parallax), and
+    the score's systematic errors on real data (confidence.with_parallax), and
     its peak is placed by them rather than by the calibration. The basis moves each
-    translation left along its ridge (calibration_confidence.ridge_basis).
+    translation left along its ridge (confidence.ridge_basis).
     """
     parallax = np.full(7, np.nan)
     if not searched[3:6].any():
@@ -289,7 +304,7 @@ def _observable_set(frames: list[CalibrationFrame], score: WindowScore, theta: n
     """
     Return which parameters the window observes, theta with the others held, the halves' spread.
 
-    Sharp marginal peaks inside the search range first (calibration_confidence); then, with
+    Sharp marginal peaks inside the search range first (confidence); then, with
     ``config.split_halves``, the window's halves in time must agree on each parameter within
     its tolerance: the one that disagrees most (relative to its tolerance) is held at the
     given value, the rest searched again, until the halves agree on all that are left.
@@ -366,7 +381,7 @@ def _notes(searched: np.ndarray, observable: np.ndarray, time_note: str,
     notes = []
     tolerances = config.tolerances()
     for index in range(7):
-        shown, unit = _SHOWN[index], _UNITS[index]
+        shown, unit = SHOWN_SCALES[index], SHOWN_UNITS[index]
         tolerance = f'{tolerances[index] * shown:.3g} {unit}'
         if not searched[index]:
             note = (time_note or 'not searched') if index == 6 else 'not searched'

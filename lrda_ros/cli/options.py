@@ -24,14 +24,31 @@ error is one line and exit status 2; ``--help`` shows every option's default.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any, Callable, NoReturn, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .messages.rosbag import BagTopics
+    from ..messages.rosbag import BagTopics
+
+
+#: Former command names, hidden from the help: each still runs its successor, saying so.
+RENAMED = {'bench': 'speed', 'benchmark': 'paper'}
+#: Seconds a command has from SIGINT/SIGTERM to its end (ros2 launch waits longer).
+EXIT_GRACE_S = 1.5
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line: the command, the option, the fix."""
+    """
+    An ArgumentParser whose usage errors are one line: the command, the option, the fix.
+
+    A value that starts with a minus and a digit is a value, not an option: a comma-separated
+    list of numbers (``--lidar-to-camera-matrix -0.0002,-0.9999,...``) as a single negative
+    number already is (no option of the command looks like a number).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r'^-\.?\d')
 
     def error(self, message: str) -> NoReturn:
         """Print ``<prog>: error: <message> (see --help)`` and exit 2."""
@@ -99,7 +116,7 @@ def number(kind: type, minimum: float | None = None, maximum: float | None = Non
 
 def parameter(name: str) -> Callable[[str], Any]:
     """Return an argparse type that checks a value as the node's parameter ``name`` does."""
-    from .settings import SPECS
+    from ..settings import SPECS
 
     spec = SPECS[name]
     kind = type(spec.default)
@@ -117,7 +134,7 @@ def parameter(name: str) -> Callable[[str], Any]:
 
 def node_default(option: str) -> str:
     """Return the help's note on an option that defaults to a node parameter."""
-    from .settings import SPECS
+    from ..settings import SPECS
 
     name = option.replace('-', '_')
     return f"default: the node's {name} ({SPECS[name].default!r})"
@@ -129,6 +146,14 @@ def common() -> argparse.ArgumentParser:
     parser.add_argument('--debug', action='store_true',
                         help='on an error, show the full message and traceback')
     return parser
+
+
+def add_command(commands, name: str, help_text: str, **kwargs) -> argparse.ArgumentParser:
+    """Add command ``name`` with the options every command takes (a former name: unlisted)."""
+    kwargs.update(parents=[common()], formatter_class=DefaultsHelpFormatter)
+    if name in RENAMED:  # no help line: the help lists the current names only
+        return commands.add_parser(name, **kwargs)
+    return commands.add_parser(name, help=help_text, **kwargs)
 
 
 def add_node_parameters(parser: argparse.ArgumentParser, precedence: str) -> None:
@@ -165,7 +190,7 @@ def add_topics(parser: argparse.ArgumentParser, roles: tuple[str, ...],
 
 def bag_topics(args: argparse.Namespace) -> BagTopics:
     """Return the bag topics of the options :func:`add_topics` added (points repeatable)."""
-    from .messages.rosbag import BagTopics
+    from ..messages.rosbag import BagTopics
 
     points = args.points_topic or [None]
     return BagTopics(args.image_topic, args.camera_info_topic, points[0],
@@ -205,8 +230,8 @@ def add_engine_options(parser: argparse.ArgumentParser, processing_size: str,
 
 def add_schedule(parser: argparse.ArgumentParser, unset_is_node: bool, note: str = '') -> None:
     """Add --schedule (engine/schedule.py); ``unset_is_node``: None stands for the node's."""
-    from .engine.config import SCHEDULES
-    from .settings import SPECS
+    from ..engine.config import SCHEDULES
+    from ..settings import SPECS
 
     parser.add_argument('--schedule', choices=SCHEDULES,
                         default=None if unset_is_node else SPECS['schedule'].default,
@@ -257,6 +282,21 @@ def add_extrinsic_options(parser: argparse.ArgumentParser) -> None:
                                  'none)')
 
 
+def add_bag_inputs(parser: argparse.ArgumentParser, several_points: bool = False,
+                   depth: bool = False) -> None:
+    """
+    Add how a bag is read as the node reads its topics: sync, topics, camera, extrinsic, -p.
+
+    ``several_points``: --points-topic once per LiDAR; ``depth``: also --depth-topic.
+    """
+    add_sync_options(parser)
+    add_topics(parser, ('image', 'camera-info', 'points') + (('depth',) if depth else ()),
+               several_points=several_points)
+    add_rectified_option(parser)
+    add_extrinsic_options(parser)
+    add_node_parameters(parser, 'the options above win over both')
+
+
 def extrinsic_of(args: argparse.Namespace, parameters: dict | None = None):
     """
     Return the T_camera_lidar of the --lidar-to-camera-* options, or None.
@@ -264,7 +304,7 @@ def extrinsic_of(args: argparse.Namespace, parameters: dict | None = None):
     ``parameters`` (node parameter values from --params-file and -p): their
     ``lidar_to_camera.*`` override applies where no option is given.
     """
-    from .settings import extrinsic_override, InvalidParameterError
+    from ..settings import extrinsic_override, InvalidParameterError
 
     values = dict(parameters or {})
     given = [args.lidar_to_camera_translation, args.lidar_to_camera_rotation,

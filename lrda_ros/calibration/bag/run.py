@@ -20,13 +20,15 @@ from dataclasses import dataclass, field
 import json
 from pathlib import Path
 
-from .bag import bag_window, BagWindow
 from .figures import overlay_figure, profile_figure, score_profiles
-from ..geometry import RigidTransform
-from ..geometry.calibration_score import CalibrationFrame, FrameSelection
-from ..geometry.calibration_search import CalibrationCheck, check_calibration, CheckConfig
-from ..geometry.calibration_text import check_to_dict, describe
-from ..messages.rosbag import BagTopics
+from .reading import bag_window, BagWindow
+from ..score import CalibrationFrame, FrameSelection
+from ..search import CalibrationCheck, check_calibration, CheckConfig
+from ..text import check_to_dict, describe
+from ..window import check_window
+from ...geometry import RigidTransform
+from ...messages.pairing import PairingRule
+from ...messages.rosbag import BagTopics
 
 CALIBRATION_JSON = 'calibration.json'
 OVERLAY_PNG = 'overlay.png'
@@ -43,8 +45,8 @@ class CalibrateOptions:
     #: T_camera_lidar instead of the bag's /tf_static and /tf.
     extrinsic: RigidTransform | None = None
     image_is_rectified: bool = False
-    slop_s: float = 0.05
-    queue_size: int = 10
+    #: How clouds are paired with images: the node's (sync.*, motion.align).
+    pairing: PairingRule = PairingRule()
     max_frames: int = 10
     check: CheckConfig = field(default_factory=CheckConfig)
     selection: FrameSelection = field(default_factory=FrameSelection)
@@ -59,7 +61,7 @@ class CalibrationResult:
 
     @property
     def message(self) -> str:
-        """Return the check in one sentence (calibration_text.describe)."""
+        """Return the check in one sentence (text.describe)."""
         return describe(self.check)
 
 
@@ -71,13 +73,13 @@ def calibrate_frames(frames: list[CalibrationFrame],
 
 def calibrate_window(window: BagWindow, options: CalibrateOptions) -> CalibrationResult:
     """Check a bag window with its extrinsic and write the report into ``options.output``."""
-    frames = window.frames(window.extrinsic, options.selection)
-    result = calibrate_frames(frames, options.check)
+    check, frames = check_window(list(window.raw), options.check, options.selection)
+    result = CalibrationResult(check, frames)
     output = Path(options.output)
     output.mkdir(parents=True, exist_ok=True)
     report = check_to_dict(result.check, window.extrinsic)
     report.update(bag=str(window.path), camera_frame=window.camera_frame,
-                  lidar_frame=window.lidar_frame,
+                  lidar_frame=window.lidar_frame, paired_by=window.pairing.describe(),
                   frame_stamps_ns=[frame.stamp_ns for frame in window.raw])
     (output / CALIBRATION_JSON).write_text(json.dumps(report, indent=2) + '\n')
     if frames:
@@ -97,6 +99,5 @@ def calibrate_bag(options: CalibrateOptions) -> CalibrationResult:
     The Python API of ``lrda calibrate``: ``calibrate_bag(CalibrateOptions(Path(bag)))``.
     """
     window = bag_window(options.bag, options.topics, options.extrinsic,
-                        options.image_is_rectified, options.slop_s, options.queue_size,
-                        options.max_frames)
+                        options.image_is_rectified, options.pairing, options.max_frames)
     return calibrate_window(window, options)

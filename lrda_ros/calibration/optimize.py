@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .calibration_score import WindowScore
+from .score import WindowScore
 
 DEG = np.pi / 180.0
 #: The searches' finest steps: 0.01 degree, 2 mm, 0.5 ms.

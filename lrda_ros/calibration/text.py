@@ -20,16 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from .calibration_score import correction_transform, PARAMETER_NAMES
-from .calibration_search import CalibrationCheck, CONSISTENT, SUSPECT
-from .transforms import RigidTransform
+from .score import correction_transform, PARAMETER_NAMES, SHOWN_SCALES, SHOWN_UNITS
+from .search import CalibrationCheck, CONSISTENT, SUSPECT
+from ..geometry.transforms import RigidTransform
 
 #: Each camera axis and the motion it is the axis of (optical frame: x right, y down,
 #: z forward).
 AXIS_NAMES = {'x': 'pitch', 'y': 'yaw', 'z': 'roll'}
-#: theta's units -> the units shown: degrees, metres, milliseconds.
-_SHOWN = np.array([180.0 / np.pi] * 3 + [1.0] * 3 + [1000.0])
-_UNITS = ('deg',) * 3 + ('m',) * 3 + ('ms',)
 
 
 def describe(check: CalibrationCheck) -> str:
@@ -83,15 +80,15 @@ def check_to_dict(check: CalibrationCheck, given: RigidTransform | None = None
     camera's optical frame, such that ``T_cam_lidar' = C T_cam_lidar``; ``time_offset_ms`` is
     null unless the window observes it. ``given`` adds the given and corrected extrinsics.
     """
-    shown = check.theta * _SHOWN
+    shown = check.theta * SHOWN_SCALES
     time_offset = check.parameter('time_offset')
     confidence = {}
     for index, (name, p) in enumerate(zip(PARAMETER_NAMES, check.parameters)):
         confidence[name] = {
-            'value': None if p.value is None else round(float(p.value * _SHOWN[index]), 6),
+            'value': None if p.value is None else round(float(p.value * SHOWN_SCALES[index]), 6),
             'standard_error': None if p.standard_error is None or not p.observable
-            else round(float(p.standard_error * _SHOWN[index]), 6),
-            'unit': _UNITS[index], 'observable': p.observable, 'searched': p.searched,
+            else round(float(p.standard_error * SHOWN_SCALES[index]), 6),
+            'unit': SHOWN_UNITS[index], 'observable': p.observable, 'searched': p.searched,
             **({'note': p.note} if p.note else {})}
     result = {
         'verdict': check.verdict, 'reason': check.reason, 'message': describe(check),

@@ -20,14 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..geometry.calibration_score import (
-    CalibrationFrame, correction_transform, PARAMETER_NAMES, WindowScore)
-from ..geometry.calibration_search import CalibrationCheck
-from ..geometry.camera import project_points
+from ..score import (
+    CalibrationFrame, correction_transform, PARAMETER_NAMES, SHOWN_SCALES, WindowScore)
+from ..search import CalibrationCheck
+from ...geometry.camera import project_points
 
 #: Offsets of the score profiles, in the units shown (deg, m, ms).
 PROFILE_SPANS = (1.5,) * 3 + (0.15,) * 3 + (60.0,)
-_TO_THETA = np.array([np.pi / 180.0] * 3 + [1.0] * 3 + [1e-3])
+_TO_THETA = 1.0 / SHOWN_SCALES
 _LABELS = ('rotation about x, pitch (deg)', 'rotation about y, yaw (deg)',
            'rotation about z, roll (deg)', 'translation x (m)', 'translation y (m)',
            'translation z (m)', 'time offset (ms)')
