@@ -23,8 +23,8 @@ import math
 import numpy as np
 import torch
 
-from .model import check_rgb_image, EncodedImage
-from ..errors import ConfigError, InputError
+from .model import check_rgb_image, EncodedImage, resize_prediction
+from ..errors import ConfigError, InputError, LrdaError
 
 
 class InputTypeError(InputError, TypeError):
@@ -41,6 +41,32 @@ class CompletionStatus(str, Enum):
     ALIGNMENT_ONLY = 'alignment_only'
     #: The loss diverged; the best weights seen were kept.
     DIVERGED = 'diverged'
+
+
+class InsufficientSparseDepthError(InputError):
+    """Too few valid sparse depths to anchor the metric scale."""
+
+
+class CompletionCancelledError(LrdaError, RuntimeError):
+    """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
+
+
+class NonFiniteDepthError(InputError, FloatingPointError):
+    """The network produced non-finite values for a frame (e.g. a corrupt image)."""
+
+
+@torch.no_grad()
+def model_sky(model, encoded: EncodedImage) -> torch.Tensor | None:
+    """
+    Return the (H, W) sky of a frame's image by the model's sky head and threshold, or None.
+
+    The head reads the decoder's features as the frame's steps start (the unadapted decoder on
+    a cold frame); the sky is then fixed for the frame. None for models without a sky head.
+    """
+    if not getattr(model, 'has_sky', False):
+        return None
+    probability = resize_prediction(model.sky(encoded).float(), encoded.input_size)[0]
+    return probability >= model.sky_threshold
 
 
 @dataclass

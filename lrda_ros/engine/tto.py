@@ -33,8 +33,10 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .compiled import check_compile, compiled, padded_samples
-from .completion import (check_frame, check_unshared, CompletionResult, CompletionStatus,
-                         EncodedFrame, few_points_message, SparseSamples)
+from .completion import (check_frame, check_unshared, CompletionCancelledError,  # noqa: F401
+                         CompletionResult, CompletionStatus, EncodedFrame, few_points_message,
+                         InsufficientSparseDepthError, model_sky, NonFiniteDepthError,
+                         SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
@@ -48,19 +50,7 @@ from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
 from .whole_step import CompiledSteps
-from ..errors import ConfigError, InputError, LrdaError
-
-
-class InsufficientSparseDepthError(InputError):
-    """Too few valid sparse depths to anchor the metric scale."""
-
-
-class CompletionCancelledError(LrdaError, RuntimeError):
-    """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
-
-
-class NonFiniteDepthError(InputError, FloatingPointError):
-    """The network produced non-finite values for a frame (e.g. a corrupt image)."""
+from ..errors import ConfigError
 
 
 class DepthCompleter:
@@ -158,8 +148,7 @@ class DepthCompleter:
                                 torch.ones(2, device=self.model.device))
         try:
             self.adaptation.reset(pixel_values)
-            # A camera for models that need one (DA3METRIC's metres come from the focal).
-            camera = np.array([[size, 0.0, size / 2], [0.0, size, size / 2], [0.0, 0.0, 1.0]])
+            camera = np.diag([size, size, 1.0])  # a K, for the models that need one (DA3 metric)
             with self._autocast():
                 encoded = self.model.encode(pixel_values, (size, size), camera)
             plan = (SparseHeadPlan.build(samples.rows, samples.cols, (size, size), (size, size))
@@ -446,19 +435,6 @@ class DepthCompleter:
         rules.apply(self._optimizer)
 
     @torch.no_grad()
-    def _sky(self, encoded: EncodedImage) -> torch.Tensor:
-        """
-        Return the (H, W) sky of the frame's image, by the model's sky head and threshold.
-
-        The head reads the decoder's features as the frame's steps start (the unadapted
-        decoder on a cold frame); the sky is then fixed for the frame.
-        """
-        with self._autocast():
-            probability = self.model.sky(encoded).float()
-        probability = resize_prediction(probability, encoded.input_size)[0]
-        return probability >= self.model.sky_threshold
-
-    @torch.no_grad()
     def _dense_prediction(self, pixel_values: torch.Tensor, encoded: EncodedImage
                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return the (H, W) prediction and, for models that have one, the confidence."""
@@ -555,7 +531,8 @@ class DepthCompleter:
             self._synchronize()
         else:
             features = encoded.encoded
-        sky = self._sky(features) if getattr(self.model, 'has_sky', False) else None
+        with self._autocast():
+            sky = model_sky(self.model, features)
         if sky is not None:  # LiDAR on what the model calls sky (glass, thin wires) is left out
             samples = samples.outside(sky)
             too_few = samples.count < config.min_points
