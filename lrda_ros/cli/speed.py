@@ -33,8 +33,9 @@ def add_speed(commands, name: str = 'speed') -> None:
                          'methods side by side')
     parser.add_argument('--backbones', type=csv, default=defaults.backbones,
                         help='comma-separated: vits, vitb, vitl, vitg (Depth Anything V2), '
-                        'unidepth-vits, unidepth-vitb, unidepth-vitl (UniDepthV2); random '
-                        'weights of that architecture')
+                        'unidepth-vits, unidepth-vitb, unidepth-vitl (UniDepthV2), da3-small, '
+                        'da3-base, da3-large, da3metric-large, da3mono-large (Depth Anything '
+                        '3); random weights of that architecture')
     parser.add_argument('--resolutions', type=csv, default=defaults.resolutions,
                         help=f'comma-separated, from: {", ".join(RESOLUTIONS)}')
     parser.add_argument('--methods', type=csv, default=defaults.methods,
