@@ -80,8 +80,8 @@ def mark_far(depth: np.ndarray, max_depth: float, far_depth: str,
 
     Beyond reach: where the engine clamped the depth at ``max_depth`` (the aligned depth lies
     farther, or a relative model's aligned disparity at or below 1 / max_depth: its sky), and
-    the model's sky (``sky``). ``far_depth`` 'inf' marks them +Inf, REP 118's "too far"
-    (rviz2 and points_dense show nothing there), 'nan' no value, 'clamp' leaves max_depth.
+    the model's sky (``sky``). ``far_depth`` 'too_far' marks them +Inf, REP 118's "too far"
+    (rviz2 and points_dense show nothing there), 'no_depth' NaN, 'clamp' leaves max_depth.
     """
     if far_depth == 'clamp':
         return depth if sky is None else np.where(sky, np.float32(max_depth), depth)
@@ -89,7 +89,7 @@ def mark_far(depth: np.ndarray, max_depth: float, far_depth: str,
     if sky is not None:
         beyond |= sky
     marked = depth.copy()
-    marked[beyond] = np.inf if far_depth == 'inf' else np.nan
+    marked[beyond] = np.inf if far_depth == 'too_far' else np.nan
     return marked
 
 

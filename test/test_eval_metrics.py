@@ -83,7 +83,7 @@ def test_invalid_prediction_is_counted_not_nan(bad):
 
 def test_too_far_is_an_answer_scored_at_the_upper_clamp():
     pred = PRED.copy()
-    pred[0, 0] = np.inf  # REP 118: too far (the node's far limit, far_depth: inf)
+    pred[0, 0] = np.inf  # REP 118: too far (the node's far limit, far_depth: too_far)
     clamped = PRED.copy()
     clamped[0, 0] = 80.0
     m = compute_metrics(pred, GT, max_depth=80.0)
@@ -93,7 +93,7 @@ def test_too_far_is_an_answer_scored_at_the_upper_clamp():
 
 def test_nan_prediction_is_no_depth_left_out_and_counted():
     pred = PRED.copy()
-    pred[0, 0] = np.nan  # REP 118: no depth here (far_depth: nan at the node's far limit)
+    pred[0, 0] = np.nan  # REP 118: no depth here (far_depth: no_depth at the node's far limit)
     m = compute_metrics(pred, GT)
     kept = np.ones(GT.shape, bool)
     kept[0, 0] = False

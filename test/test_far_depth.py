@@ -30,8 +30,8 @@ SKY = np.array([[False, False, False], [False, True, False]])
 
 
 def test_beyond_reach_is_too_far_by_default_as_rep_118_says():
-    assert TTOConfig().far_depth == 'inf'
-    published = mark_far(ENGINE_DEPTH, MAX_DEPTH, 'inf', SKY)
+    assert TTOConfig().far_depth == 'too_far'
+    published = mark_far(ENGINE_DEPTH, MAX_DEPTH, 'too_far', SKY)
     expected = np.array([[5.0, 79.9, np.inf], [np.inf, np.inf, 3.0]], np.float32)
     np.testing.assert_array_equal(published, expected)
     assert published.dtype == np.float32
@@ -39,7 +39,7 @@ def test_beyond_reach_is_too_far_by_default_as_rep_118_says():
 
 def test_nan_and_clamp_keep_the_other_conventions():
     np.testing.assert_array_equal(
-        mark_far(ENGINE_DEPTH, MAX_DEPTH, 'nan', SKY),
+        mark_far(ENGINE_DEPTH, MAX_DEPTH, 'no_depth', SKY),
         np.array([[5.0, 79.9, np.nan], [np.nan, np.nan, 3.0]], np.float32))
     np.testing.assert_array_equal(
         mark_far(ENGINE_DEPTH, MAX_DEPTH, 'clamp', SKY),
@@ -51,7 +51,7 @@ def test_too_far_pixels_are_no_points():
     from lrda_ros.geometry.camera import CameraModel
 
     camera = CameraModel(np.array([[2.0, 0, 1.0], [0, 2.0, 0.5], [0, 0, 1]]), 3, 2)
-    points, rows, cols = backproject_depth(mark_far(ENGINE_DEPTH, MAX_DEPTH, 'inf', SKY),
+    points, rows, cols = backproject_depth(mark_far(ENGINE_DEPTH, MAX_DEPTH, 'too_far', SKY),
                                            camera)
     assert sorted(zip(rows.tolist(), cols.tolist())) == [(0, 0), (0, 1), (1, 2)]
     assert np.isfinite(points).all()
@@ -60,4 +60,4 @@ def test_too_far_pixels_are_no_points():
 def test_an_unknown_far_depth_is_refused():
     with pytest.raises(ConfigError) as error:
         TTOConfig(far_depth='max')
-    assert error.value.field == 'far_depth' and 'inf, nan, clamp' in str(error.value)
+    assert error.value.field == 'far_depth' and 'too_far, no_depth, clamp' in str(error.value)

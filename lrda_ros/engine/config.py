@@ -62,7 +62,8 @@ class FewPointsPolicy(str, Enum):
 
 
 #: What published depth holds beyond max_depth and on the sky (TTOConfig.far_depth).
-FAR_DEPTHS = ('inf', 'nan', 'clamp')
+#: Words, not 'inf' and 'nan': ROS parameter files and --ros-args read those as numbers.
+FAR_DEPTHS = ('too_far', 'no_depth', 'clamp')
 
 
 @dataclass
@@ -100,9 +101,9 @@ class TTOConfig:
     few_points: FewPointsPolicy = FewPointsPolicy.ALIGN
     #: What published depth (the node, lrda eval, lrda densify: pipeline.complete_sparse)
     #: holds where the aligned depth lies beyond max_depth, and on the sky of models with a
-    #: sky head: 'inf' (REP 118: too far), 'nan' (no value) or 'clamp' (max_depth, as the
-    #: engine's own result.depth). The engine's result is clamped whatever this says.
-    far_depth: str = 'inf'
+    #: sky head: 'too_far' (+Inf, REP 118's too far), 'no_depth' (NaN) or 'clamp' (max_depth,
+    #: as the engine's own result.depth). The engine's result is clamped whatever this says.
+    far_depth: str = 'too_far'
     #: Carry adapted weights to the next frame and run ``warm_iterations`` there instead.
     warm_start: bool = False
     warm_iterations: int = 10

@@ -28,7 +28,7 @@ NaN in a prediction means "no depth here" (REP 118). Those pixels are left out o
 and counted in ``num_no_depth``; ``coverage`` is the fraction of valid ground-truth pixels that
 got a depth, reported beside the errors so a method cannot look better by abstaining
 unnoticed. +Inf is REP 118's "too far", what the node publishes beyond its far limit
-(``far_depth: inf``): an answer, scored as the upper clamp. Other unusable predictions (-inf,
+(``far_depth: too_far``): an answer, scored as the upper clamp. Other unusable predictions (-inf,
 or not positive) would turn the inverse-depth metrics into NaN or infinity: they are counted
 in ``num_invalid_pred`` and replaced by ``min_depth``, so they are penalised. Every
 prediction is then clamped to ``[min_depth, max_depth]`` (``max_depth`` defaults to

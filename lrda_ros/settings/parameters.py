@@ -182,9 +182,9 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   1e3),
     ParameterSpec('max_depth', 120.0, 'Farthest valid depth in metres; farther output is '
                   'far_depth.', 0.1, 1e4),
-    ParameterSpec('far_depth', 'inf', 'What depth holds beyond max_depth and on the sky of '
-                  "models with a sky head (Depth Anything 3 metric and mono): 'inf' (REP 118: "
-                  "too far; no point in points_dense), 'nan' (no value) or 'clamp' (max_depth).",
+    ParameterSpec('far_depth', 'too_far', 'What depth holds beyond max_depth and on the sky of '
+                  "models with a sky head (Depth Anything 3 metric and mono): 'too_far' (+Inf, "
+                  "REP 118; no point in points_dense), 'no_depth' (NaN) or 'clamp' (max_depth).",
                   choices=FAR_DEPTHS),
     ParameterSpec('projection.min_range', 0.5, 'Drop LiDAR points closer than this (metres '
                   'from the sensor).', 0.0, 1e3),
