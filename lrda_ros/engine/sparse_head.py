@@ -373,7 +373,7 @@ class SparseHeadPlan:
             values = [checkpoint(self._band_values, model, encoded, inputs, band,
                                  use_reentrant=False, preserve_rng_state=preserve_rng_state)
                       for band in self._bands(strips)]
-            return self._scaled(model, encoded, self._at_lidar_pixels(torch.cat(values)))
+            return model.scaled_output(encoded, self._at_lidar_pixels(torch.cat(values)))
         grid = conv1_size(model, encoded)
         grid_rows = self._grid_rows(grid)
         device = model.device.type
@@ -388,7 +388,7 @@ class SparseHeadPlan:
                                              self._band_resizes)
             patches = self._with_head_positions(
                 model, encoded, self._sample_windows(features, grid, held_rows))
-            return self._scaled(model, encoded, self._at_lidar_pixels(
+            return model.scaled_output(encoded, self._at_lidar_pixels(
                 self._head_values(head, patches)))
         fused = model.decode_features(encoded)[head.head_in_index]
         # conv1 stays dense (at 8x the patch grid). Its bilinear upsampling to the processing
@@ -398,10 +398,5 @@ class SparseHeadPlan:
         # products over the windows.
         patches = self._with_head_positions(model, encoded,
                                             self._sample_windows(head.conv1(fused)))
-        return self._scaled(model, encoded,
-                            self._at_lidar_pixels(self._head_values(head, patches)))
-
-    @staticmethod
-    def _scaled(model: DepthModel, encoded: EncodedImage, values: torch.Tensor) -> torch.Tensor:
-        """Apply the frame's output factor (DA3's metric focal term), as the dense decode."""
-        return model.scaled_output(encoded, values)
+        return model.scaled_output(encoded,
+                                   self._at_lidar_pixels(self._head_values(head, patches)))
