@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import threading
+
 from conftest import spin_until
 import pytest
 
@@ -27,6 +29,7 @@ from lifecycle_msgs.srv import ChangeState, GetState  # noqa: E402
 from lrda_ros.ros.lifecycle_node import CompletionLifecycleNode  # noqa: E402
 from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.lifecycle import TransitionCallbackReturn  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from lrda_ros import world  # noqa: E402, I100
 from test_node import Harness, node_parameters  # noqa: E402
 
@@ -152,3 +155,89 @@ def test_diagnostics_report_the_real_lifecycle_state(managed, namespace):
     assert spin_until(executor, lambda: reports('finalized'), 10)
     finalized = reports('finalized')
     assert finalized.level == finalized.WARN and finalized.message.startswith('finalized')
+
+
+def _workers() -> int:
+    """Return the node threads alive in this process (worker and calibration monitor)."""
+    return sum(thread.name in ('lrda_worker', 'lrda_calibration')
+               for thread in threading.enumerate())
+
+
+def _inputs(node) -> list[str]:
+    """Return the topics of the node's own input subscriptions (tf aside)."""
+    return sorted(s.topic_name for s in node.subscriptions
+                  if s.topic_name.rsplit('/', 1)[-1] in ('image', 'camera_info', 'points'))
+
+
+def test_a_failed_activate_subscribes_nothing_and_an_error_unloads_everything(
+        ros_context, namespace, tiny_model_dir, frames, monkeypatch):
+    before = _workers()
+    # rclpy reads the override when the third input (points) is subscribed: image and
+    # camera_info are subscribed by then, and must not stay so.
+    bad_qos = Parameter(f'qos_overrides.{namespace}/points.subscription.reliability',
+                        value='bogus')
+    node = CompletionLifecycleNode(context=ros_context, namespace=namespace,
+                                   parameter_overrides=[
+                                       *node_parameters(tiny_model_dir, frames[0]), bad_qos])
+    try:
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert _workers() - before == 2  # the worker and the calibration monitor
+        assert node.trigger_activate() == TransitionCallbackReturn.FAILURE
+        assert node._lifecycle_state() == 'inactive' and _inputs(node) == []
+        assert _workers() - before == 2
+        assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+        assert _workers() == before and node.pipeline is None
+
+        # An exception in a transition (here after the model loaded): on_error releases it.
+        def defect():
+            raise RuntimeError('a defect after loading')
+        monkeypatch.setattr(node, '_log_started', defect)
+        assert node.trigger_configure() == TransitionCallbackReturn.ERROR
+        assert node._lifecycle_state() == 'unconfigured'
+        assert _workers() == before and node.pipeline is None and node._worker is None
+        assert all(not camera.publishers for camera in node.cameras)
+        monkeypatch.undo()
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert _workers() - before == 2  # one worker again, not a second one
+    finally:
+        node.destroy_node()
+    assert _workers() == before
+
+
+def _tf_subscriptions(harness, node, topic: str) -> int:
+    """Return the node's subscriptions to ``topic`` as the ROS graph lists them."""
+    return sum(info.node_name == node.get_name() and info.node_namespace == node.get_namespace()
+               for info in harness.get_subscriptions_info_by_topic(topic))
+
+
+def test_configure_and_cleanup_cycles_subscribe_tf_once_and_release_it(
+        ros_context, namespace, tiny_model_dir, frames):
+    pytest.importorskip('tf2_ros', reason='tf2_ros is not installed (ROS 2 install; not on PyPI)')
+    parameters = [p for p in node_parameters(tiny_model_dir, frames[0])
+                  if p.name != 'lidar_to_camera.matrix']  # the extrinsic from tf: a listener
+    node = CompletionLifecycleNode(context=ros_context, namespace=namespace,
+                                   parameter_overrides=parameters)
+    harness = rclpy.create_node('graph', namespace=namespace, context=ros_context)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(harness)
+
+    def subscribed(count: int) -> bool:
+        return spin_until(executor, lambda: all(
+            _tf_subscriptions(harness, node, topic) == count for topic in ('/tf', '/tf_static')),
+            10)
+
+    try:
+        assert subscribed(0)  # unconfigured: no tf listener
+        for _ in range(3):
+            assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            assert subscribed(1)
+            assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+            assert subscribed(0)
+        assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_activate() == TransitionCallbackReturn.SUCCESS
+        assert node.trigger_shutdown() == TransitionCallbackReturn.SUCCESS
+        assert subscribed(0)
+    finally:
+        executor.shutdown()
+        harness.destroy_node()
+        node.destroy_node()

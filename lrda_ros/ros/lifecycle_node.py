@@ -25,7 +25,11 @@ Same parameters, topics and behaviour as ``completion_node`` (all of it lives in
 - cleanup: stop the worker and free the model; shutdown: all of the above.
 
 A failed configure (e.g. a model that cannot load) logs one line and returns FAILURE; the
-node stays unconfigured and can be configured again after a parameter change.
+node stays unconfigured and can be configured again after a parameter change. A failed
+activate (e.g. a bad ``qos_overrides`` value) logs one line, leaves no input subscribed and
+returns FAILURE: the node stays inactive. Any other exception in a transition leads to
+``on_error``, which releases everything the node holds (inputs, worker, outputs, model, tf
+listener) and leaves it unconfigured, so the next configure starts from nothing.
 """
 
 from __future__ import annotations
@@ -67,8 +71,14 @@ class CompletionLifecycleNode(CompletionCore, LifecycleNode):
         return super().on_configure(state)
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Subscribe to the inputs; outputs start publishing."""
-        self._subscribe()
+        """Subscribe to the inputs (FAILURE, none subscribed, if one cannot be)."""
+        try:
+            self._subscribe()
+        except Exception as error:  # reported as a failed transition, never a traceback
+            self.get_logger().error(f'cannot activate: {startup_error_message(error)}')
+            self.get_logger().debug(traceback.format_exc())
+            self._unsubscribe()
+            return TransitionCallbackReturn.FAILURE
         self.get_logger().info(
             f'active; synchronization: {self.subscriptions_handle.backend}')
         return super().on_activate(state)
@@ -82,6 +92,15 @@ class CompletionLifecycleNode(CompletionCore, LifecycleNode):
         """Stop the worker and free the model."""
         self._unload(self.destroy_lifecycle_publisher)
         return super().on_cleanup(state)
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Release everything after an exception in a transition: SUCCESS is unconfigured."""
+        self.get_logger().error(
+            f'error in a transition from {state.label}: releasing the inputs, the worker and '
+            'the model; the node is unconfigured')
+        self._unsubscribe()
+        self._unload(self.destroy_lifecycle_publisher)
+        return super().on_error(state)
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Release everything, from whichever state."""

@@ -227,7 +227,9 @@ class CompletionCore:
             for publisher in camera.publishers.values():
                 destroy_publisher(publisher)
             camera.publishers = {}
-        self._tf = None
+        if self._tf is not None:  # what configure subscribed to, cleanup unsubscribes
+            self._tf.close()
+            self._tf = None
         with self._settings_lock:
             self.pipeline = self.model_choice = None
 

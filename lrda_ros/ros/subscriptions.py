@@ -270,8 +270,7 @@ class SynchronizedSubscriptions:
     def destroy(self, node: Any) -> None:
         """Destroy the underlying subscriptions (no more messages are synchronized)."""
         for subscription in self.subscriptions:
-            # message_filters.Subscriber wraps the rclpy subscription in ``sub``.
-            node.destroy_subscription(getattr(subscription, 'sub', subscription))
+            _destroy(node, subscription)
         self.subscriptions = []
 
 
@@ -329,10 +328,8 @@ def create_synchronized_subscriptions(
         monitor.on_message(index, seen)
         synchronizer.add(index, seen)
 
-    subscriptions = [
-        node.create_subscription(msg_type, topic, lambda msg, index=index: add(index, msg), qos,
-                                 **subscription_options)
-        for index, (msg_type, topic) in enumerate(topics)]
+    subscriptions = _create_all(node, lambda index, msg_type, topic: node.create_subscription(
+        msg_type, topic, lambda msg: add(index, msg), qos, **subscription_options), topics)
     return SynchronizedSubscriptions(BACKEND_BUILTIN, subscriptions, synchronizer, names,
                                      monitor)
 
@@ -344,9 +341,8 @@ def _message_filters_subscriptions(
         subscription_options: dict[str, Any]) -> SynchronizedSubscriptions:
     import message_filters
 
-    subscribers = [message_filters.Subscriber(node, msg_type, topic, qos_profile=qos,
-                                              **subscription_options)
-                   for msg_type, topic in topics]
+    subscribers = _create_all(node, lambda _, msg_type, topic: message_filters.Subscriber(
+        node, msg_type, topic, qos_profile=qos, **subscription_options), topics)
     # What the synchronizer and the loss tracking see: each input through its view, if any.
     inputs = [subscriber if view is None else _viewed(message_filters, subscriber, view)
               for subscriber, view in zip(subscribers, views)]
@@ -373,6 +369,30 @@ def _message_filters_subscriptions(
         source.registerCallback(lambda msg, index=index: _after(monitor, tracked, index, msg))
     return SynchronizedSubscriptions(BACKEND_MESSAGE_FILTERS, subscribers, synchronizer,
                                      [topic for _, topic in topics], monitor, tracked)
+
+
+def _create_all(node: Any, create: Callable[[int, type, str], Any],
+                topics: Sequence[tuple[type, str]]) -> list[Any]:
+    """
+    Return ``create(index, msg_type, topic)`` of every input, or none of them.
+
+    A subscription that fails (a bad ``qos_overrides`` value) destroys those made before it:
+    a failed start leaves no input subscribed.
+    """
+    made: list[Any] = []
+    try:
+        for index, (msg_type, topic) in enumerate(topics):
+            made.append(create(index, msg_type, topic))
+    except BaseException:
+        for subscription in made:
+            _destroy(node, subscription)
+        raise
+    return made
+
+
+def _destroy(node: Any, subscription: Any) -> None:
+    """Destroy an rclpy subscription (message_filters.Subscriber wraps one in ``sub``)."""
+    node.destroy_subscription(getattr(subscription, 'sub', subscription))
 
 
 def _after(monitor: _SyncMonitor, dropped: _MessageFiltersLosses | None, index: int,

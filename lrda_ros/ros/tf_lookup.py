@@ -17,6 +17,12 @@ A node's tf2 lookups: the LiDAR -> camera extrinsic, a camera's pose in a fixed 
 
 tf2_ros comes with a ROS 2 install and has no PyPI wheel: :func:`listen_to_tf` returns None
 where it is missing, and each caller says what that costs.
+
+The buffer is cleared when the node's clock jumps back (a replayed bag loops under
+use_sim_time): tf2 would otherwise reject the new loop's /tf as older than what it holds. Jazzy's
+tf2_ros does that itself for ``Buffer(node=...)``, Humble's does not; one handler on the node's
+clock here does it on every distro (and ``Buffer(node=...)`` would also add a tf2_frames
+service the node does not need).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
+from rclpy.clock import JumpThreshold
 from rclpy.duration import Duration
 from rclpy.time import Time
 
@@ -37,14 +44,43 @@ class TransformUnavailable(LookupError):
     """No transform between two frames at a stamp; the message is tf2's reason."""
 
 
+#: A jump the buffer is cleared on: back by more than tf2's own threshold (a second), or a
+#: change of clock (use_sim_time switched).
+_CLEARING_JUMP = JumpThreshold(min_forward=None, min_backward=Duration(seconds=-1),
+                               on_clock_change=True)
+
+
 class TransformLookup:
-    """A tf2 buffer filled by a listener on ``node``'s /tf and /tf_static."""
+    """
+    A tf2 buffer filled by a listener on ``node``'s /tf and /tf_static.
+
+    What it creates on the node (two subscriptions, a clock jump callback) stays until
+    :meth:`close`.
+    """
 
     def __init__(self, node: Any) -> None:
         from tf2_ros import Buffer, TransformListener
 
         self.buffer = Buffer()
+        #: Times the buffer was cleared for a jump of the node's clock.
+        self.clears = 0
+        self._jump = node.get_clock().create_jump_callback(_CLEARING_JUMP,
+                                                           post_callback=self._on_jump)
         self._listener = TransformListener(self.buffer, node)
+
+    def _on_jump(self, jump: Any) -> None:
+        """Forget every transform: after a jump back they belong to another timeline."""
+        self.buffer.clear()
+        self.clears += 1
+
+    def close(self) -> None:
+        """Unsubscribe /tf and /tf_static and drop the clock callback (idempotent)."""
+        if self._listener is not None:
+            self._listener.unregister()
+            self._listener = None
+        if self._jump is not None:
+            self._jump.unregister()
+            self._jump = None
 
     def lookup(self, target_frame: str, source_frame: str, stamp: Any,
                timeout_s: float = 0.0) -> RigidTransform:
