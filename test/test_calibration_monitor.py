@@ -85,7 +85,9 @@ def test_a_turned_extrinsic_turns_the_status_to_warn_naming_the_yaw():
     assert values['verdict'] == 'suspect' and values['frames used'] == '3'
     yaw = float(values['correction rotation vector (deg, camera frame)'].split(',')[1])
     assert abs(yaw - 1.0) <= 0.15
-    assert messages == [] and values['correction applied'] == 'no'
+    # The verdict is logged once, as it changed; no correction without calibration_check.apply.
+    assert len(messages) == 1 and messages[0].startswith('calibration check: check the')
+    assert values['correction applied'] == 'no'
 
 
 def test_apply_corrects_later_frames_and_says_so():
@@ -99,7 +101,7 @@ def test_apply_corrects_later_frames_and_says_so():
         _run(monitor)
     finally:
         monitor.stop()
-    assert len(messages) == 1 and 'applying the correction' in messages[0]
+    assert len(messages) == 2 and 'applying the correction' in messages[1]
     corrected = monitor.corrected([cloud])[0].T_cam_lidar
     angle = np.degrees(np.arccos(np.clip((np.trace(corrected.rotation @ TRUE.rotation.T) - 1)
                                          / 2, -1, 1)))
@@ -149,3 +151,53 @@ def test_an_image_the_window_holds_already_is_not_counted_again():
     finally:
         monitor.stop()
     assert values['frames in window'] == '1/3' and monitor.checks_run == 0
+
+
+def test_a_failed_check_is_an_error_and_the_next_window_is_checked(monkeypatch):
+    # A defect in the check (or memory running out) must not end the thread in silence.
+    real = monitor_module.check_window
+    calls = []
+
+    def fails_once(frames, settings):
+        calls.append(len(frames))
+        if len(calls) == 1:
+            raise MemoryError('no memory for the outline')
+        return real(frames, settings)
+
+    monkeypatch.setattr(monitor_module, 'check_window', fails_once)
+    warnings, errors = [], []
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), warnings.append, _Clock(),
+        log_error=errors.append)
+    try:
+        _run(monitor)
+        failed = monitor.status('/node')
+        assert failed.level == DiagnosticStatus.ERROR, failed.message
+        assert 'MemoryError: no memory for the outline' in failed.message
+        values = {kv.key: kv.value for kv in failed.values}
+        assert values['checks failed'] == '1' and values['frames in window'] == '0/3'
+        assert len(errors) == 1 and 'going on with the next window' in errors[0]
+        assert 'Traceback' in errors[0]
+        monitor.checked.clear()
+        _run(monitor)  # the thread is alive: the next window fills and is checked
+        checked = monitor.status('/node')
+    finally:
+        monitor.stop()
+    assert calls == [3, 3]
+    assert checked.level == DiagnosticStatus.WARN and 'yaw' in checked.message
+    assert len(warnings) == 1 and len(errors) == 1
+
+
+def test_the_verdict_is_logged_once_per_change():
+    warnings, infos = [], []
+    monitor = monitor_module.CalibrationMonitor(
+        CalibrationCheckSettings(window=3, period_s=1.0), warnings.append, _Clock(),
+        log_info=infos.append)
+    try:
+        _run(monitor)
+        monitor.checked.clear()
+        _run(monitor)  # the same frames again (unstamped): the same verdict
+    finally:
+        monitor.stop()
+    assert monitor.checks_run >= 2
+    assert len(warnings) == 1 and 'yaw' in warnings[0] and infos == []

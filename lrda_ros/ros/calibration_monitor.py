@@ -23,9 +23,11 @@ it is full, hands it to :func:`~lrda_ros.calibration.check_window`, the function
 calibrate`` calls: the same frames and extrinsic give the same verdict. A window that cannot
 fill (a short looped recording drops an image per loop, a camera drops frames) is checked with
 the frames it holds once no new image has joined for half a period. Nothing it does is
-waited for by a frame. The result is the ``<node>: calibration`` status on /diagnostics; with
-``calibration_check.apply`` a suspect check's rotation is applied to the extrinsic of later
-frames (logged once per change).
+waited for by a frame. The result is the ``<node>: calibration`` status on /diagnostics, and
+a log line whenever the verdict changes; with ``calibration_check.apply`` a suspect check's
+rotation is applied to the extrinsic of later frames (logged once per change). An exception
+in the thread (a defect, memory) is logged and shown as ERROR; the window is emptied and the
+monitor goes on with the next one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dataclasses import replace
 import os
 import threading
 import time
+import traceback
 from typing import Callable
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -50,19 +53,35 @@ from ..settings.node_settings import CalibrationCheckSettings
 #: Keys of the calibration status (doc/ros.md).
 CALIBRATION_KEYS = ('verdict', 'correction rotation vector (deg, camera frame)',
                     'rotation standard error (deg)', 'score gain (%)', 'frames used',
-                    'outline points', 'frames in window', 'checks run',
+                    'outline points', 'frames in window', 'checks run', 'checks failed',
                     'last check duration (s)', 'background CPU time (s)', 'correction applied')
+
+_SUSPECT_ADVICE = 'check the LiDAR->camera extrinsic (tf or lidar_to_camera.*): '
 
 
 class CalibrationMonitor:
     """One camera's window and its latest check, run by a low-priority background thread."""
 
     def __init__(self, settings: CalibrationCheckSettings, log: Callable[[str], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        """Start the background thread (when enabled); ``clock`` paces sampling and checks."""
+                 clock: Callable[[], float] = time.monotonic, *,
+                 log_info: Callable[[str], None] | None = None,
+                 log_error: Callable[[str], None] | None = None) -> None:
+        """
+        Start the background thread (when enabled); ``clock`` paces sampling and checks.
+
+        ``log`` takes warnings (a suspect verdict, a correction applied), ``log_info`` the
+        other verdicts and ``log_error`` a failed check (both ``log`` when not given).
+        """
         self.settings = settings
         self._clock = clock
         self._log = log
+        self._log_info = log_info or log
+        self._log_error = log_error or log
+        #: The verdict last logged: a line per change, not per check.
+        self._logged_verdict = ''
+        #: The last check's failure ('' once a check succeeds again), and the count.
+        self.failure = ''
+        self.failures = 0
         self._lock = threading.Lock()
         self._offered = threading.Condition(self._lock)
         self._box: FrameInputs | None = None
@@ -142,11 +161,14 @@ class CalibrationMonitor:
                     return
                 inputs, self._box = self._box, None
             start = time.thread_time()
-            if inputs is not None:
-                self._keep(inputs)
-            frames = self.window()
-            if frames and self._due(len(frames)):
-                self._check(frames)
+            try:
+                if inputs is not None:
+                    self._keep(inputs)
+                frames = self.window()
+                if frames and self._due(len(frames)):
+                    self._check(frames)
+            except Exception as error:  # never the thread's end: the next window is checked
+                self._fail(error)
             with self._lock:
                 self.cpu_seconds += time.thread_time() - start
             if inputs is not None:
@@ -172,6 +194,18 @@ class CalibrationMonitor:
         return (frames >= self.settings.check.min_frames
                 and now - self._last_new >= self.settings.partial_after_s)
 
+    def _fail(self, error: Exception) -> None:
+        """Note a failed window (ERROR on /diagnostics) and start the next one empty."""
+        reason = f'{type(error).__name__}: {error}'
+        with self._lock:
+            self.failure = reason
+            self.failures += 1
+            self._window.clear()
+            self._last_check = self._clock()
+        self._log_error(f'calibration check failed ({self.failures} so far), going on with the '
+                        f'next window: {reason}\n{traceback.format_exc()}')
+        self.checked.set()
+
     def _check(self, frames: list[WindowFrame]) -> None:
         start = time.monotonic()
         check, _ = check_window(frames, self.settings.check)
@@ -180,6 +214,13 @@ class CalibrationMonitor:
             self.checks_run += 1
             self.last_seconds = time.monotonic() - start
             self._last_check = self._clock()
+            self.failure = ''
+        if check.verdict != self._logged_verdict:  # once per change, not every period
+            self._logged_verdict = check.verdict
+            if check.verdict == SUSPECT:
+                self._log(f'calibration check: {_SUSPECT_ADVICE}{describe(check)}')
+            else:
+                self._log_info(f'calibration check: {describe(check)}')
         if self.settings.apply and check.verdict == SUSPECT:
             theta = np.where(np.arange(7) < 3, check.theta, 0.0)
             if self.applied is None or not np.allclose(theta, self.applied):
@@ -205,13 +246,20 @@ class CalibrationMonitor:
                 f'{settings.partial_after_s:g} s the {frames} held are checked{repeats}')
 
     def status(self, name: str) -> DiagnosticStatus:
-        """Return the ``<name>: calibration`` status: OK, WARN with the correction, or waiting."""
+        """
+        Return the ``<name>: calibration`` status.
+
+        OK while waiting or consistent, WARN with the correction when suspect, ERROR while the
+        last check failed (until one succeeds).
+        """
         with self._lock:
             check, runs, seconds = self.check, self.checks_run, self.last_seconds
             frames, cpu = len(self._window), self.cpu_seconds
+            failure, failures = self.failure, self.failures
         values = dict.fromkeys(CALIBRATION_KEYS, '')
         values.update({'frames in window': f'{frames}/{self.settings.window}',
-                       'checks run': runs, 'last check duration (s)': f'{seconds:.2f}',
+                       'checks run': runs, 'checks failed': failures,
+                       'last check duration (s)': f'{seconds:.2f}',
                        'background CPU time (s)': f'{cpu:.2f}',
                        'correction applied': 'no' if self.applied is None else ', '.join(
                            f'{v:+.2f}' for v in np.degrees(self.applied[:3])) + ' deg'})
@@ -234,7 +282,10 @@ class CalibrationMonitor:
             message = describe(check)
             if check.verdict == SUSPECT:
                 level = DiagnosticStatus.WARN
-                message = ('check the LiDAR->camera extrinsic (tf or lidar_to_camera.*): '
-                           + message)
+                message = _SUSPECT_ADVICE + message
+        if failure:
+            level = DiagnosticStatus.ERROR
+            message = (f'the last check failed ({failures} so far), going on with the next '
+                       f'window: {failure}')
         return DiagnosticStatus(level=level, name=f'{name}: calibration', message=message,
                                 values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])

@@ -188,8 +188,10 @@ class CompletionCore:
         self._slots = LatestSlots([camera.name for camera in self.cameras])
         self._worker = threading.Thread(target=self._work, name='lrda_worker', daemon=True)
         self._worker.start()
+        logger = self.get_logger()
         self._calibration = {camera.name: CalibrationMonitor(
-            settings.calibration, self.get_logger().warning) for camera in self.cameras}
+            settings.calibration, logger.warning, log_info=logger.info, log_error=logger.error)
+            for camera in self.cameras}
 
     def _subscribe(self) -> None:
         """Subscribe to every camera's synchronized inputs: frames flow from now on."""
