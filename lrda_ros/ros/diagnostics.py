@@ -222,7 +222,8 @@ def _time_jumps_text(recent: Counter) -> str:
 
 
 def completion_status(name: str, stats: NodeStatistics, state: str, context: dict[str, Any],
-                      demo_prior: bool = False) -> DiagnosticStatus:
+                      demo_prior: bool = False, idle: bool = False,
+                      inputs: tuple[int, str] = (DiagnosticStatus.OK, '')) -> DiagnosticStatus:
     """
     Build the DiagnosticStatus of the node ``name`` (its fully qualified name).
 
@@ -231,7 +232,11 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
     nothing). ``context`` adds descriptive values (model, device, synchronization backend);
     ``demo_prior`` warns that the model is the demonstration prior. The message describes
     what grew since ``stats.reported`` (:meth:`NodeStatistics.close_window`, called when a
-    status is published), at WARN for errors and messages beyond the slop.
+    status is published), at WARN for errors and messages beyond the slop. ``idle``: no
+    output has a subscriber, so nothing is completed (OK: nothing is wrong, but not
+    'completing depth'). ``inputs``: the worst input's level and problem
+    (:func:`~lrda_ros.ros.input_rates.worst`); a stopped or slowed input is the message at
+    its level, since no frame can be completed without it.
     """
     unknown = set(context) - set(CONTEXT_KEYS)
     if unknown:  # every key is documented (doc/ros.md): a new one must join KEYS first
@@ -267,6 +272,11 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         message = f'{stats.unsynchronized} input messages never synchronized (see sync.slop)'
     elif stats.received == 0:
         message = 'waiting for synchronized image, camera_info and points'
+    if idle and level == DiagnosticStatus.OK:
+        message = ('idle: no subscriber to any output (depth, depth/camera_info, '
+                   'depth_colored, points_dense, depth/confidence), nothing is completed')
+    if inputs[0] > level:
+        level, message = inputs
     if state != 'active':  # nothing is processed: never OK, whatever the counters say
         level, message = DiagnosticStatus.WARN, _STATE_MESSAGES.get(state, state)
     return DiagnosticStatus(

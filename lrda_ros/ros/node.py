@@ -45,7 +45,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterator
 
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
@@ -546,7 +546,7 @@ class CompletionCore:
         statuses = []
         with self._stats_lock, self._settings_lock:
             choice = self.model_choice
-            budget = self.settings.time_budget
+            budget, period = self.settings.time_budget, self.settings.diagnostics_period
             # The fully qualified name: nodes in different namespaces report apart.
             name = self.get_fully_qualified_name()
             for camera in self.cameras:
@@ -562,9 +562,15 @@ class CompletionCore:
                 if camera.name in self._calibration:  # before the camera's main status
                     statuses.append(self._calibration[camera.name].status(
                         camera.status_name(name)))
+                inputs = (DiagnosticStatus.OK, '')
+                if handle is not None and handle.monitor is not None and self._active.is_set():
+                    status, inputs = handle.monitor.rates.status(
+                        camera.status_name(name), period, self.get_logger())
+                    statuses.append(status)
                 statuses.append(completion_status(
                     camera.status_name(name), camera.stats, self._lifecycle_state(), context,
-                    bool(choice and choice.is_demo_prior)))
+                    bool(choice and choice.is_demo_prior), not camera.wants_completion(),
+                    inputs))
                 camera.stats.close_window()
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()

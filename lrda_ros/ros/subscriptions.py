@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import threading
 from typing import Any, Callable, Sequence, TypeVar
 
+from .input_rates import InputRates
 from ..messages.causes import cause_line, MISSING
 from ..messages.stamps import header_stamp_ns, NS_PER_S
 from ..messages.sweep_stamp import unwrap
@@ -50,15 +51,18 @@ def message_filters_available() -> bool:
 
 
 class _SyncMonitor:
-    """Messages received and latest stamp per input, and sets emitted, for either backend."""
+    """Messages received, latest stamp and arrivals per input, and sets emitted."""
 
-    def __init__(self, num_inputs: int) -> None:
+    def __init__(self, topics: Sequence[str]) -> None:
         self._lock = threading.Lock()
-        self.received = [0] * num_inputs
-        self.latest_ns: list[int | None] = [None] * num_inputs
+        self.received = [0] * len(topics)
+        self.latest_ns: list[int | None] = [None] * len(topics)
         self.emitted = 0
+        #: Each input's rate and the age of its last message (the inputs status).
+        self.rates = InputRates(topics)
 
     def on_message(self, index: int, msg: Any) -> None:
+        self.rates.tick(index)
         stamp = header_stamp_ns(msg)
         with self._lock:
             self.received[index] += 1
@@ -307,8 +311,9 @@ def create_synchronized_subscriptions(
     validate_sync_settings(len(topics), queue_size, slop_s, callback)
     views = [*sync_views, *[None] * (len(topics) - len(sync_views))]
     callback = _unwrapping(callback)
-    monitor = _SyncMonitor(len(topics))
     names = [topic for _, topic in topics]
+    # The inputs status names each input as it is subscribed: remapped, in the namespace.
+    monitor = _SyncMonitor([node.resolve_topic_name(topic) for topic in names])
     jump = None if on_time_jump is None else (
         lambda index, previous, stamp: on_time_jump(names[index], previous, stamp))
     if prefer_message_filters and message_filters_available():
