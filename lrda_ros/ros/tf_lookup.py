@@ -50,6 +50,15 @@ _CLEARING_JUMP = JumpThreshold(min_forward=None, min_backward=Duration(seconds=-
                                on_clock_change=True)
 
 
+def on_clock_jump_back(clock: Any, callback: Callable[[], None]) -> Any:
+    """
+    Call ``callback()`` after ``clock`` jumps back by more than a second, or changes type.
+
+    Return the rclpy JumpHandle: ``unregister()`` ends it.
+    """
+    return clock.create_jump_callback(_CLEARING_JUMP, post_callback=lambda _: callback())
+
+
 class TransformLookup:
     """
     A tf2 buffer filled by a listener on ``node``'s /tf and /tf_static.
@@ -64,11 +73,10 @@ class TransformLookup:
         self.buffer = Buffer()
         #: Times the buffer was cleared for a jump of the node's clock.
         self.clears = 0
-        self._jump = node.get_clock().create_jump_callback(_CLEARING_JUMP,
-                                                           post_callback=self._on_jump)
+        self._jump = on_clock_jump_back(node.get_clock(), self._on_jump)
         self._listener = TransformListener(self.buffer, node)
 
-    def _on_jump(self, jump: Any) -> None:
+    def _on_jump(self) -> None:
         """Forget every transform: after a jump back they belong to another timeline."""
         self.buffer.clear()
         self.clears += 1
