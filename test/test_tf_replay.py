@@ -84,8 +84,8 @@ def test_the_node_clock_calls_back_on_a_jump_back_only(ros_context, namespace):
 
 @pytest.mark.skipif(not tf2_available(), reason='tf2_ros / tf2_msgs are not installed (ROS 2 '
                     'install; not on PyPI)')
-def test_motion_alignment_still_moves_clouds_after_the_replay_loops(ros_context, namespace,
-                                                                     tiny_model_dir):
+def test_motion_alignment_still_moves_clouds_after_the_replay_loops(
+        ros_context, namespace, tiny_model_dir):
     from tf2_msgs.msg import TFMessage
 
     lidar_frame = 'lidar_' + uuid.uuid4().hex[:8]  # /tf is shared by concurrent tests
