@@ -392,11 +392,15 @@ def install_fake_message_filters(monkeypatch) -> list:
     return calls
 
 
+#: The one node call the fake message_filters does not take: the inputs status's names.
+_NAMING_NODE = types.SimpleNamespace(resolve_topic_name=lambda topic: topic)
+
+
 def test_message_filters_backend_wiring(monkeypatch):
     calls = install_fake_message_filters(monkeypatch)
     assert message_filters_available()
 
-    node, qos, emitted = object(), 7, []
+    node, qos, emitted = _NAMING_NODE, 7, []
     handle = create_synchronized_subscriptions(
         node, [(int, 'a'), (float, 'b')], qos, 2, 0.05, callback=lambda *m: emitted.append(m))
     assert handle.backend == 'message_filters' and handle.num_evicted == 0
@@ -524,7 +528,7 @@ def test_message_filters_backend_counts_a_bag_loop_as_a_time_jump(monkeypatch):
     install_fake_message_filters(monkeypatch)
     jumps, emitted = [], []
     handle = create_synchronized_subscriptions(
-        object(), [(int, 'image'), (float, 'points')], 7, 4, 0.05,
+        _NAMING_NODE, [(int, 'image'), (float, 'points')], 7, 4, 0.05,
         callback=lambda *m: emitted.append(m), on_time_jump=lambda *j: jumps.append(j))
     image, points = handle.subscriptions
     # Two passes of a 0.3 s recording; the image of the second pass comes before the last
