@@ -169,7 +169,7 @@ def _inputs(node) -> list[str]:
                   if s.topic_name.rsplit('/', 1)[-1] in ('image', 'camera_info', 'points'))
 
 
-def test_a_failed_activate_subscribes_nothing_and_an_error_unloads_everything(
+def test_cycles_and_a_failed_activate_leave_nothing_and_an_error_unloads_everything(
         ros_context, namespace, tiny_model_dir, frames, monkeypatch):
     before = _workers()
     # rclpy reads the override when the third input (points) is subscribed: image and
@@ -180,8 +180,14 @@ def test_a_failed_activate_subscribes_nothing_and_an_error_unloads_everything(
                                    parameter_overrides=[
                                        *node_parameters(tiny_model_dir, frames[0]), bad_qos])
     try:
+        unconfigured = sorted(s.topic_name for s in node.subscriptions)
+        for _ in range(3):  # what configure creates, cleanup destroys
+            assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
+            assert _workers() - before == 2  # the worker and the calibration monitor
+            assert node.trigger_cleanup() == TransitionCallbackReturn.SUCCESS
+            assert _workers() == before
+            assert sorted(s.topic_name for s in node.subscriptions) == unconfigured
         assert node.trigger_configure() == TransitionCallbackReturn.SUCCESS
-        assert _workers() - before == 2  # the worker and the calibration monitor
         assert node.trigger_activate() == TransitionCallbackReturn.FAILURE
         assert node._lifecycle_state() == 'inactive' and _inputs(node) == []
         assert _workers() - before == 2
