@@ -201,3 +201,59 @@ def test_the_verdict_is_logged_once_per_change():
         monitor.stop()
     assert monitor.checks_run >= 2
     assert len(warnings) == 1 and 'yaw' in warnings[0] and infos == []
+
+
+@pytest.mark.slow
+def test_the_node_shows_a_failing_check_as_error_and_goes_on(ros_context, namespace,
+                                                             tiny_model_dir, monkeypatch):
+    # Over DDS: the node's monitor thread survives a check that raises, /diagnostics says so.
+    rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+    from conftest import spin_until
+    from lrda_ros import world
+    from lrda_ros.ros.node import CompletionNode
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from test_node import Harness, node_parameters
+
+    def fails(frames, settings):
+        raise MemoryError('no memory for the outline')
+
+    monkeypatch.setattr(monitor_module, 'check_window', fails)
+    frame = world.make_sequence(world.SequenceConfig(
+        'indoor', num_frames=1, width=112, height=84, seed=3,
+        lidar=world.LidarConfig.indoor(beams=16)))[0]
+    node = CompletionNode(context=ros_context, namespace=namespace, parameter_overrides=[
+        *node_parameters(tiny_model_dir, frame), Parameter('calibration_check.window', value=3),
+        Parameter('calibration_check.period', value=1.0)])
+    harness = Harness(ros_context, namespace)
+    executor = SingleThreadedExecutor(context=ros_context)
+    executor.add_node(node)
+    executor.add_node(harness.node)
+    name = f'{namespace}/completion_node: calibration'
+    stamp = [1_000_000_000]
+
+    def sensor() -> None:
+        stamp[0] += 100_000_000
+        harness.publish(frame, stamp[0])
+
+    def failed_checks() -> int:
+        ours = [s for array in harness.diagnostics for s in array.status if s.name == name]
+        if not ours or ours[-1].level != DiagnosticStatus.ERROR:
+            return 0
+        assert 'MemoryError: no memory for the outline' in ours[-1].message
+        return int({kv.key: kv.value for kv in ours[-1].values}['checks failed'])
+
+    try:
+        assert spin_until(executor, lambda: harness.pub_points.get_subscription_count() > 0, 10)
+        timer = harness.node.create_timer(0.2, sensor)
+        assert spin_until(executor, lambda: failed_checks() >= 1, 60)
+        processed = node.stats.processed
+        # The next window fills and is checked (and fails again): the thread is alive, and
+        # frames go on being completed.
+        assert spin_until(executor, lambda: failed_checks() >= 2, 60)
+        assert spin_until(executor, lambda: node.stats.processed > processed, 30)
+        timer.cancel()
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        harness.node.destroy_node()

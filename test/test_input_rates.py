@@ -157,6 +157,7 @@ def _last(diagnostics: list, name: str) -> DiagnosticStatus | None:
     return ours[-1] if ours else None
 
 
+@pytest.mark.slow
 def test_the_node_says_which_input_stopped_and_that_it_is_back(
         ros_context, namespace, tiny_model_dir, frame):
     node = CompletionNode(context=ros_context, namespace=namespace,
