@@ -207,7 +207,7 @@ def test_the_verdict_is_logged_once_per_change():
 def test_the_node_shows_a_failing_check_as_error_and_goes_on(ros_context, namespace,
                                                              tiny_model_dir, monkeypatch):
     # Over DDS: the node's monitor thread survives a check that raises, /diagnostics says so.
-    rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
+    pytest.importorskip('rclpy', reason='rclpy is not installed')
     from conftest import spin_until
     from lrda_ros import world
     from lrda_ros.ros.node import CompletionNode
