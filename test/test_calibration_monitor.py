@@ -153,6 +153,12 @@ def test_an_image_the_window_holds_already_is_not_counted_again():
     assert values['frames in window'] == '1/3' and monitor.checks_run == 0
 
 
+def _three_frame_monitor(log, **logs):
+    """Return a monitor checking every 3 frames on the hour-a-reading clock."""
+    return monitor_module.CalibrationMonitor(CalibrationCheckSettings(window=3, period_s=1.0),
+                                             log, _Clock(), **logs)
+
+
 def test_a_failed_check_is_an_error_and_the_next_window_is_checked(monkeypatch):
     # A defect in the check (or memory running out) must not end the thread in silence.
     real = monitor_module.check_window
@@ -166,9 +172,7 @@ def test_a_failed_check_is_an_error_and_the_next_window_is_checked(monkeypatch):
 
     monkeypatch.setattr(monitor_module, 'check_window', fails_once)
     warnings, errors = [], []
-    monitor = monitor_module.CalibrationMonitor(
-        CalibrationCheckSettings(window=3, period_s=1.0), warnings.append, _Clock(),
-        log_error=errors.append)
+    monitor = _three_frame_monitor(warnings.append, log_error=errors.append)
     try:
         _run(monitor)
         failed = monitor.status('/node')
@@ -190,9 +194,7 @@ def test_a_failed_check_is_an_error_and_the_next_window_is_checked(monkeypatch):
 
 def test_the_verdict_is_logged_once_per_change():
     warnings, infos = [], []
-    monitor = monitor_module.CalibrationMonitor(
-        CalibrationCheckSettings(window=3, period_s=1.0), warnings.append, _Clock(),
-        log_info=infos.append)
+    monitor = _three_frame_monitor(warnings.append, log_info=infos.append)
     try:
         _run(monitor)
         monitor.checked.clear()
