@@ -31,11 +31,14 @@ optimization knows about each pixel:
   to ``0.5 + 0.5 (1 - rank)``, so it reorders pixels without overruling the geometry.
 
 It ranks pixels (see ``lrda eval``'s sparsification curves and AUSE); it is not a calibrated
-probability. Distances are chessboard distances found with box counts at a few radii.
+probability. Distances are chessboard distances (OpenCV's exact distance transform), resolved at
+a few radii; sums over windows are OpenCV box filters. Each is one library pass over the image,
+a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 """
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
@@ -46,65 +49,94 @@ RESIDUAL_SCALE = 0.05
 EDGE_SCALE = 0.1
 
 
-def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
-    """Return the sum of ``values`` over the (2 radius + 1)^2 window around each pixel."""
-    height, width = values.shape
-    integral = np.zeros((height + 1, width + 1))
-    integral[1:, 1:] = np.cumsum(np.cumsum(values, axis=0), axis=1)
-    rows, cols = np.arange(height), np.arange(width)
-    top, bottom = np.clip(rows - radius, 0, height), np.clip(rows + radius + 1, 0, height)
-    left, right = np.clip(cols - radius, 0, width), np.clip(cols + radius + 1, 0, width)
-    return (integral[bottom][:, right] - integral[top][:, right]
-            - integral[bottom][:, left] + integral[top][:, left])
+def _lidar_pixels(sparse_depth: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid='ignore'):
+        return (sparse_depth > 0) & (sparse_depth < np.inf)
+
+
+def _distance_codes(sparse_depth: np.ndarray) -> np.ndarray:
+    """
+    Return each pixel's exact chessboard distance to a LiDAR pixel, uint8 (255: 255 or more).
+
+    ``cv2.DIST_C`` is exact (integers in float32); every radius of _RADII lies below 255.
+    """
+    elsewhere = (~_lidar_pixels(sparse_depth)).view(np.uint8)  # 0 on the LiDAR pixels
+    # Without a LiDAR pixel OpenCV leaves a huge value: saturated, beyond every radius too.
+    return cv2.convertScaleAbs(cv2.distanceTransform(elsewhere, cv2.DIST_C, 3))
+
+
+def _resolved_table(sparse_depth: np.ndarray) -> np.ndarray:
+    """
+    Return, per distance code, the distance resolved at _RADII (float64, 256 entries).
+
+    The next radius up (the smallest window that holds a LiDAR pixel), or the image's longer
+    side beyond the largest radius.
+    """
+    resolved = np.array(_RADII + (max(sparse_depth.shape),), dtype=np.float64)
+    return resolved[np.searchsorted(np.asarray(_RADII), np.arange(256))]
 
 
 def lidar_distance(sparse_depth: np.ndarray) -> np.ndarray:
     """Return each pixel's chessboard distance (pixels) to a LiDAR pixel, resolved at _RADII."""
-    lidar = (np.isfinite(sparse_depth) & (sparse_depth > 0)).astype(np.float64)
-    distance = np.full(sparse_depth.shape, float(max(sparse_depth.shape)))
-    for radius in reversed(_RADII):
-        distance[_box_sum(lidar, radius) > 0] = radius
-    return distance
+    return cv2.LUT(_distance_codes(sparse_depth), _resolved_table(sparse_depth))
 
 
 def lidar_spacing(sparse_depth: np.ndarray) -> float:
     """Return the LiDAR's mean spacing in pixels, ``sqrt(H W / points)`` (inf without points)."""
-    points = int(np.count_nonzero(np.isfinite(sparse_depth) & (sparse_depth > 0)))
+    points = int(np.count_nonzero(_lidar_pixels(sparse_depth)))
     return float(np.sqrt(sparse_depth.size / points)) if points else float('inf')
 
 
 def support_confidence(sparse_depth: np.ndarray) -> np.ndarray:
     """Return the support factor alone (distance to the nearest LiDAR pixel), in [0, 1]."""
     spacing = lidar_spacing(sparse_depth)
-    return (1.0 / (1.0 + (lidar_distance(sparse_depth) / (2.0 * spacing)) ** 2)).astype(
+    # One value per distance, looked up: the same float32 as computed per pixel.
+    table = (1.0 / (1.0 + (_resolved_table(sparse_depth) / (2.0 * spacing)) ** 2)).astype(
         np.float32)
+    return cv2.LUT(_distance_codes(sparse_depth), table)
+
+
+def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
+    """Return the float32 sum of ``values`` over the (2 radius + 1)^2 window, 0 outside."""
+    size = 2 * radius + 1
+    return cv2.boxFilter(values, cv2.CV_32F, (size, size), normalize=False,
+                         borderType=cv2.BORDER_CONSTANT)
 
 
 def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, spacing: float) -> np.ndarray:
-    lidar = np.isfinite(sparse_depth) & (sparse_depth > 0) & np.isfinite(depth)
+    lidar = _lidar_pixels(sparse_depth) & np.isfinite(depth)
     if not lidar.any():
-        return np.ones(depth.shape)
-    residual = np.zeros(depth.shape)
-    residual[lidar] = np.abs(depth[lidar] - sparse_depth[lidar]) / sparse_depth[lidar]
-    radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
-    total, count = _box_sum(residual, radius), _box_sum(lidar.astype(np.float64), radius)
+        return np.ones(depth.shape, dtype=np.float32)
     with np.errstate(invalid='ignore', divide='ignore'):
-        local = np.where(count > 0, total / count, residual[lidar].mean())
-    return 1.0 / (1.0 + local / RESIDUAL_SCALE)
+        residual = np.abs(depth - sparse_depth, dtype=np.float32) / sparse_depth
+    residual[~lidar] = 0.0
+    radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
+    # float32 sums of at most a few hundred residuals: float32 rounding, the output's own.
+    total = _box_sum(residual, radius)
+    count = _box_sum(lidar.view(np.uint8), radius)
+    fallback = np.float32(residual.sum(dtype=np.float64) / np.count_nonzero(lidar))
+    with np.errstate(invalid='ignore', divide='ignore'):
+        local = total / count
+    local[count == 0] = fallback
+    return 1.0 / (1.0 + local / np.float32(RESIDUAL_SCALE))
 
 
 def _edge_factor(depth: np.ndarray) -> np.ndarray:
+    """Return ``1 / (1 + step / EDGE_SCALE)``, step the largest log-depth step to a neighbour."""
     with np.errstate(invalid='ignore', divide='ignore'):
-        log_depth = np.log(np.where(depth > 0, depth, np.nan))
-    step = np.zeros(depth.shape)
-    padded = np.pad(log_depth, 1, mode='edge')
-    height, width = depth.shape
-    for dr in (-1, 0, 1):
-        for dc in (-1, 0, 1):
-            neighbour = padded[1 + dr:1 + dr + height, 1 + dc:1 + dc + width]
-            difference = np.abs(neighbour - log_depth)
-            step = np.fmax(step, np.where(np.isfinite(difference), difference, 0.0))
-    return 1.0 / (1.0 + step / EDGE_SCALE)
+        log_depth = np.log(depth, dtype=np.float32)
+    unusable = ~np.isfinite(log_depth)  # no depth, or <= 0: its steps do not count
+    kernel = np.ones((3, 3), np.uint8)
+    # The largest step is to the largest or the smallest neighbour: 3x3 max and min filters;
+    # the unusable pixels' own steps (inf - inf) are set to 0 after.
+    with np.errstate(invalid='ignore'):
+        log_depth[unusable] = -np.inf
+        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE) - log_depth
+        log_depth[unusable] = np.inf
+        np.maximum(step, log_depth - cv2.erode(log_depth, kernel,
+                                               borderType=cv2.BORDER_REPLICATE), out=step)
+    step[unusable] = 0.0
+    return 1.0 / (1.0 + step / np.float32(EDGE_SCALE))
 
 
 def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -112,7 +144,8 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
     trust = np.ones(uncertainty.shape)
     values = uncertainty[valid]
     if values.size > 1:
-        ranks = np.argsort(np.argsort(values, kind='stable'), kind='stable')
+        ranks = np.empty(values.size, dtype=np.intp)  # the inverse of the sorting order
+        ranks[np.argsort(values, kind='stable')] = np.arange(values.size)
         trust[valid] = 1.0 - ranks / (values.size - 1)
     return trust
 
