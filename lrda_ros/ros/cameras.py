@@ -131,6 +131,9 @@ class PendingFrame:
     received_clock_ns: int
     #: Seconds reading and preparing it took.
     prepare_seconds: float
+    #: Of those, the seconds reading its messages and projecting its LiDAR (stage_times.py).
+    read_seconds: float = 0.0
+    project_seconds: float = 0.0
 
 
 def encode_ahead(pending: list[PendingFrame]) -> list[EncodedFrame | None]:
