@@ -23,6 +23,7 @@ import numpy as np
 
 from .camera import before_fold, CameraModel, pixels_to_normalized, project_points
 from .checks import as_points, InvalidConfigError, InvalidPointsError
+from .frustum import cull_points
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
 
@@ -132,16 +133,17 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     if not clouds:
         raise InvalidPointsError('no LiDAR cloud to project')
     height, width = camera.height, camera.width
-    counts = np.zeros(4, dtype=np.int64)  # in, non-finite, out of range, behind the camera
+    # in, non-finite, out of range, behind the camera, culled beside the image
+    counts = np.zeros(5, dtype=np.int64)
     in_camera = []
     for index, cloud in enumerate(clouds):
         name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
-        points_cam, cloud_counts = _cloud_in_camera(as_points(cloud.points, name),
-                                                    cloud.T_cam_lidar, config)
+        points_cam, cloud_counts = _cloud_in_camera(_checked_points(cloud.points, name),
+                                                    cloud.T_cam_lidar, camera, config)
         in_camera.append(points_cam)
         counts += cloud_counts
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
-    num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
+    num_in, num_non_finite, num_out_of_range, num_behind, num_beside = (int(n) for n in counts)
 
     uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
@@ -177,43 +179,54 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
         num_dropped_non_finite=num_non_finite,
         num_dropped_out_of_range=num_out_of_range,
         num_dropped_behind_camera=num_behind,
-        num_dropped_outside_image=int(np.count_nonzero(~inside)),
+        num_dropped_outside_image=int(np.count_nonzero(~inside)) + num_beside,
         num_dropped_same_pixel=int(depth.size - num_first_hits),
         num_dropped_occluded=num_occluded,
         num_dropped_outliers=num_outliers,
     )
 
 
-def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,
+def _checked_points(points: np.ndarray, name: str) -> np.ndarray:
+    """Return ``points`` as an (N, 3) float array, float32 kept (copied only to convert)."""
+    array = np.asarray(points)
+    if array.dtype in (np.float32, np.float64) and array.ndim == 2 and array.shape[1] == 3:
+        return array
+    return as_points(array, name)
+
+
+def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform, camera: CameraModel,
                      config: ProjectionConfig) -> tuple[np.ndarray, np.ndarray]:
     """
-    Return one cloud's usable points in the camera frame and its counts.
+    Return one cloud's points that may land in the image, in the camera frame, and its counts.
 
     The counts: points in, non-finite, out of range (from this LiDAR's origin), behind the
-    camera.
+    camera, beside the image (culled; the rest beside it are found by the projection).
+    The points left after the cull (frustum.py) go through the exact float64 steps.
     """
     num_in = points.shape[0]
+    culled = cull_points(points, T_cam_lidar, camera, config.min_range, config.max_range,
+                         MIN_DEPTH_M)
+    points = as_points(points[culled.keep])
     finite = np.all(np.isfinite(points), axis=1)
     points = points[finite]
     ranges = np.linalg.norm(points, axis=1)
     in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
     points_cam = T_cam_lidar.apply(points[in_range])
     in_front = points_cam[:, 2] > MIN_DEPTH_M
-    counts = np.array([num_in, num_in - points.shape[0], np.count_nonzero(~in_range),
-                       np.count_nonzero(~in_front)], dtype=np.int64)
+    counts = np.array([num_in, np.count_nonzero(culled.keep) - points.shape[0],
+                       np.count_nonzero(~in_range),
+                       np.count_nonzero(~in_front) + culled.num_behind, culled.num_outside],
+                      dtype=np.int64)
     return points_cam[in_front], counts
 
 
 def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
                        height: int, width: int) -> np.ndarray:
     """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
-    depth_map = np.zeros(height * width, dtype=np.float32)
-    # Sort by pixel, then depth: the first entry of each pixel run is the nearest.
-    # (Fancy assignment with repeated indices has no guaranteed winner.)
-    order = np.lexsort((depth, pixel_index))
-    sorted_pixels = pixel_index[order]
-    unique_pixels, first = np.unique(sorted_pixels, return_index=True)
-    depth_map[unique_pixels] = depth[order][first]
+    # float32 rounding is monotonic: the nearest of the rounded depths is the rounded nearest.
+    depth_map = np.full(height * width, np.inf, dtype=np.float32)
+    np.minimum.at(depth_map, pixel_index, depth.astype(np.float32))
+    depth_map[depth_map == np.inf] = 0.0
     return depth_map.reshape(height, width)
 
 

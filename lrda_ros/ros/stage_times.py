@@ -20,6 +20,7 @@ building and publishing the outputs (``publish``); the engine reports its encodi
 and its final dense decode (``CompletionResult``). ``host`` is everything the node did for the
 frame outside the engine: its whole processing time less the engine's. /diagnostics carries the
 last frame's stages, the debug log each frame's, and ``lrda hold-rate`` their medians.
+``engine`` is the engine's whole time (its stages and what lies between them).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 STAGES = ('read', 'project', 'encode', 'steps', 'final decode', 'publish')
 #: The stages the node does itself (the rest are the engine's).
 HOST_STAGES = ('read', 'project', 'publish')
-HOST = 'host'
+HOST, ENGINE = 'host', 'engine'
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ class FrameStages:
                    publish, total - result.total_seconds, result.total_seconds)
 
     def milliseconds(self) -> dict[str, float]:
-        """Return each stage's milliseconds by its name in STAGES, then ``host``."""
-        return {name: getattr(self, name.replace(' ', '_')) * 1e3 for name in (*STAGES, HOST)}
+        """Return each stage's milliseconds by its name in STAGES, then ``host`` and ``engine``."""
+        return {name: getattr(self, name.replace(' ', '_')) * 1e3
+                for name in (*STAGES, HOST, ENGINE)}
 
     def text(self) -> str:
         """Return the stages as a log line's part: ``read 2.1 ms, project 1.0 ms, ...``."""
