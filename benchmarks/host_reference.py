@@ -21,9 +21,16 @@ them (test/test_host_path.py). Nothing in lrda_ros imports this: it is not a sec
 
 from __future__ import annotations
 
-import numpy as np
+from typing import Sequence
 
+from lrda_ros.geometry import (
+    CameraModel, LidarCloud, projection, ProjectionConfig, RigidTransform, SparseProjection)
+from lrda_ros.geometry.camera import before_fold, project_points
+from lrda_ros.geometry.checks import as_points, InvalidPointsError
 from lrda_ros.geometry.confidence import EDGE_SCALE, RESIDUAL_SCALE
+from lrda_ros.geometry.outliers import outlier_mask
+from lrda_ros.geometry.projection import MIN_DEPTH_M
+import numpy as np
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
 _RADII = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -115,3 +122,97 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
                                                            & np.isfinite(model_uncertainty)))
     confidence = np.clip(confidence, 0.0, 1.0)
     return np.where(valid, confidence, np.nan).astype(np.float32)
+
+
+# --- projection and z-buffer -------------------------------------------------------------
+
+def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
+                           config: ProjectionConfig) -> SparseProjection:
+    """Project several LiDARs' clouds into one sparse z-depth map (the old steps)."""
+    if not clouds:
+        raise InvalidPointsError('no LiDAR cloud to project')
+    height, width = camera.height, camera.width
+    counts = np.zeros(4, dtype=np.int64)  # in, non-finite, out of range, behind the camera
+    in_camera = []
+    for index, cloud in enumerate(clouds):
+        name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
+        points_cam, cloud_counts = _cloud_in_camera(as_points(cloud.points, name),
+                                                    cloud.T_cam_lidar, config)
+        in_camera.append(points_cam)
+        counts += cloud_counts
+    points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
+    num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
+
+    uv, depth = project_points(points_cam, camera)
+    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
+    # overflowing an integer cast for points projecting far outside.
+    shifted = uv + 0.5
+    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
+              & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
+    if camera.has_distortion:
+        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
+        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                     camera.distortion_model, camera.D)
+    cols = np.floor(shifted[inside, 0]).astype(np.intp)
+    rows = np.floor(shifted[inside, 1]).astype(np.intp)
+    depth = depth[inside]
+
+    depth_map = _nearest_per_pixel(rows * width + cols, depth, height, width)
+    num_first_hits = int(np.count_nonzero(depth_map))
+    num_occluded = 0
+    if config.remove_occluded:
+        occluded = projection._occluded_mask(depth_map, config.occlusion_window,
+                                             config.occlusion_margin)
+        depth_map[occluded] = 0.0
+        num_occluded = int(np.count_nonzero(occluded))
+    num_outliers = 0
+    if config.outlier_filter is not None:
+        outliers = outlier_mask(depth_map, config.outlier_filter)
+        depth_map[outliers] = 0.0
+        num_outliers = int(np.count_nonzero(outliers))
+
+    return SparseProjection(
+        depth=depth_map,
+        num_points_in=num_in,
+        num_projected=num_first_hits - num_occluded - num_outliers,
+        num_dropped_non_finite=num_non_finite,
+        num_dropped_out_of_range=num_out_of_range,
+        num_dropped_behind_camera=num_behind,
+        num_dropped_outside_image=int(np.count_nonzero(~inside)),
+        num_dropped_same_pixel=int(depth.size - num_first_hits),
+        num_dropped_occluded=num_occluded,
+        num_dropped_outliers=num_outliers,
+    )
+
+
+def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,
+                     config: ProjectionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return one cloud's usable points in the camera frame and its counts.
+
+    The counts: points in, non-finite, out of range (from this LiDAR's origin), behind the
+    camera.
+    """
+    num_in = points.shape[0]
+    finite = np.all(np.isfinite(points), axis=1)
+    points = points[finite]
+    ranges = np.linalg.norm(points, axis=1)
+    in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
+    points_cam = T_cam_lidar.apply(points[in_range])
+    in_front = points_cam[:, 2] > MIN_DEPTH_M
+    counts = np.array([num_in, num_in - points.shape[0], np.count_nonzero(~in_range),
+                       np.count_nonzero(~in_front)], dtype=np.int64)
+    return points_cam[in_front], counts
+
+
+def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
+                       height: int, width: int) -> np.ndarray:
+    """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
+    depth_map = np.zeros(height * width, dtype=np.float32)
+    # Sort by pixel, then depth: the first entry of each pixel run is the nearest.
+    # (Fancy assignment with repeated indices has no guaranteed winner.)
+    order = np.lexsort((depth, pixel_index))
+    sorted_pixels = pixel_index[order]
+    unique_pixels, first = np.unique(sorted_pixels, return_index=True)
+    depth_map[unique_pixels] = depth[order][first]
+    return depth_map.reshape(height, width)

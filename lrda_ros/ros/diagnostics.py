@@ -24,6 +24,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from .stage_times import FrameStages
 from ..eval.live import (
     KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S, KEY_STATUS)
 from ..messages.causes import (
@@ -31,7 +32,6 @@ from ..messages.causes import (
 from ..messages.sweep_alignment import (
     FALLBACK_CAUSES, MOVED_OUTCOMES, POINT_TIME_PROBLEMS)
 from ..messages.sync_losses import BEYOND_SLOP, SUPERSEDED
-from .stage_times import FrameStages
 
 #: Frames whose drop is not a fault of the input or the node.
 _BENIGN_DROPS = ('too_few_points',)
