@@ -16,13 +16,15 @@
 Colour-map depth for display (rviz2 images, evaluation figures).
 
 Depth is coloured by inverse depth so near structure gets most of the colour range, with the
-Turbo palette (near = red, far = blue) and black where there is no depth.
+Turbo palette (near = red, far = blue) and black where there is no depth. Each pixel's level
+(0..255) picks its colour from the table by OpenCV's lookup (``cv2.LUT``).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+import cv2
 import numpy as np
 
 
@@ -34,10 +36,26 @@ def _turbo_table() -> np.ndarray:
     return (colormaps['turbo'](np.linspace(0.0, 1.0, 256))[:, :3] * 255.0 + 0.5).astype(np.uint8)
 
 
+def _turbo_levels(values: np.ndarray) -> np.ndarray:
+    """Return values in [0, 1] as uint8 levels 0..255 of the table (clipped, NaN as 0)."""
+    levels = np.asarray(values, dtype=np.float32) * np.float32(255.0)
+    np.rint(levels, out=levels)
+    levels[np.isnan(levels)] = 0.0
+    np.clip(levels, 0, 255, out=levels)
+    return levels.astype(np.uint8)
+
+
+def _turbo_lookup(levels: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Return the (H, W, 3) colours of (H, W) levels by OpenCV's lookup; black off ``mask``."""
+    table = _turbo_table().reshape(256, 1, 3)
+    rgb = cv2.LUT(cv2.merge((levels, levels, levels)), table)
+    return rgb if mask is None else cv2.bitwise_and(rgb, rgb, mask=mask.view(np.uint8))
+
+
 def turbo(values: np.ndarray) -> np.ndarray:
     """Map values in [0, 1] (clipped, NaN as 0) to (..., 3) uint8 Turbo colours."""
-    x = np.nan_to_num(np.asarray(values, dtype=np.float32), nan=0.0)
-    return _turbo_table()[np.clip(np.rint(x * 255.0), 0, 255).astype(np.intp)]
+    levels = _turbo_levels(values)
+    return _turbo_lookup(levels.reshape(-1, 1)).reshape(*levels.shape, 3)
 
 
 def depth_display_range(depth: np.ndarray, low_percentile: float = 2.0,
@@ -70,9 +88,9 @@ def colorize_depth(depth: np.ndarray, near: float | None = None,
         far = auto_far if far is None else far
     if not 0 < near < far:
         raise ValueError(f'need 0 < near < far, got near={near}, far={far}')
-    valid = np.isfinite(depth) & (depth > 0)
+    with np.errstate(invalid='ignore'):
+        valid = (depth > 0) & (depth < np.inf)
     with np.errstate(divide='ignore', invalid='ignore'):
         closeness = (1.0 / np.where(valid, depth, far) - 1.0 / far) / (1.0 / near - 1.0 / far)
-    rgb = turbo(closeness)
-    rgb[~valid] = 0
-    return rgb
+    levels = _turbo_levels(closeness).reshape(-1, 1)
+    return _turbo_lookup(levels, valid.reshape(-1, 1)).reshape(*np.shape(depth), 3)
