@@ -269,14 +269,27 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
             f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
-    sampled = depth_map[::stride, ::stride].astype(np.float64)
+    sampled = depth_map[::stride, ::stride]
     with np.errstate(invalid='ignore'):
-        valid = np.isfinite(sampled) & (sampled > 0)
-    rows, cols = np.nonzero(valid)
-    z = sampled[rows, cols]
-    rows = rows * stride
-    cols = cols * stride
-    normalized = pixels_to_normalized(cols, rows, camera)
-    points = np.stack([normalized[:, 0] * z, normalized[:, 1] * z, z],
-                      axis=1).astype(np.float32)
+        valid = (sampled > 0) & (sampled < np.inf)
+    sampled_rows, sampled_cols = np.nonzero(valid)
+    z = sampled[sampled_rows, sampled_cols].astype(np.float64)
+    rows = sampled_rows * stride
+    cols = sampled_cols * stride
+    if camera.has_distortion or camera.K[0, 1] != 0.0:
+        normalized = pixels_to_normalized(cols, rows, camera)
+        x_normalized, y_normalized = normalized[:, 0], normalized[:, 1]
+    else:
+        # A pinhole without skew: x / z depends on the column alone and y / z on the row, so
+        # each is computed once per sampled column and row (pixels_to_normalized's formula).
+        height, width = depth_map.shape
+        columns, rows_sampled = np.arange(0, width, stride), np.arange(0, height, stride)
+        along_row = pixels_to_normalized(columns, np.zeros(columns.size), camera)
+        along_column = pixels_to_normalized(np.zeros(rows_sampled.size), rows_sampled, camera)
+        x_normalized = along_row[:, 0][sampled_cols]
+        y_normalized = along_column[:, 1][sampled_rows]
+    points = np.empty((z.size, 3), dtype=np.float32)
+    points[:, 0] = x_normalized * z
+    points[:, 1] = y_normalized * z
+    points[:, 2] = z
     return points, rows, cols
