@@ -23,10 +23,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from lrda_ros.colormap import _turbo_table
 from lrda_ros.geometry import (
     CameraModel, LidarCloud, projection, ProjectionConfig, RigidTransform, SparseProjection)
-from lrda_ros.geometry.camera import before_fold, project_points
-from lrda_ros.geometry.checks import as_points, InvalidPointsError
+from lrda_ros.geometry.camera import before_fold, pixels_to_normalized, project_points
+from lrda_ros.geometry.checks import as_points, InvalidConfigError, InvalidPointsError
 from lrda_ros.geometry.confidence import EDGE_SCALE, RESIDUAL_SCALE
 from lrda_ros.geometry.outliers import outlier_mask
 from lrda_ros.geometry.projection import MIN_DEPTH_M
@@ -216,3 +217,40 @@ def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
     unique_pixels, first = np.unique(sorted_pixels, return_index=True)
     depth_map[unique_pixels] = depth[order][first]
     return depth_map.reshape(height, width)
+
+
+def backproject_depth(depth: np.ndarray, camera: CameraModel,
+                      stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lift valid depth pixels to 3-D camera points (the old steps)."""
+    depth_map = np.asarray(depth)
+    if depth_map.shape != (camera.height, camera.width):
+        raise InvalidPointsError(
+            f'depth shape {depth_map.shape} does not match the camera '
+            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
+    sampled = depth_map[::stride, ::stride].astype(np.float64)
+    with np.errstate(invalid='ignore'):
+        valid = np.isfinite(sampled) & (sampled > 0)
+    rows, cols = np.nonzero(valid)
+    z = sampled[rows, cols]
+    rows = rows * stride
+    cols = cols * stride
+    normalized = pixels_to_normalized(cols, rows, camera)
+    points = np.stack([normalized[:, 0] * z, normalized[:, 1] * z, z],
+                      axis=1).astype(np.float32)
+    return points, rows, cols
+
+
+# --- colored depth ------------------------------------------------------------------------
+
+
+def colorize_depth(depth: np.ndarray, near: float, far: float) -> np.ndarray:
+    """Return the (H, W, 3) uint8 Turbo image of depth by fancy indexing (the old steps)."""
+    valid = np.isfinite(depth) & (depth > 0)
+    with np.errstate(divide='ignore', invalid='ignore'):
+        closeness = (1.0 / np.where(valid, depth, far) - 1.0 / far) / (1.0 / near - 1.0 / far)
+    x = np.nan_to_num(np.asarray(closeness, dtype=np.float32), nan=0.0)
+    rgb = _turbo_table()[np.clip(np.rint(x * 255.0), 0, 255).astype(np.intp)]
+    rgb[~valid] = 0
+    return rgb

@@ -61,8 +61,9 @@ def _distance_codes(sparse_depth: np.ndarray) -> np.ndarray:
     ``cv2.DIST_C`` is exact (integers in float32); every radius of _RADII lies below 255.
     """
     elsewhere = (~_lidar_pixels(sparse_depth)).view(np.uint8)  # 0 on the LiDAR pixels
-    # Without a LiDAR pixel OpenCV leaves a huge value: saturated, beyond every radius too.
-    return cv2.convertScaleAbs(cv2.distanceTransform(elsewhere, cv2.DIST_C, 3))
+    exact = cv2.distanceTransform(elsewhere, cv2.DIST_C, 3)
+    # Without a LiDAR pixel OpenCV leaves float32's largest value: 255, beyond every radius.
+    return np.minimum(exact, 255, out=exact).astype(np.uint8)
 
 
 def _resolved_table(sparse_depth: np.ndarray) -> np.ndarray:
