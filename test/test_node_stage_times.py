@@ -24,8 +24,7 @@ import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
 
-from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402, I100
-from lrda_ros import cli  # noqa: E402
+from lrda_ros import cli  # noqa: E402, I100
 from lrda_ros.ros.node import CompletionNode  # noqa: E402
 from lrda_ros.ros.replay import held_rate  # noqa: E402
 from lrda_ros.ros.stage_times import ENGINE, HOST, STAGES  # noqa: E402
@@ -36,8 +35,8 @@ from test_node import frames, Harness, node_parameters  # noqa: E402, F401
 KEYS = [f'stage time (ms) {stage}' for stage in (*STAGES, HOST, ENGINE)]
 
 
-def test_the_per_stage_times_of_a_frame_are_on_diagnostics(ros_context, namespace,
-                                                            tiny_model_dir, frames):  # noqa: F811
+def test_the_per_stage_times_of_a_frame_are_on_diagnostics(
+        ros_context, namespace, tiny_model_dir, frames):  # noqa: F811
     node = CompletionNode(context=ros_context, namespace=namespace,
                           parameter_overrides=node_parameters(tiny_model_dir, frames[0]))
     harness = Harness(ros_context, namespace)

@@ -52,8 +52,8 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bag_writer import stamped_header
-from .stage_times import ENGINE, HOST, HOST_STAGES, STAGES
 from .delivery import DeliveryTracker, REPLAY_QOS, wait_for_subscribers
+from .stage_times import ENGINE, HOST, HOST_STAGES, STAGES
 from .transport import prefer_large_sample_transport
 from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource, TF_TOPICS
 from ..messages.stamps import NS_PER_S, stamp_to_ns
