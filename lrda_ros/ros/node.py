@@ -483,7 +483,7 @@ class CompletionCore:
             return None
         return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
                             received_clock_ns, time.perf_counter() - start, read_seconds,
-                            project_seconds)
+                            project_seconds, time.perf_counter() - projecting - project_seconds)
 
     def _complete(self, frame: PendingFrame, encoded: EncodedFrame | None) -> None:
         """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
@@ -510,7 +510,8 @@ class CompletionCore:
         frame_seconds = time.monotonic() - frame.received_at
         seconds = frame.prepare_seconds + ahead + time.perf_counter() - start
         stages = FrameStages.of_frame(frame.read_seconds, frame.project_seconds,
-                                      outputs.completion, camera.publish_seconds, seconds)
+                                      outputs.completion,
+                                      frame.publish_seconds + camera.publish_seconds, seconds)
         # The node clock at the arrival plus the seconds since: a clock that jumps meanwhile
         # (a looped replay's /clock) does not enter the frame's latency.
         self._record(camera, frame.image, outputs, seconds, frame_seconds,
