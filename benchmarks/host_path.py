@@ -206,10 +206,8 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
 
     def colored() -> None:
         if old:
-            from lrda_ros.colormap import depth_display_range
-
             rgb_to_image_msg(reference.colorize_depth(
-                frame.depth, *depth_display_range(frame.depth)), header)
+                frame.depth, *reference.depth_display_range(frame.depth)), header)
         else:
             rgb_to_image_msg(colorize_depth(frame.depth), header)
 
@@ -256,10 +254,10 @@ def table(columns: dict[str, dict[str, tuple[list, list]]],
             old, new = (statistic(times) for times in stages[stage])
             totals[name][0] += old
             totals[name][1] += new
-            cells.append(f'{old:.1f} | {new:.1f} | {old / new:.0f}')
+            cells.append(f'{old:.1f} | {new:.1f} | {old / new:.1f}')
         lines.append(f'| {stage} | ' + ' | '.join(cells) + ' |')
     lines.append('| **host, all outputs** | ' + ' | '.join(
-        f'**{old:.1f}** | **{new:.1f}** | **{old / new:.0f}**'
+        f'**{old:.1f}** | **{new:.1f}** | **{old / new:.1f}**'
         for old, new in totals.values()) + ' |')
     return lines
 

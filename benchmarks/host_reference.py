@@ -245,6 +245,16 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
 # --- colored depth ------------------------------------------------------------------------
 
 
+def depth_display_range(depth: np.ndarray, low_percentile: float = 2.0,
+                        high_percentile: float = 98.0) -> tuple[float, float]:
+    """Return a robust (near, far) range in metres from the valid pixels (1, 10 if none)."""
+    valid = depth[np.isfinite(depth) & (depth > 0)]
+    if valid.size == 0:
+        return 1.0, 10.0
+    near, far = np.percentile(valid, [low_percentile, high_percentile])
+    return float(near), float(max(far, near * 1.001))
+
+
 def colorize_depth(depth: np.ndarray, near: float, far: float) -> np.ndarray:
     """Return the (H, W, 3) uint8 Turbo image of depth by fancy indexing (the old steps)."""
     valid = np.isfinite(depth) & (depth > 0)

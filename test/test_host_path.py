@@ -26,7 +26,7 @@ from pathlib import Path
 import sys
 
 import cv2
-from lrda_ros.colormap import colorize_depth
+from lrda_ros.colormap import colorize_depth, depth_display_range
 from lrda_ros.geometry import (
     backproject_depth, CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig,
     RigidTransform)
@@ -230,6 +230,22 @@ def test_colored_depth_equals_the_replaced_steps(shared_data):
         np.testing.assert_array_equal(colorize_depth(depth.astype(np.float64), near, far),
                                       reference.colorize_depth(depth.astype(np.float64), near,
                                                                far))
+
+
+def test_the_display_range_is_numpys_percentiles(shared_data):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[0])
+    assert depth_display_range(depth) == reference.depth_display_range(depth)
+    np.testing.assert_array_equal(colorize_depth(depth), reference.colorize_depth(
+        depth, *reference.depth_display_range(depth)))
+    rng = np.random.default_rng(6)
+    for trial in range(300):
+        size = int(rng.integers(1, 5000))
+        values = [rng.random(size) * 80.0 + 0.1, rng.integers(1, 9, size) * 0.5,
+                  np.exp(rng.normal(0.0, 3.0, size)), np.full(size, 3.7)][trial % 4]
+        depth_map = values.astype(np.float32).reshape(1, -1)
+        percentiles = rng.uniform(0.0, 100.0, 2)
+        assert depth_display_range(depth_map, *percentiles) == reference.depth_display_range(
+            depth_map, *percentiles)
 
 
 def cloud_with_times(count: int, rng) -> object:
