@@ -16,11 +16,11 @@
 Where a frame's time goes: the node's stages around the engine and the engine's own.
 
 The node times reading the messages (``read``), projecting the LiDAR (``project``) and
-building and publishing the outputs, the LiDAR maps included (``publish``); the engine reports its encoding, its steps
-and its final dense decode (``CompletionResult``). ``host`` is everything the node did for the
-frame outside the engine: its whole processing time less the engine's. /diagnostics carries the
-last frame's stages, the debug log each frame's, and ``lrda hold-rate`` their medians.
-``engine`` is the engine's whole time (its stages and what lies between them).
+building and publishing the outputs, the LiDAR maps included (``publish``); the engine reports
+its encoding, its steps and its final dense decode (``CompletionResult``). ``host`` is
+everything the node did for the frame outside the engine: its whole processing time less the
+engine's; ``engine`` is the engine's whole time. /diagnostics carries the last frame's stages,
+the debug log each frame's, and ``lrda hold-rate`` their medians.
 """
 
 from __future__ import annotations
