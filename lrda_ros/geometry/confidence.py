@@ -54,47 +54,56 @@ def _lidar_pixels(sparse_depth: np.ndarray) -> np.ndarray:
         return (sparse_depth > 0) & (sparse_depth < np.inf)
 
 
-def _distance_codes(sparse_depth: np.ndarray) -> np.ndarray:
+def _distance_codes(lidar: np.ndarray) -> np.ndarray:
     """
-    Return each pixel's exact chessboard distance to a LiDAR pixel, uint8 (255: 255 or more).
+    Return each pixel's exact chessboard distance to a ``lidar`` pixel, uint8 (255: or more).
 
     ``cv2.DIST_C`` is exact (integers in float32); every radius of _RADII lies below 255.
     """
-    elsewhere = (~_lidar_pixels(sparse_depth)).view(np.uint8)  # 0 on the LiDAR pixels
+    elsewhere = (~lidar).view(np.uint8)  # 0 on the LiDAR pixels
     exact = cv2.distanceTransform(elsewhere, cv2.DIST_C, 3)
     # Without a LiDAR pixel OpenCV leaves float32's largest value: 255, beyond every radius.
     return np.minimum(exact, 255, out=exact).astype(np.uint8)
 
 
-def _resolved_table(sparse_depth: np.ndarray) -> np.ndarray:
+def _resolved_table(shape: tuple[int, ...]) -> np.ndarray:
     """
     Return, per distance code, the distance resolved at _RADII (float64, 256 entries).
 
     The next radius up (the smallest window that holds a LiDAR pixel), or the image's longer
-    side beyond the largest radius.
+    side (of ``shape``) beyond the largest radius.
     """
-    resolved = np.array(_RADII + (max(sparse_depth.shape),), dtype=np.float64)
+    resolved = np.array(_RADII + (max(shape),), dtype=np.float64)
     return resolved[np.searchsorted(np.asarray(_RADII), np.arange(256))]
 
 
 def lidar_distance(sparse_depth: np.ndarray) -> np.ndarray:
     """Return each pixel's chessboard distance (pixels) to a LiDAR pixel, resolved at _RADII."""
-    return cv2.LUT(_distance_codes(sparse_depth), _resolved_table(sparse_depth))
+    return cv2.LUT(_distance_codes(_lidar_pixels(sparse_depth)),
+                   _resolved_table(sparse_depth.shape))
+
+
+def _spacing(lidar: np.ndarray) -> float:
+    points = int(np.count_nonzero(lidar))
+    return float(np.sqrt(lidar.size / points)) if points else float('inf')
 
 
 def lidar_spacing(sparse_depth: np.ndarray) -> float:
     """Return the LiDAR's mean spacing in pixels, ``sqrt(H W / points)`` (inf without points)."""
-    points = int(np.count_nonzero(_lidar_pixels(sparse_depth)))
-    return float(np.sqrt(sparse_depth.size / points)) if points else float('inf')
+    return _spacing(_lidar_pixels(sparse_depth))
+
+
+def _support(lidar: np.ndarray, spacing: float) -> np.ndarray:
+    # One value per distance, looked up: the same float32 as computed per pixel.
+    table = (1.0 / (1.0 + (_resolved_table(lidar.shape) / (2.0 * spacing)) ** 2)).astype(
+        np.float32)
+    return cv2.LUT(_distance_codes(lidar), table)
 
 
 def support_confidence(sparse_depth: np.ndarray) -> np.ndarray:
     """Return the support factor alone (distance to the nearest LiDAR pixel), in [0, 1]."""
-    spacing = lidar_spacing(sparse_depth)
-    # One value per distance, looked up: the same float32 as computed per pixel.
-    table = (1.0 / (1.0 + (_resolved_table(sparse_depth) / (2.0 * spacing)) ** 2)).astype(
-        np.float32)
-    return cv2.LUT(_distance_codes(sparse_depth), table)
+    lidar = _lidar_pixels(sparse_depth)
+    return _support(lidar, _spacing(lidar))
 
 
 def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
@@ -104,22 +113,25 @@ def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
                          borderType=cv2.BORDER_CONSTANT)
 
 
-def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, spacing: float) -> np.ndarray:
-    lidar = _lidar_pixels(sparse_depth) & np.isfinite(depth)
+def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
+                spacing: float) -> np.ndarray:
+    lidar = lidar & np.isfinite(depth)
     if not lidar.any():
         return np.ones(depth.shape, dtype=np.float32)
-    with np.errstate(invalid='ignore', divide='ignore'):
-        residual = np.abs(depth - sparse_depth, dtype=np.float32) / sparse_depth
-    residual[~lidar] = 0.0
+    residual = np.zeros(depth.shape, dtype=np.float32)
+    np.divide(np.abs(depth - sparse_depth, dtype=np.float32), sparse_depth, out=residual,
+              where=lidar)
     radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
     # float32 sums of at most a few hundred residuals: float32 rounding, the output's own.
     total = _box_sum(residual, radius)
     count = _box_sum(lidar.view(np.uint8), radius)
     fallback = np.float32(residual.sum(dtype=np.float64) / np.count_nonzero(lidar))
     with np.errstate(invalid='ignore', divide='ignore'):
-        local = total / count
+        local = np.divide(total, count, out=total)
     local[count == 0] = fallback
-    return 1.0 / (1.0 + local / np.float32(RESIDUAL_SCALE))
+    # 1 / (1 + local / scale), as scale / (scale + local): one pass fewer.
+    scale = np.float32(RESIDUAL_SCALE)
+    return np.divide(scale, np.add(local, scale, out=local), out=local)
 
 
 def _edge_factor(depth: np.ndarray) -> np.ndarray:
@@ -137,7 +149,8 @@ def _edge_factor(depth: np.ndarray) -> np.ndarray:
         np.maximum(step, log_depth - cv2.erode(log_depth, kernel,
                                                borderType=cv2.BORDER_REPLICATE), out=step)
     step[unusable] = 0.0
-    return 1.0 / (1.0 + step / np.float32(EDGE_SCALE))
+    scale = np.float32(EDGE_SCALE)
+    return np.divide(scale, np.add(step, scale, out=step), out=step)
 
 
 def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -162,14 +175,17 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if depth.shape != sparse_depth.shape:
         raise ValueError(f'depth is {depth.shape} but the sparse input is {sparse_depth.shape}')
     valid = np.isfinite(depth)
-    spacing = lidar_spacing(sparse_depth)
+    lidar = _lidar_pixels(sparse_depth)
+    spacing = _spacing(lidar)
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
-        confidence = np.zeros(depth.shape)
+        confidence = np.zeros(depth.shape, dtype=np.float32)
     else:
-        confidence = (support_confidence(sparse_depth) * _fit_factor(depth, sparse_depth, spacing)
-                      * _edge_factor(depth))
+        confidence = _support(lidar, spacing)
+        confidence *= _fit_factor(depth, sparse_depth, lidar, spacing)
+        confidence *= _edge_factor(depth)
     if model_uncertainty is not None:
-        confidence = confidence * (0.5 + 0.5 * _rank_trust(model_uncertainty, valid
-                                                           & np.isfinite(model_uncertainty)))
-    confidence = np.clip(confidence, 0.0, 1.0)
-    return np.where(valid, confidence, np.nan).astype(np.float32)
+        confidence = (confidence * (0.5 + 0.5 * _rank_trust(
+            model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
+    np.clip(confidence, 0.0, 1.0, out=confidence)
+    confidence[~valid] = np.nan
+    return confidence
