@@ -145,32 +145,10 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
     num_in, num_non_finite, num_out_of_range, num_behind, num_beside = (int(n) for n in counts)
 
-    uv, depth = project_points(points_cam, camera)
-    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
-    # overflowing an integer cast for points projecting far outside.
-    shifted = uv + 0.5
-    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
-              & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
-    if camera.has_distortion:
-        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
-        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
-                                     camera.distortion_model, camera.D)
-    cols = np.floor(shifted[inside, 0]).astype(np.intp)
-    rows = np.floor(shifted[inside, 1]).astype(np.intp)
-    depth = depth[inside]
-
-    depth_map = _nearest_per_pixel(rows * width + cols, depth, height, width)
+    pixels, depth, inside = _pixels_in_image(points_cam, camera)
+    depth_map = _nearest_per_pixel(pixels, depth, height, width)
     num_first_hits = int(np.count_nonzero(depth_map))
-    num_occluded = 0
-    if config.remove_occluded:
-        occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
-        depth_map[occluded] = 0.0
-        num_occluded = int(np.count_nonzero(occluded))
-    num_outliers = 0
-    if config.outlier_filter is not None:
-        outliers = outlier_mask(depth_map, config.outlier_filter)
-        depth_map[outliers] = 0.0
-        num_outliers = int(np.count_nonzero(outliers))
+    num_occluded, num_outliers = _remove_filtered(depth_map, config)
 
     return SparseProjection(
         depth=depth_map,
@@ -184,6 +162,44 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
         num_dropped_occluded=num_occluded,
         num_dropped_outliers=num_outliers,
     )
+
+
+def _pixels_in_image(points_cam: np.ndarray,
+                     camera: CameraModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return the flat pixel index and depth of the camera-frame points that land in the image.
+
+    And which of ``points_cam`` those are. With distortion, points past the lens' fold count
+    as outside.
+    """
+    uv, depth = project_points(points_cam, camera)
+    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
+    # overflowing an integer cast for points projecting far outside.
+    shifted = uv + 0.5
+    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < camera.width)
+              & (shifted[:, 1] >= 0) & (shifted[:, 1] < camera.height))
+    if camera.has_distortion:
+        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
+        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                     camera.distortion_model, camera.D)
+    cols = np.floor(shifted[inside, 0]).astype(np.intp)
+    rows = np.floor(shifted[inside, 1]).astype(np.intp)
+    return rows * camera.width + cols, depth[inside], inside
+
+
+def _remove_filtered(depth_map: np.ndarray, config: ProjectionConfig) -> tuple[int, int]:
+    """Zero the occluded points and the outliers of ``config`` in place; return their counts."""
+    num_occluded = 0
+    if config.remove_occluded:
+        occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
+        depth_map[occluded] = 0.0
+        num_occluded = int(np.count_nonzero(occluded))
+    num_outliers = 0
+    if config.outlier_filter is not None:
+        outliers = outlier_mask(depth_map, config.outlier_filter)
+        depth_map[outliers] = 0.0
+        num_outliers = int(np.count_nonzero(outliers))
+    return num_occluded, num_outliers
 
 
 def _checked_points(points: np.ndarray, name: str) -> np.ndarray:
