@@ -38,6 +38,7 @@ setup(
     install_requires=[
         'setuptools',
         'numpy>=1.24',
+        'opencv-python-headless>=4.5',
         'torch>=2.1',
         'transformers>=4.45',
         'peft>=0.13',

@@ -16,13 +16,15 @@
 Colour-map depth for display (rviz2 images, evaluation figures).
 
 Depth is coloured by inverse depth so near structure gets most of the colour range, with the
-Turbo palette (near = red, far = blue) and black where there is no depth.
+Turbo palette (near = red, far = blue) and black where there is no depth. Each pixel's level
+(0..255) picks its colour from the table by OpenCV's lookup (``cv2.LUT``).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
 
+import cv2
 import numpy as np
 
 
@@ -34,10 +36,26 @@ def _turbo_table() -> np.ndarray:
     return (colormaps['turbo'](np.linspace(0.0, 1.0, 256))[:, :3] * 255.0 + 0.5).astype(np.uint8)
 
 
+def _turbo_levels(values: np.ndarray) -> np.ndarray:
+    """Return values in [0, 1] as uint8 levels 0..255 of the table (clipped, NaN as 0)."""
+    levels = np.asarray(values, dtype=np.float32) * np.float32(255.0)
+    np.rint(levels, out=levels)
+    levels[np.isnan(levels)] = 0.0
+    np.clip(levels, 0, 255, out=levels)
+    return levels.astype(np.uint8)
+
+
+def _turbo_lookup(levels: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Return the (H, W, 3) colours of (H, W) levels by OpenCV's lookup; black off ``mask``."""
+    table = _turbo_table().reshape(256, 1, 3)
+    rgb = cv2.LUT(cv2.merge((levels, levels, levels)), table)
+    return rgb if mask is None else cv2.bitwise_and(rgb, rgb, mask=mask.view(np.uint8))
+
+
 def turbo(values: np.ndarray) -> np.ndarray:
     """Map values in [0, 1] (clipped, NaN as 0) to (..., 3) uint8 Turbo colours."""
-    x = np.nan_to_num(np.asarray(values, dtype=np.float32), nan=0.0)
-    return _turbo_table()[np.clip(np.rint(x * 255.0), 0, 255).astype(np.intp)]
+    levels = _turbo_levels(values)
+    return _turbo_lookup(levels.reshape(-1, 1)).reshape(*levels.shape, 3)
 
 
 def depth_display_range(depth: np.ndarray, low_percentile: float = 2.0,
@@ -46,8 +64,46 @@ def depth_display_range(depth: np.ndarray, low_percentile: float = 2.0,
     valid = depth[np.isfinite(depth) & (depth > 0)]
     if valid.size == 0:
         return 1.0, 10.0
-    near, far = np.percentile(valid, [low_percentile, high_percentile])
+    percentiles = [low_percentile, high_percentile]
+    near, far = (_linear_percentiles(valid, percentiles) if valid.dtype == np.float32
+                 else np.percentile(valid, percentiles, overwrite_input=True))
     return float(near), float(max(far, near * 1.001))
+
+
+def _order_statistics(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+    """
+    Return the values of positive finite float32 ``values`` at ``ranks`` once sorted.
+
+    A radix select: positive float32 values order as their bit patterns do, so one histogram
+    of the top 16 bits finds each rank's bin, and only that bin's values are sorted.
+    """
+    keys = values.view(np.int32) >> 15
+    cumulative = np.cumsum(np.bincount(keys, minlength=1 << 16))
+    bins = np.searchsorted(cumulative, ranks, side='right')
+    found = np.empty(len(ranks), dtype=values.dtype)
+    for bin_index in np.unique(bins):
+        members = np.sort(values[keys == bin_index])
+        before = cumulative[bin_index - 1] if bin_index else 0
+        found[bins == bin_index] = members[ranks[bins == bin_index] - before]
+    return found
+
+
+def _linear_percentiles(values: np.ndarray, percentiles: list[float]) -> np.ndarray:
+    """
+    Return ``np.percentile(values, percentiles)`` of positive finite float32 values.
+
+    numpy's 'linear' method and arithmetic (the same float64 results), on the order statistics
+    found by :func:`_order_statistics` instead of partitioning every value.
+    """
+    last = values.size - 1
+    virtual = last * np.true_divide(percentiles, 100)
+    previous = np.minimum(np.floor(virtual), last).astype(np.intp)
+    gamma = virtual - previous
+    low, high = np.split(_order_statistics(
+        values, np.concatenate([previous, np.minimum(previous + 1, last)])), 2)
+    step = high - low
+    # numpy's _lerp: from the lower value, or back from the upper one from half way on.
+    return np.where(gamma >= 0.5, high - step * (1 - gamma), low + step * gamma)
 
 
 def colorize_depth(depth: np.ndarray, near: float | None = None,
@@ -70,9 +126,9 @@ def colorize_depth(depth: np.ndarray, near: float | None = None,
         far = auto_far if far is None else far
     if not 0 < near < far:
         raise ValueError(f'need 0 < near < far, got near={near}, far={far}')
-    valid = np.isfinite(depth) & (depth > 0)
+    with np.errstate(invalid='ignore'):
+        valid = (depth > 0) & (depth < np.inf)
     with np.errstate(divide='ignore', invalid='ignore'):
         closeness = (1.0 / np.where(valid, depth, far) - 1.0 / far) / (1.0 / near - 1.0 / far)
-    rgb = turbo(closeness)
-    rgb[~valid] = 0
-    return rgb
+    levels = _turbo_levels(closeness).reshape(-1, 1)
+    return _turbo_lookup(levels, valid.reshape(-1, 1)).reshape(*np.shape(depth), 3)

@@ -42,7 +42,7 @@ KEYS = {
     'numpy': 'python3-numpy', 'yaml': 'python3-yaml', 'matplotlib': 'python3-matplotlib',
     'PIL': 'python3-pil', 'tqdm': 'python3-tqdm', 'torch': 'python3-torch',
     'transformers': 'python3-transformers-pip', 'huggingface_hub': 'python3-huggingface-hub-pip',
-    'rosbags': 'python3-rosbags-pip',
+    'rosbags': 'python3-rosbags-pip', 'cv2': 'python3-opencv',
 }
 # No rosdep key: installed with pip (README, "Build and install").
 PIP_ONLY = {'peft': 'peft', 'safetensors': 'safetensors'}

@@ -89,6 +89,7 @@ def run_hold_rate(args) -> int:
                                                      cloud.header.frame_id)
     parameters = {'model': args.model, 'device': args.device, 'time_budget': args.budget,
                   'processing_size': args.processing_size, 'warm_start': True,
+                  'publish.points_dense': True,  # every output subscribed and built
                   'lidar_to_camera.matrix': [float(v) for v in T_cam_lidar.as_matrix().ravel()]}
     result = hold_rate(args.bag, BagTopics(), parameters, args.seconds, args.rate)
     rate, summary = held_rate(result)

@@ -128,8 +128,11 @@ class CompletionResult:
     #: The frame's deadline (time budget) stopped the steps before ``iterations`` ran out.
     stopped_at_deadline: bool = False
     encode_seconds: float = 0.0
+    #: From the encoding's end to the result: the steps, then the final dense decode.
     optimize_seconds: float = 0.0
     total_seconds: float = 0.0
+    #: The final dense decode's share of ``optimize_seconds`` (to the result on the host).
+    final_decode_seconds: float = 0.0
     #: (H, W) float32 confidence output of models that have one (UniDepthV2: a per-image
     #: ranking of the network's own expected error, larger = less reliable, no unit; Depth
     #: Anything 3's DualDPT: 1 / its confidence, in (0, 1], larger = less reliable), from

@@ -574,6 +574,7 @@ class DepthCompleter:
         except CompletionCancelledError:
             self._warm_input_shape = None  # half-adapted weights are no starting point
             raise
+        decode_start = time.perf_counter()
         dense, confidence, loss, fit = self._final_prediction(
             pixel_values, features, samples, target, trace, frame_deadline)
         self._frame_plans.clear()  # frame data: not kept between frames
@@ -582,7 +583,6 @@ class DepthCompleter:
         result_depth = depth.cpu().numpy().astype(np.float32)
         self._synchronize()
         end = time.perf_counter()
-
         status = (CompletionStatus.DIVERGED if trace.diverged else
                   CompletionStatus.OPTIMIZED if trace.losses else CompletionStatus.ALIGNMENT_ONLY)
         # A diverged frame is not a good starting point for the next one.
@@ -595,6 +595,6 @@ class DepthCompleter:
             losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
             stopped_at_deadline=frame_deadline.reached,
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
-            total_seconds=end - start + ahead_seconds,
+            total_seconds=end - start + ahead_seconds, final_decode_seconds=end - decode_start,
             confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
             scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy())

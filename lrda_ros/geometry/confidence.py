@@ -31,11 +31,14 @@ optimization knows about each pixel:
   to ``0.5 + 0.5 (1 - rank)``, so it reorders pixels without overruling the geometry.
 
 It ranks pixels (see ``lrda eval``'s sparsification curves and AUSE); it is not a calibrated
-probability. Distances are chessboard distances found with box counts at a few radii.
+probability. Distances are chessboard distances (OpenCV's exact distance transform), resolved at
+a few radii; sums over windows are OpenCV box filters. Each is one library pass over the image,
+a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 """
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
@@ -46,65 +49,108 @@ RESIDUAL_SCALE = 0.05
 EDGE_SCALE = 0.1
 
 
-def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
-    """Return the sum of ``values`` over the (2 radius + 1)^2 window around each pixel."""
-    height, width = values.shape
-    integral = np.zeros((height + 1, width + 1))
-    integral[1:, 1:] = np.cumsum(np.cumsum(values, axis=0), axis=1)
-    rows, cols = np.arange(height), np.arange(width)
-    top, bottom = np.clip(rows - radius, 0, height), np.clip(rows + radius + 1, 0, height)
-    left, right = np.clip(cols - radius, 0, width), np.clip(cols + radius + 1, 0, width)
-    return (integral[bottom][:, right] - integral[top][:, right]
-            - integral[bottom][:, left] + integral[top][:, left])
+def _lidar_pixels(sparse_depth: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid='ignore'):
+        return (sparse_depth > 0) & (sparse_depth < np.inf)
+
+
+def _distance_codes(lidar: np.ndarray) -> np.ndarray:
+    """
+    Return each pixel's exact chessboard distance to a ``lidar`` pixel, uint8 (255: or more).
+
+    ``cv2.DIST_C`` is exact (integers in float32); every radius of _RADII lies below 255.
+    """
+    elsewhere = (~lidar).view(np.uint8)  # 0 on the LiDAR pixels
+    exact = cv2.distanceTransform(elsewhere, cv2.DIST_C, 3)
+    # Without a LiDAR pixel OpenCV leaves float32's largest value: 255, beyond every radius.
+    return np.minimum(exact, 255, out=exact).astype(np.uint8)
+
+
+def _resolved_table(shape: tuple[int, ...]) -> np.ndarray:
+    """
+    Return, per distance code, the distance resolved at _RADII (float64, 256 entries).
+
+    The next radius up (the smallest window that holds a LiDAR pixel), or the image's longer
+    side (of ``shape``) beyond the largest radius.
+    """
+    resolved = np.array(_RADII + (max(shape),), dtype=np.float64)
+    return resolved[np.searchsorted(np.asarray(_RADII), np.arange(256))]
 
 
 def lidar_distance(sparse_depth: np.ndarray) -> np.ndarray:
     """Return each pixel's chessboard distance (pixels) to a LiDAR pixel, resolved at _RADII."""
-    lidar = (np.isfinite(sparse_depth) & (sparse_depth > 0)).astype(np.float64)
-    distance = np.full(sparse_depth.shape, float(max(sparse_depth.shape)))
-    for radius in reversed(_RADII):
-        distance[_box_sum(lidar, radius) > 0] = radius
-    return distance
+    return cv2.LUT(_distance_codes(_lidar_pixels(sparse_depth)),
+                   _resolved_table(sparse_depth.shape))
+
+
+def _spacing(lidar: np.ndarray) -> float:
+    points = int(np.count_nonzero(lidar))
+    return float(np.sqrt(lidar.size / points)) if points else float('inf')
 
 
 def lidar_spacing(sparse_depth: np.ndarray) -> float:
     """Return the LiDAR's mean spacing in pixels, ``sqrt(H W / points)`` (inf without points)."""
-    points = int(np.count_nonzero(np.isfinite(sparse_depth) & (sparse_depth > 0)))
-    return float(np.sqrt(sparse_depth.size / points)) if points else float('inf')
+    return _spacing(_lidar_pixels(sparse_depth))
+
+
+def _support(lidar: np.ndarray, spacing: float) -> np.ndarray:
+    # One value per distance, looked up: the same float32 as computed per pixel.
+    table = (1.0 / (1.0 + (_resolved_table(lidar.shape) / (2.0 * spacing)) ** 2)).astype(
+        np.float32)
+    return cv2.LUT(_distance_codes(lidar), table)
 
 
 def support_confidence(sparse_depth: np.ndarray) -> np.ndarray:
     """Return the support factor alone (distance to the nearest LiDAR pixel), in [0, 1]."""
-    spacing = lidar_spacing(sparse_depth)
-    return (1.0 / (1.0 + (lidar_distance(sparse_depth) / (2.0 * spacing)) ** 2)).astype(
-        np.float32)
+    lidar = _lidar_pixels(sparse_depth)
+    return _support(lidar, _spacing(lidar))
 
 
-def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, spacing: float) -> np.ndarray:
-    lidar = np.isfinite(sparse_depth) & (sparse_depth > 0) & np.isfinite(depth)
+def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
+    """Return the float32 sum of ``values`` over the (2 radius + 1)^2 window, 0 outside."""
+    size = 2 * radius + 1
+    return cv2.boxFilter(values, cv2.CV_32F, (size, size), normalize=False,
+                         borderType=cv2.BORDER_CONSTANT)
+
+
+def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
+                spacing: float) -> np.ndarray:
+    lidar = lidar & np.isfinite(depth)
     if not lidar.any():
-        return np.ones(depth.shape)
-    residual = np.zeros(depth.shape)
-    residual[lidar] = np.abs(depth[lidar] - sparse_depth[lidar]) / sparse_depth[lidar]
+        return np.ones(depth.shape, dtype=np.float32)
+    residual = np.zeros(depth.shape, dtype=np.float32)
+    np.divide(np.abs(depth - sparse_depth, dtype=np.float32), sparse_depth, out=residual,
+              where=lidar)
     radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
-    total, count = _box_sum(residual, radius), _box_sum(lidar.astype(np.float64), radius)
+    # float32 sums of at most a few hundred residuals: float32 rounding, the output's own.
+    total = _box_sum(residual, radius)
+    count = _box_sum(lidar.view(np.uint8), radius)
+    fallback = np.float32(residual.sum(dtype=np.float64) / np.count_nonzero(lidar))
     with np.errstate(invalid='ignore', divide='ignore'):
-        local = np.where(count > 0, total / count, residual[lidar].mean())
-    return 1.0 / (1.0 + local / RESIDUAL_SCALE)
+        local = np.divide(total, count, out=total)
+    local[count == 0] = fallback
+    # 1 / (1 + local / scale), as scale / (scale + local): one pass fewer.
+    scale = np.float32(RESIDUAL_SCALE)
+    return np.divide(scale, np.add(local, scale, out=local), out=local)
 
 
 def _edge_factor(depth: np.ndarray) -> np.ndarray:
+    """Return ``1 / (1 + step / EDGE_SCALE)``, step the largest log-depth step to a neighbour."""
     with np.errstate(invalid='ignore', divide='ignore'):
-        log_depth = np.log(np.where(depth > 0, depth, np.nan))
-    step = np.zeros(depth.shape)
-    padded = np.pad(log_depth, 1, mode='edge')
-    height, width = depth.shape
-    for dr in (-1, 0, 1):
-        for dc in (-1, 0, 1):
-            neighbour = padded[1 + dr:1 + dr + height, 1 + dc:1 + dc + width]
-            difference = np.abs(neighbour - log_depth)
-            step = np.fmax(step, np.where(np.isfinite(difference), difference, 0.0))
-    return 1.0 / (1.0 + step / EDGE_SCALE)
+        log_depth = np.log(depth, dtype=np.float32)
+    unusable = ~np.isfinite(log_depth)  # no depth, or <= 0: its steps do not count
+    kernel = np.ones((3, 3), np.uint8)
+    # The largest step is to the largest or the smallest neighbour: 3x3 max and min filters;
+    # the unusable pixels' own steps (inf - inf) are set to 0 after.
+    with np.errstate(invalid='ignore'):
+        log_depth[unusable] = -np.inf
+        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE) - log_depth
+        log_depth[unusable] = np.inf
+        np.maximum(step, log_depth - cv2.erode(log_depth, kernel,
+                                               borderType=cv2.BORDER_REPLICATE), out=step)
+    step[unusable] = 0.0
+    scale = np.float32(EDGE_SCALE)
+    return np.divide(scale, np.add(step, scale, out=step), out=step)
 
 
 def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -112,7 +158,8 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
     trust = np.ones(uncertainty.shape)
     values = uncertainty[valid]
     if values.size > 1:
-        ranks = np.argsort(np.argsort(values, kind='stable'), kind='stable')
+        ranks = np.empty(values.size, dtype=np.intp)  # the inverse of the sorting order
+        ranks[np.argsort(values, kind='stable')] = np.arange(values.size)
         trust[valid] = 1.0 - ranks / (values.size - 1)
     return trust
 
@@ -128,14 +175,17 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if depth.shape != sparse_depth.shape:
         raise ValueError(f'depth is {depth.shape} but the sparse input is {sparse_depth.shape}')
     valid = np.isfinite(depth)
-    spacing = lidar_spacing(sparse_depth)
+    lidar = _lidar_pixels(sparse_depth)
+    spacing = _spacing(lidar)
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
-        confidence = np.zeros(depth.shape)
+        confidence = np.zeros(depth.shape, dtype=np.float32)
     else:
-        confidence = (support_confidence(sparse_depth) * _fit_factor(depth, sparse_depth, spacing)
-                      * _edge_factor(depth))
+        confidence = _support(lidar, spacing)
+        confidence *= _fit_factor(depth, sparse_depth, lidar, spacing)
+        confidence *= _edge_factor(depth)
     if model_uncertainty is not None:
-        confidence = confidence * (0.5 + 0.5 * _rank_trust(model_uncertainty, valid
-                                                           & np.isfinite(model_uncertainty)))
-    confidence = np.clip(confidence, 0.0, 1.0)
-    return np.where(valid, confidence, np.nan).astype(np.float32)
+        confidence = (confidence * (0.5 + 0.5 * _rank_trust(
+            model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
+    np.clip(confidence, 0.0, 1.0, out=confidence)
+    confidence[~valid] = np.nan
+    return confidence

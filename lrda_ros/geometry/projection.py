@@ -23,6 +23,7 @@ import numpy as np
 
 from .camera import before_fold, CameraModel, pixels_to_normalized, project_points
 from .checks import as_points, InvalidConfigError, InvalidPointsError
+from .frustum import cull_points
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
 
@@ -132,33 +133,62 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     if not clouds:
         raise InvalidPointsError('no LiDAR cloud to project')
     height, width = camera.height, camera.width
-    counts = np.zeros(4, dtype=np.int64)  # in, non-finite, out of range, behind the camera
+    # in, non-finite, out of range, behind the camera, culled beside the image
+    counts = np.zeros(5, dtype=np.int64)
     in_camera = []
     for index, cloud in enumerate(clouds):
         name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
-        points_cam, cloud_counts = _cloud_in_camera(as_points(cloud.points, name),
-                                                    cloud.T_cam_lidar, config)
+        points_cam, cloud_counts = _cloud_in_camera(_checked_points(cloud.points, name),
+                                                    cloud.T_cam_lidar, camera, config)
         in_camera.append(points_cam)
         counts += cloud_counts
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
-    num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
+    num_in, num_non_finite, num_out_of_range, num_behind, num_beside = (int(n) for n in counts)
 
+    pixels, depth, inside = _pixels_in_image(points_cam, camera)
+    depth_map = _nearest_per_pixel(pixels, depth, height, width)
+    num_first_hits = int(np.count_nonzero(depth_map))
+    num_occluded, num_outliers = _remove_filtered(depth_map, config)
+
+    return SparseProjection(
+        depth=depth_map,
+        num_points_in=num_in,
+        num_projected=num_first_hits - num_occluded - num_outliers,
+        num_dropped_non_finite=num_non_finite,
+        num_dropped_out_of_range=num_out_of_range,
+        num_dropped_behind_camera=num_behind,
+        num_dropped_outside_image=int(np.count_nonzero(~inside)) + num_beside,
+        num_dropped_same_pixel=int(depth.size - num_first_hits),
+        num_dropped_occluded=num_occluded,
+        num_dropped_outliers=num_outliers,
+    )
+
+
+def _pixels_in_image(points_cam: np.ndarray,
+                     camera: CameraModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    Return the flat pixel index and depth of the camera-frame points that land in the image.
+
+    And which of ``points_cam`` those are. With distortion, points past the lens' fold count
+    as outside.
+    """
     uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
     # overflowing an integer cast for points projecting far outside.
     shifted = uv + 0.5
-    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < width)
-              & (shifted[:, 1] >= 0) & (shifted[:, 1] < height))
+    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < camera.width)
+              & (shifted[:, 1] >= 0) & (shifted[:, 1] < camera.height))
     if camera.has_distortion:
         # Past the lens' fold a point lands on a pixel of another direction: not in this image.
         inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
                                      camera.distortion_model, camera.D)
     cols = np.floor(shifted[inside, 0]).astype(np.intp)
     rows = np.floor(shifted[inside, 1]).astype(np.intp)
-    depth = depth[inside]
+    return rows * camera.width + cols, depth[inside], inside
 
-    depth_map = _nearest_per_pixel(rows * width + cols, depth, height, width)
-    num_first_hits = int(np.count_nonzero(depth_map))
+
+def _remove_filtered(depth_map: np.ndarray, config: ProjectionConfig) -> tuple[int, int]:
+    """Zero the occluded points and the outliers of ``config`` in place; return their counts."""
     num_occluded = 0
     if config.remove_occluded:
         occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
@@ -169,51 +199,50 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
         outliers = outlier_mask(depth_map, config.outlier_filter)
         depth_map[outliers] = 0.0
         num_outliers = int(np.count_nonzero(outliers))
-
-    return SparseProjection(
-        depth=depth_map,
-        num_points_in=num_in,
-        num_projected=num_first_hits - num_occluded - num_outliers,
-        num_dropped_non_finite=num_non_finite,
-        num_dropped_out_of_range=num_out_of_range,
-        num_dropped_behind_camera=num_behind,
-        num_dropped_outside_image=int(np.count_nonzero(~inside)),
-        num_dropped_same_pixel=int(depth.size - num_first_hits),
-        num_dropped_occluded=num_occluded,
-        num_dropped_outliers=num_outliers,
-    )
+    return num_occluded, num_outliers
 
 
-def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,
+def _checked_points(points: np.ndarray, name: str) -> np.ndarray:
+    """Return ``points`` as an (N, 3) float array, float32 kept (copied only to convert)."""
+    array = np.asarray(points)
+    if array.dtype in (np.float32, np.float64) and array.ndim == 2 and array.shape[1] == 3:
+        return array
+    return as_points(array, name)
+
+
+def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform, camera: CameraModel,
                      config: ProjectionConfig) -> tuple[np.ndarray, np.ndarray]:
     """
-    Return one cloud's usable points in the camera frame and its counts.
+    Return one cloud's points that may land in the image, in the camera frame, and its counts.
 
     The counts: points in, non-finite, out of range (from this LiDAR's origin), behind the
-    camera.
+    camera, beside the image (culled; the rest beside it are found by the projection).
+    The points left after the cull (frustum.py) go through the exact float64 steps.
     """
     num_in = points.shape[0]
+    culled = cull_points(points, T_cam_lidar, camera, config.min_range, config.max_range,
+                         MIN_DEPTH_M)
+    points = as_points(points[culled.keep])
     finite = np.all(np.isfinite(points), axis=1)
     points = points[finite]
     ranges = np.linalg.norm(points, axis=1)
     in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
     points_cam = T_cam_lidar.apply(points[in_range])
     in_front = points_cam[:, 2] > MIN_DEPTH_M
-    counts = np.array([num_in, num_in - points.shape[0], np.count_nonzero(~in_range),
-                       np.count_nonzero(~in_front)], dtype=np.int64)
+    counts = np.array([num_in, np.count_nonzero(culled.keep) - points.shape[0],
+                       np.count_nonzero(~in_range),
+                       np.count_nonzero(~in_front) + culled.num_behind, culled.num_outside],
+                      dtype=np.int64)
     return points_cam[in_front], counts
 
 
 def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
                        height: int, width: int) -> np.ndarray:
     """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
-    depth_map = np.zeros(height * width, dtype=np.float32)
-    # Sort by pixel, then depth: the first entry of each pixel run is the nearest.
-    # (Fancy assignment with repeated indices has no guaranteed winner.)
-    order = np.lexsort((depth, pixel_index))
-    sorted_pixels = pixel_index[order]
-    unique_pixels, first = np.unique(sorted_pixels, return_index=True)
-    depth_map[unique_pixels] = depth[order][first]
+    # float32 rounding is monotonic: the nearest of the rounded depths is the rounded nearest.
+    depth_map = np.full(height * width, np.inf, dtype=np.float32)
+    np.minimum.at(depth_map, pixel_index, depth.astype(np.float32))
+    depth_map[depth_map == np.inf] = 0.0
     return depth_map.reshape(height, width)
 
 
@@ -256,14 +285,27 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
             f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
     if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
-    sampled = depth_map[::stride, ::stride].astype(np.float64)
+    sampled = depth_map[::stride, ::stride]
     with np.errstate(invalid='ignore'):
-        valid = np.isfinite(sampled) & (sampled > 0)
-    rows, cols = np.nonzero(valid)
-    z = sampled[rows, cols]
-    rows = rows * stride
-    cols = cols * stride
-    normalized = pixels_to_normalized(cols, rows, camera)
-    points = np.stack([normalized[:, 0] * z, normalized[:, 1] * z, z],
-                      axis=1).astype(np.float32)
+        valid = (sampled > 0) & (sampled < np.inf)
+    sampled_rows, sampled_cols = np.nonzero(valid)
+    z = sampled[sampled_rows, sampled_cols].astype(np.float64)
+    rows = sampled_rows * stride
+    cols = sampled_cols * stride
+    if camera.has_distortion or camera.K[0, 1] != 0.0:
+        normalized = pixels_to_normalized(cols, rows, camera)
+        x_normalized, y_normalized = normalized[:, 0], normalized[:, 1]
+    else:
+        # A pinhole without skew: x / z depends on the column alone and y / z on the row, so
+        # each is computed once per sampled column and row (pixels_to_normalized's formula).
+        height, width = depth_map.shape
+        columns, rows_sampled = np.arange(0, width, stride), np.arange(0, height, stride)
+        along_row = pixels_to_normalized(columns, np.zeros(columns.size), camera)
+        along_column = pixels_to_normalized(np.zeros(rows_sampled.size), rows_sampled, camera)
+        x_normalized = along_row[:, 0][sampled_cols]
+        y_normalized = along_column[:, 1][sampled_rows]
+    points = np.empty((z.size, 3), dtype=np.float32)
+    points[:, 0] = x_normalized * z
+    points[:, 1] = y_normalized * z
+    points[:, 2] = z
     return points, rows, cols

@@ -301,11 +301,22 @@ def pointcloud2_to_xyz(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
     are dropped; an empty cloud gives a ``(0, 3)`` array. Integer coordinates and an
     ``is_bigendian`` that contradicts the data raise MalformedMessageError.
     """
-    cloud = pointcloud2_view(msg)
+    return finite_xyz(pointcloud2_view(msg), dtype)[0]
+
+
+def finite_xyz(cloud: np.ndarray, dtype: np.dtype = np.float32) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return the finite x, y, z of a :func:`pointcloud2_view` as ``(N, 3)``, and which they are.
+
+    The second array is the ``(height * width,)`` mask of the points kept (all coordinates
+    finite in ``dtype``), row-major: what aligns a per-point field with the points.
+    """
     xyz = np.empty((cloud.size, 3), dtype=dtype)
-    for column, name in enumerate(('x', 'y', 'z')):
-        xyz[:, column] = cloud[name].reshape(-1)
-    return xyz[np.all(np.isfinite(xyz), axis=1)]
+    with np.errstate(over='ignore'):  # float64 beyond float32's range: inf, dropped
+        for column, name in enumerate(('x', 'y', 'z')):
+            xyz[:, column] = cloud[name].reshape(-1)
+    finite = np.all(np.isfinite(xyz), axis=1)
+    return (xyz if finite.all() else xyz[finite]), finite
 
 
 def _plausible_fraction(points: np.ndarray) -> float:

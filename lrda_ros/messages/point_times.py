@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .conversions import byte_view, MalformedMessageError, pointcloud2_to_xyz, pointcloud2_view
+from .conversions import byte_view, finite_xyz, MalformedMessageError, pointcloud2_view
 from .stamps import header_stamp_ns
 
 UINT32, FLOAT32, FLOAT64 = 6, 7, 8  # sensor_msgs/PointField datatypes
@@ -118,8 +118,12 @@ def find_time_layout(msg: Any, time_field: str = AUTO) -> TimeLayout | None:
         f'(known name, datatype: {known}); its unit is unknown')
 
 
-def field_values(msg: Any, name: str) -> np.ndarray:
-    """Return one scalar field of every point, flattened row-major, as float64."""
+def field_values(msg: Any, name: str, cloud: np.ndarray | None = None) -> np.ndarray:
+    """
+    Return one scalar field of every point, flattened row-major, as float64.
+
+    ``cloud``: the message's :func:`pointcloud2_view`, when the caller holds it already.
+    """
     field = _fields(msg)[name]
     kind = _KINDS.get(int(field.datatype))
     if kind is None or int(field.count) != 1:
@@ -130,7 +134,8 @@ def field_values(msg: Any, name: str) -> np.ndarray:
     if offset < 0 or offset + np.dtype(kind).itemsize > point_step:
         raise MalformedMessageError(
             f'field {name!r} at offset {offset} ({kind}) does not fit in point_step {point_step}')
-    cloud = pointcloud2_view(msg)  # validates sizes and byte order
+    if cloud is None:
+        cloud = pointcloud2_view(msg)  # validates sizes and byte order
     if cloud.size == 0:
         return np.zeros(0)
     order = '>' if msg.is_bigendian else '<'
@@ -141,9 +146,13 @@ def field_values(msg: Any, name: str) -> np.ndarray:
     return view[name].reshape(-1).astype(np.float64)
 
 
-def point_times(msg: Any, layout: TimeLayout) -> np.ndarray:
-    """Return every point's time (s) relative to the cloud's stamp, flattened row-major."""
-    values = field_values(msg, layout.name) * layout.seconds_per_unit
+def point_times(msg: Any, layout: TimeLayout, cloud: np.ndarray | None = None) -> np.ndarray:
+    """
+    Return every point's time (s) relative to the cloud's stamp, flattened row-major.
+
+    ``cloud``: the message's :func:`pointcloud2_view`, when the caller holds it already.
+    """
+    values = field_values(msg, layout.name, cloud) * layout.seconds_per_unit
     if layout.absolute:
         stamp_ns = header_stamp_ns(msg) or 0
         # Whole seconds first: float64 keeps sub-microsecond steps near today's epoch.
@@ -153,12 +162,7 @@ def point_times(msg: Any, layout: TimeLayout) -> np.ndarray:
 
 def finite_xyz_mask(msg: Any, dtype: np.dtype = np.float32) -> np.ndarray:
     """Return which points :func:`pointcloud2_to_xyz` keeps (all coordinates finite)."""
-    cloud = pointcloud2_view(msg)
-    keep = np.ones(cloud.size, dtype=bool)
-    for name in ('x', 'y', 'z'):
-        with np.errstate(over='ignore'):
-            keep &= np.isfinite(cloud[name].reshape(-1).astype(dtype))
-    return keep
+    return finite_xyz(pointcloud2_view(msg), dtype)[1]
 
 
 def pointcloud2_to_xyz_times(msg: Any, time_field: str = AUTO, dtype: np.dtype = np.float32
@@ -168,13 +172,49 @@ def pointcloud2_to_xyz_times(msg: Any, time_field: str = AUTO, dtype: np.dtype =
 
     The times are None when the cloud has no time field to read (see
     :func:`find_time_layout`); otherwise one per returned point, seconds from the stamp.
+    Raises MalformedMessageError for a time field that cannot be read.
     """
-    xyz = pointcloud2_to_xyz(msg, dtype)
-    layout = find_time_layout(msg, time_field)
-    if layout is None:
-        return xyz, None
-    seconds = point_times(msg, layout)[finite_xyz_mask(msg, dtype)]
-    return xyz, PointTimes(seconds, f'{layout.driver}: field {layout.name!r}')
+    read = read_cloud(msg, time_field, dtype)
+    if read.time_error:
+        raise MalformedMessageError(read.time_error)
+    if read.layout is None:
+        return read.points, None
+    return read.points, PointTimes(read.seconds, f'{read.layout.driver}: field '
+                                                 f'{read.layout.name!r}')
+
+
+@dataclass(frozen=True, eq=False)
+class CloudRead:
+    """A PointCloud2 read through one structured view: finite points, their times, and why not."""
+
+    #: (N, 3) the finite points, in message order (:func:`pointcloud2_to_xyz`'s).
+    points: np.ndarray
+    #: The time field's layout and each point's time (s from the stamp); None without a time
+    #: field to read, or when ``time_error`` says why not.
+    layout: TimeLayout | None = None
+    seconds: np.ndarray | None = None
+    #: Why the time field could not be read ('' when it was, or when there is none).
+    time_error: str = ''
+
+
+def read_cloud(msg: Any, time_field: str = AUTO, dtype: np.dtype = np.float32) -> CloudRead:
+    """
+    Read a cloud once: one validated view gives the points, their validity and their times.
+
+    The points are :func:`pointcloud2_to_xyz`'s and the times :func:`point_times` of those
+    points. Raises MalformedMessageError for a cloud whose points cannot be read; a time field
+    that cannot be read is ``time_error`` (the points stay usable).
+    """
+    cloud = pointcloud2_view(msg)
+    points, finite = finite_xyz(cloud, dtype)
+    try:
+        layout = find_time_layout(msg, time_field)
+        if layout is None:
+            return CloudRead(points)
+        seconds = point_times(msg, layout, cloud)[finite]
+    except MalformedMessageError as error:
+        return CloudRead(points, time_error=str(error))
+    return CloudRead(points, layout, seconds)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ import numpy as np
 
 from .conversions import MalformedMessageError
 from .point_times import (
-    AUTO, azimuth_times, AzimuthSweep, find_time_layout, finite_xyz_mask, point_times)
+    AUTO, azimuth_times, AzimuthSweep, CloudRead, find_time_layout, finite_xyz_mask, point_times)
 from .stamps import header_stamp_ns
 from ..geometry import align_sweep, RigidTransform
 
@@ -95,16 +95,22 @@ class CloudAlignment:
         return self.outcome if self.outcome in FALLBACK_CAUSES else None
 
 
-def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig) -> tuple[np.ndarray, str]:
+def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig,
+                read: CloudRead | None = None) -> tuple[np.ndarray, str]:
     """
     Return each point's time (s from the cloud's stamp) and where the times came from.
 
-    ``points`` are the cloud's finite points in order (what the readers return). Raises
-    MalformedMessageError when the time field cannot be read or does not match the points.
+    ``points`` are the cloud's finite points in order (what the readers return); ``read``:
+    the cloud as :func:`~lrda_ros.messages.point_times.read_cloud` read it with
+    ``config.time_field``, so it is not parsed again. Raises MalformedMessageError when the
+    time field cannot be read or does not match the points.
     """
-    layout = find_time_layout(cloud, config.time_field)
+    if read is not None and read.time_error:
+        raise MalformedMessageError(read.time_error)
+    layout = find_time_layout(cloud, config.time_field) if read is None else read.layout
     if layout is not None:
-        times = point_times(cloud, layout)[finite_xyz_mask(cloud)]
+        times = (point_times(cloud, layout)[finite_xyz_mask(cloud)] if read is None
+                 else read.seconds)
         if times.shape[0] != points.shape[0]:
             raise MalformedMessageError(
                 f'{times.shape[0]} point times for {points.shape[0]} points: the reader kept '
@@ -117,7 +123,7 @@ def cloud_times(cloud: Any, points: np.ndarray, config: MotionConfig) -> tuple[n
 
 def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
                 pose_at_ns: Callable[[int], RigidTransform] | None,
-                config: MotionConfig) -> CloudAlignment:
+                config: MotionConfig, read: CloudRead | None = None) -> CloudAlignment:
     """
     Move a cloud's ``points`` to where they were at ``image_stamp_ns``.
 
@@ -130,7 +136,7 @@ def align_cloud(points: np.ndarray, cloud: Any, image_stamp_ns: int,
     """
     cloud_ns = header_stamp_ns(cloud) or 0
     try:
-        times, source = cloud_times(cloud, points, config)
+        times, source = cloud_times(cloud, points, config, read)
     except MalformedMessageError as error:
         return CloudAlignment(points, UNREADABLE_TIME_FIELD, str(error))
 

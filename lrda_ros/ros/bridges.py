@@ -36,6 +36,7 @@ import numpy as np
 from ..messages.conversions import (
     image_to_rgb as numpy_image_to_rgb, MalformedMessageError, pixel_rows, pointcloud2_to_xyz
     as numpy_pointcloud2_to_xyz, pointcloud2_view, RGB_ENCODINGS)
+from ..messages.point_times import CloudRead, find_time_layout, NO_TIME_FIELD, read_cloud
 
 BACKEND_NATIVE = 'native'
 BACKEND_NUMPY = 'numpy'
@@ -101,6 +102,21 @@ class MessageReader:
                                                       skip_nans=True)
         xyz = np.asarray(points, dtype=np.float32).reshape(-1, 3)
         return xyz[np.all(np.isfinite(xyz), axis=1)]  # skip_nans keeps infinities
+
+    def read_cloud(self, msg: Any, time_field: str = NO_TIME_FIELD) -> CloudRead:
+        """
+        Read a cloud once: its finite points and, by ``time_field``, their times.
+
+        A cloud with a time field to read is read through one numpy view (points, validity and
+        times together, ``point_times.read_cloud``); one without, as
+        :meth:`pointcloud2_to_xyz` reads it.
+        """
+        try:
+            has_times = find_time_layout(msg, time_field) is not None
+        except MalformedMessageError:
+            has_times = True  # read_cloud says why in its time_error
+        return read_cloud(msg, time_field) if has_times else CloudRead(
+            self.pointcloud2_to_xyz(msg))
 
     @staticmethod
     def _native_can_read(msg: Any, cloud: np.ndarray) -> bool:

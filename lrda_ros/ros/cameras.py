@@ -131,6 +131,11 @@ class PendingFrame:
     received_clock_ns: int
     #: Seconds reading and preparing it took.
     prepare_seconds: float
+    #: Of those, the seconds reading its messages, projecting its LiDAR and publishing its
+    #: LiDAR maps (sparse_depth, holdout_depth) (stage_times.py).
+    read_seconds: float = 0.0
+    project_seconds: float = 0.0
+    publish_seconds: float = 0.0
 
 
 def encode_ahead(pending: list[PendingFrame]) -> list[EncodedFrame | None]:

@@ -24,6 +24,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+from .stage_times import FrameStages
 from ..eval.live import (
     KEY_FRAME_STAMP, KEY_ITERATIONS, KEY_LOSS, KEY_PEAK_MB, KEY_PROCESSING_S, KEY_STATUS)
 from ..messages.causes import (
@@ -88,6 +89,8 @@ class NodeStatistics:
     #: Share of the last depth map's pixels averaged with the previous frame's.
     last_fused_fraction: float = 0.0
     recent_iterations: list[int] = field(default_factory=list)
+    #: The last published frame's time per stage (stage_times.py).
+    stages: FrameStages = field(default_factory=FrameStages)
     #: Monotonic times of the last completed frames (for the output rate).
     completed_at: list[float] = field(default_factory=list)
     #: ``window_counts`` at the last published status: the message tells what came since.
@@ -184,6 +187,8 @@ def _entries(stats: NodeStatistics, state: str) -> list[tuple[str, Any]]:
         (KEY_STATUS, stats.last_status),
         (KEY_PEAK_MB, f'{stats.last_peak_mb:.1f}'),
         ('frame time, synchronized set to publish (s)', f'{stats.last_frame_s:.3f}'),
+        ('stage time (ms) <stage>',
+         {stage: f'{ms:.1f}' for stage, ms in stats.stages.milliseconds().items()}),
         ('frames stopped at the time budget', stats.stopped_at_budget),
         ('scene cuts (warm frames run cold)', stats.scene_cuts),
         ('temporal fusion: last share of pixels fused', f'{stats.last_fused_fraction:.2f}'),

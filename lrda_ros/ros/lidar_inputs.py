@@ -33,6 +33,7 @@ from .motion_alignment import MotionAligner
 from .tf_lookup import TransformLookup, TransformUnavailable
 from ..errors import InputError
 from ..geometry import LidarCloud, RigidTransform
+from ..messages.point_times import NO_TIME_FIELD
 from ..settings import NodeSettings
 
 #: Counts a dropped frame and warns: (camera, reason, message, kind of input at fault).
@@ -51,10 +52,12 @@ class CloudInputs:
              image: Any, clouds: Sequence[Any]) -> list[LidarCloud] | None:
         """Return each point topic's cloud ready to project, or None (a counted drop)."""
         several = len(clouds) > 1
+        # Each cloud is parsed once: its points, and its point times where alignment reads them.
+        time_field = settings.motion.time_field if settings.motion.enabled else NO_TIME_FIELD
         read = []
         for topic, cloud in zip(settings.point_topics, clouds):
             try:
-                points = self._reader.pointcloud2_to_xyz(cloud)
+                cloud_read = self._reader.read_cloud(cloud, time_field)
             except InputError as error:
                 self._drop(camera, 'malformed', f'{topic}: {error}', topic)
                 return None
@@ -62,8 +65,8 @@ class CloudInputs:
                                         topic if several else '')
             if transform is None:
                 return None
-            points = self._motion.align(camera, settings, tf, cloud, image, points,
-                                        topic if several else '')
+            points = self._motion.align(camera, settings, tf, cloud, image, cloud_read.points,
+                                        topic if several else '', cloud_read)
             read.append(LidarCloud(points, transform))
         return read
 

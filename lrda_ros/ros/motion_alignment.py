@@ -32,6 +32,7 @@ import numpy as np
 
 from .cameras import Camera
 from .tf_lookup import TransformLookup
+from ..messages.point_times import CloudRead
 from ..messages.stamps import stamp_to_ns
 from ..messages.sweep_alignment import (
     align_cloud, CloudAlignment, MotionConfig, MOVED_WITHOUT_POINT_TIMES, NO_FIXED_FRAME_POSE,
@@ -69,11 +70,13 @@ class MotionAligner:
         self._warned: set[tuple[str, str, str]] = set()
 
     def align(self, camera: Camera, settings: NodeSettings, tf: TransformLookup | None,
-              cloud: Any, image: Any, points: np.ndarray, topic: str = '') -> np.ndarray:
+              cloud: Any, image: Any, points: np.ndarray, topic: str = '',
+              read: CloudRead | None = None) -> np.ndarray:
         """
         Return the points to project: moved to the image's stamp, or as measured.
 
-        ``topic`` names the cloud's point topic in warnings (a camera with several LiDARs).
+        ``topic`` names the cloud's point topic in warnings (a camera with several LiDARs);
+        ``read``: the cloud read once with ``motion.time_field`` (its points and times).
         Poses are looked up only where the cloud needs them.
         """
         config = settings.motion
@@ -81,7 +84,8 @@ class MotionAligner:
             return points
         poses = None if tf is None else tf.poses(config.fixed_frame, cloud.header.frame_id,
                                                  settings.tf_timeout)
-        result = align_cloud(points, cloud, stamp_to_ns(image.header.stamp), poses, config)
+        result = align_cloud(points, cloud, stamp_to_ns(image.header.stamp), poses, config,
+                             read)
         self._count(camera, result, config, cloud.header.frame_id, topic)
         return result.points
 

@@ -65,6 +65,7 @@ from .diagnostics import completion_status
 from .latest_slot import LatestSlots
 from .lidar_inputs import CloudInputs
 from .motion_alignment import MotionAligner
+from .stage_times import FrameStages
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions
 from .sync_report import report_sync_losses
@@ -466,13 +467,16 @@ class CompletionCore:
         inputs = self._inputs(camera, image, info, clouds)
         if inputs is None:
             return None
+        read_seconds = time.perf_counter() - start
         with self._settings_lock:
             settings, pipeline = self.settings, self.pipeline
         if camera.last_frame_ns is not None and inputs.stamp_ns < camera.last_frame_ns:
             # Time went back (a bag loop): the adapted decoder belongs to another sequence.
             pipeline.reset(camera.stream)
         camera.last_frame_ns = inputs.stamp_ns
+        projecting = time.perf_counter()
         prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
+        project_seconds = time.perf_counter() - projecting
         if prepared.heldout_depth is not None:
             camera.publisher('pub_holdout').publish(
                 _depth_image(prepared.heldout_depth, image.header))
@@ -482,7 +486,8 @@ class CompletionCore:
         if not camera.wants_completion():
             return None
         return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
-                            received_clock_ns, time.perf_counter() - start)
+                            received_clock_ns, time.perf_counter() - start, read_seconds,
+                            project_seconds, time.perf_counter() - projecting - project_seconds)
 
     def _complete(self, frame: PendingFrame, encoded: EncodedFrame | None) -> None:
         """Complete, publish and count a prepared frame (``encoded``: its batch's features)."""
@@ -507,21 +512,26 @@ class CompletionCore:
         camera.publish_seconds = time.monotonic() - publish_start
         ahead = encoded.seconds if encoded is not None else 0.0
         frame_seconds = time.monotonic() - frame.received_at
+        seconds = frame.prepare_seconds + ahead + time.perf_counter() - start
+        stages = FrameStages.of_frame(frame.read_seconds, frame.project_seconds,
+                                      outputs.completion,
+                                      frame.publish_seconds + camera.publish_seconds, seconds)
         # The node clock at the arrival plus the seconds since: a clock that jumps meanwhile
         # (a looped replay's /clock) does not enter the frame's latency.
-        self._record(camera, frame.image, outputs,
-                     frame.prepare_seconds + ahead + time.perf_counter() - start, frame_seconds,
+        self._record(camera, frame.image, outputs, seconds, frame_seconds,
                      frame.received_clock_ns + round(frame_seconds * NS_PER_S),
-                     measured.peak_mb if measured is not None else float('nan'))
+                     measured.peak_mb if measured is not None else float('nan'), stages)
 
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
-                frame_seconds: float, clock_ns: int, peak_mb: float) -> None:
+                frame_seconds: float, clock_ns: int, peak_mb: float,
+                stages: FrameStages) -> None:
         result = outputs.completion
         latency = latency_or_reason(clock_ns, stamp_to_ns(image.header.stamp))
         with self._stats_lock:
             camera.stats.record(result, seconds, frame_seconds, latency,
                                 stamp_text(image.header.stamp), peak_mb)
             camera.stats.last_fused_fraction = outputs.fused_fraction
+            camera.stats.stages = stages
         if self.settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's numbers from here.
             self._publish_diagnostics()
@@ -532,7 +542,7 @@ class CompletionCore:
             f'encode {result.encode_seconds * 1e3:.0f} ms, optimize '
             f'{result.optimize_seconds * 1e3:.0f} ms, total {seconds * 1e3:.0f} ms, '
             f'loss {result.losses[0] if result.losses else float("nan"):.3g} -> '
-            f'{result.final_loss:.3g}')
+            f'{result.final_loss:.3g}; stages: {stages.text()}')
 
     # --- diagnostics ------------------------------------------------------------------------
 

@@ -53,12 +53,16 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bag_writer import stamped_header
 from .delivery import DeliveryTracker, REPLAY_QOS, wait_for_subscribers
+from .stage_times import ENGINE, HOST, HOST_STAGES, STAGES
 from .transport import prefer_large_sample_transport
 from ..messages.rosbag import BagTopics, cdr_header_stamp, RosbagSource, TF_TOPICS
 from ..messages.stamps import NS_PER_S, stamp_to_ns
 
 #: Seconds a stopped replay still waits for acknowledgements of what it published.
 _STOPPED_LINGER_S = 0.5
+#: What ``lrda hold-rate`` subscribes to: every output the node builds for a frame.
+HELD_OUTPUTS = ((Image, 'depth'), (CameraInfo, 'depth/camera_info'), (Image, 'depth/confidence'),
+                (Image, 'depth_colored'), (PointCloud2, 'points_dense'))
 _MESSAGE_TYPES = {'sensor_msgs/msg/Image': Image, 'sensor_msgs/msg/CameraInfo': CameraInfo,
                   'sensor_msgs/msg/PointCloud2': PointCloud2,
                   'sensor_msgs/msg/CompressedImage': CompressedImage}
@@ -344,9 +348,10 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
     Replay ``bag`` in a loop at its recorded pace into an in-process node for ``seconds``.
 
     Shows whether the node keeps an output rate while frames arrive faster than it
-    completes them (the anytime mode, ``time_budget``). Returns the publish times (s since
-    the start) and, per published frame, the node's frame time (synchronized set to publish)
-    and iterations, plus its counters.
+    completes them (the anytime mode, ``time_budget``), with every output subscribed
+    (HELD_OUTPUTS). Returns the publish times (s since the start) and, per published frame,
+    the node's frame time (synchronized set to publish), iterations and stage times (ms,
+    stage_times.py), plus its counters.
     """
     from .node import CompletionNode
 
@@ -361,7 +366,8 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
             parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
         listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
                                      context=context)
-        listener.create_subscription(Image, 'depth', lambda _: None, 10)
+        for msg_type, topic in HELD_OUTPUTS:  # the node builds only what is subscribed
+            listener.create_subscription(msg_type, topic, lambda _: None, 10)
         player = rclpy.create_node('lrda_rate_player', context=context)
         executor = SingleThreadedExecutor(context=context)
         for member in (node, listener):
@@ -378,7 +384,8 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
                 processed = node.stats.processed
                 published.append({'t': time.monotonic() - start,
                                   'frame_s': node.stats.last_frame_s,
-                                  'iterations': node.stats.last_iterations})
+                                  'iterations': node.stats.last_iterations,
+                                  'stages_ms': node.stats.stages.milliseconds()})
         stats = node.stats
         result = {'published': published, 'received': stats.received,
                   'processed': stats.processed, 'superseded': stats.replaced,
@@ -390,7 +397,12 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
 
 
 def held_rate(result: dict[str, Any], settle_s: float = 5.0) -> tuple[float, str]:
-    """Return the output rate (Hz) :func:`hold_rate` measured after ``settle_s``, and a line."""
+    """
+    Return the output rate (Hz) :func:`hold_rate` measured after ``settle_s``, and a line.
+
+    The line ends with the medians of the node's own work (``host <H> ms a frame``, the
+    node's stages) and then of the engine's.
+    """
     steady = [p for p in result['published'] if p['t'] > settle_s]  # after start-up
     times = [p['t'] for p in steady]
     rate = (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float('nan')
@@ -398,7 +410,22 @@ def held_rate(result: dict[str, Any], settle_s: float = 5.0) -> tuple[float, str
     iterations = [p['iterations'] for p in steady] or [math.nan]
     return rate, (f'{rate:.2f} Hz out ({result["received"]} sets in, {result["superseded"]} '
                   f'superseded), frame time median {statistics.median(frame_s):.3f} s max '
-                  f'{max(frame_s):.3f} s, iterations mean {statistics.fmean(iterations):.1f}')
+                  f'{max(frame_s):.3f} s, iterations mean {statistics.fmean(iterations):.1f}; '
+                  + _stages_line([p.get('stages_ms', {}) for p in steady]))
+
+
+def _stages_line(stages_ms: list[dict[str, float]]) -> str:
+    """Return ``host <H> ms a frame (read ..., ...), engine <E> ms (encode ...)``: medians."""
+    def median(stage: str) -> float:
+        values = [stages[stage] for stages in stages_ms if stage in stages]
+        return statistics.median(values) if values else math.nan
+
+    def parts(stages: tuple[str, ...]) -> str:
+        return ', '.join(f'{stage} {median(stage):.1f}' for stage in stages)
+
+    engine_stages = tuple(stage for stage in STAGES if stage not in HOST_STAGES)
+    return (f'host {median(HOST):.1f} ms a frame ({parts(HOST_STAGES)}), engine '
+            f'{median(ENGINE):.1f} ms a frame ({parts(engine_stages)})')
 
 
 def play_bag(bag: Path, topics: BagTopics, rate: float = 1.0, loop: bool = False,

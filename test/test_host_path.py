@@ -1,0 +1,285 @@
+# Copyright 2026 lrda_ros maintainers
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+
+"""
+The host stages around the engine, each against the steps it replaced and an independent one.
+
+The replaced steps live in benchmarks/host_reference.py (the benchmark times them beside
+these). Sparse maps, counts, distances, colours and back-projected points must be the same bit
+for bit; the confidence, now summed in float32 where it was float64, within float32 rounding.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+import sys
+
+import cv2
+from lrda_ros.colormap import colorize_depth, depth_display_range
+from lrda_ros.geometry import (
+    backproject_depth, CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig,
+    RigidTransform)
+from lrda_ros.geometry.confidence import depth_confidence, lidar_distance, support_confidence
+from lrda_ros.messages.conversions import pointcloud2_to_xyz
+from lrda_ros.messages.point_times import (
+    finite_xyz_mask, point_times, read_cloud, TimeLayout, UINT32)
+import numpy as np
+from PIL import Image
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
+import host_reference as reference  # noqa: E402, I100
+
+KITTI_FRAMES = ('0000000005', '0000000082')
+KITTI_K = np.array([[721.5377, 0.0, 609.5593], [0.0, 721.5377, 172.854], [0.0, 0.0, 1.0]])
+# A forward-looking LiDAR (x forward, z up) to an optical frame (z forward, y down), slightly
+# turned and shifted.
+LIDAR_TO_CAMERA = np.eye(4)
+LIDAR_TO_CAMERA[:3, :3] = cv2.Rodrigues(np.array([0.01, -0.015, 0.007]))[0] @ np.array(
+    [[0.0, -1.0, 0.0], [0.0, 0.0, -1.0], [1.0, 0.0, 0.0]])
+LIDAR_TO_CAMERA[:3, 3] = (-0.004, -0.076, -0.27)
+# A wide-angle plumb_bob lens (k1 = -0.3) with skew: the general path everywhere.
+DISTORTED = CameraModel(np.array([[600.0, 0.4, 652.3], [0.0, 610.0, 355.8], [0.0, 0.0, 1.0]]),
+                        1280, 720, 'plumb_bob', np.array([-0.3, 0.1, 0.001, -0.0015, -0.01]))
+# float32 rounding of a product of three factors, each summed or divided a few times in
+# float32 instead of float64: a few units in the last place of values in [0, 1].
+CONFIDENCE_ATOL = 1e-6
+
+
+def kitti_maps(shared_data: Path, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Return a KITTI DC frame's sparse LiDAR and a depth map (ground truth, filled in)."""
+    def metres(folder: str) -> np.ndarray:
+        path = shared_data / 'kitti_dc' / folder / f'{name}.png'
+        return np.asarray(Image.open(path), dtype=np.float32) / 256.0
+
+    sparse, truth = metres('velodyne_raw'), metres('groundtruth')
+    depth = np.where(truth > 0, truth, 8.0 + 40.0 * np.random.default_rng(0).random(
+        truth.shape)).astype(np.float32)
+    depth[:60] = np.nan  # the sky: no depth
+    return sparse, depth
+
+
+def brute_chessboard(sparse: np.ndarray) -> np.ndarray:
+    """Return each pixel's chessboard distance to a LiDAR pixel, by comparing every pair."""
+    rows, cols = np.nonzero(sparse > 0)
+    grid_rows, grid_cols = np.indices(sparse.shape)
+    return np.min(np.maximum(np.abs(grid_rows[..., None] - rows),
+                             np.abs(grid_cols[..., None] - cols)), axis=-1)
+
+
+@pytest.mark.parametrize('name', KITTI_FRAMES)
+def test_confidence_on_kitti_equals_the_replaced_steps(shared_data, name):
+    sparse, depth = kitti_maps(shared_data, name)
+    np.testing.assert_array_equal(lidar_distance(sparse), reference.lidar_distance(sparse))
+    np.testing.assert_array_equal(support_confidence(sparse),
+                                  reference.support_confidence(sparse))
+    uncertainty = np.random.default_rng(1).random(depth.shape).astype(np.float32)
+    for model in (None, uncertainty):
+        new = depth_confidence(depth, sparse, model)
+        old = reference.depth_confidence(depth, sparse, model)
+        np.testing.assert_array_equal(np.isnan(new), np.isnan(old))
+        np.testing.assert_allclose(new, old, rtol=0, atol=CONFIDENCE_ATOL)
+
+
+@pytest.mark.filterwarnings('ignore:invalid value:RuntimeWarning')  # the replaced steps' NaN
+def test_confidence_of_odd_inputs_equals_the_replaced_steps():
+    rng = np.random.default_rng(2)
+    depth = (1.0 + 30.0 * rng.random((90, 130))).astype(np.float32)
+    depth[5:9, 7:20] = np.nan
+    depth[40, 40], depth[41, 41], depth[42, 42] = 0.0, -2.0, np.inf  # <= 0 and inf: no step
+    sparse = np.where(rng.random(depth.shape) < 0.03, depth * 1.05, 0.0).astype(np.float32)
+    sparse[0, 0], sparse[1, 1] = np.nan, np.inf  # not LiDAR pixels
+    cases = {'lidar': sparse, 'none': np.zeros_like(sparse),
+             'one corner': np.pad(np.ones((1, 1), np.float32), ((0, 89), (0, 129)))}
+    for name, sparse_map in cases.items():
+        new, old = depth_confidence(depth, sparse_map), reference.depth_confidence(
+            depth, sparse_map)
+        np.testing.assert_array_equal(np.isnan(new), np.isnan(old), err_msg=name)
+        np.testing.assert_allclose(new, old, rtol=0, atol=CONFIDENCE_ATOL, err_msg=name)
+        np.testing.assert_array_equal(lidar_distance(sparse_map),
+                                      reference.lidar_distance(sparse_map), err_msg=name)
+
+
+def test_lidar_distance_is_opencvs_and_the_brute_force_chessboard_distance_rounded_up():
+    sparse = np.zeros((70, 90), np.float32)
+    rng = np.random.default_rng(3)
+    sparse[rng.integers(0, 70, 6), rng.integers(0, 90, 6)] = 5.0
+    exact = brute_chessboard(sparse)
+    mask = np.where(sparse > 0, 0, 255).astype(np.uint8)
+    np.testing.assert_array_equal(cv2.distanceTransform(mask, cv2.DIST_C, 3), exact)
+    radii = np.array(reference._RADII)
+    rounded_up = radii[np.searchsorted(radii, exact)]  # all within the largest radius here
+    np.testing.assert_array_equal(lidar_distance(sparse), rounded_up)
+
+
+def kitti_cloud(shared_data: Path) -> tuple[np.ndarray, RigidTransform]:
+    """Return the KITTI bag's first sweep (x, y, z) and its LiDAR -> camera transform."""
+    from lrda_ros.messages.rosbag import BagTopics, RosbagSource
+
+    bag = shared_data / 'bags' / 'kitti_2011_09_26_10frames_mcap'
+    with RosbagSource(bag, BagTopics()) as source:
+        image, _, cloud = next(iter(source.synchronized()))[:3]
+        transform = source.transform_tree().lookup(image.header.frame_id,
+                                                   cloud.header.frame_id)
+    return pointcloud2_to_xyz(cloud), transform
+
+
+def assert_same_projection(clouds, camera, config):
+    new = clouds_to_sparse_depth(clouds, camera, config)
+    old = reference.clouds_to_sparse_depth(clouds, camera, config)
+    np.testing.assert_array_equal(new.depth, old.depth)
+    assert new.depth.dtype == old.depth.dtype == np.float32
+    counts = [name for name in new.__dataclass_fields__ if name != 'depth']
+    assert {name: getattr(new, name) for name in counts} == {
+        name: getattr(old, name) for name in counts}
+    return new
+
+
+CONFIGS = {'default': ProjectionConfig(),
+           'near and far': ProjectionConfig(min_range=4.0, max_range=30.0),
+           'occlusion': ProjectionConfig(remove_occluded=True)}
+
+
+@pytest.mark.parametrize('config', CONFIGS.values(), ids=CONFIGS.keys())
+def test_projection_of_the_kitti_sweep_equals_the_replaced_steps(shared_data, config):
+    points, transform = kitti_cloud(shared_data)
+    kitti = CameraModel(KITTI_K, 1242, 375)
+    projected = assert_same_projection([LidarCloud(points, transform)], kitti, config)
+    assert projected.num_projected > 10_000  # the sweep does land
+    assert_same_projection([LidarCloud(points, transform)], DISTORTED, config)
+
+
+def points_on_the_image_border(camera: CameraModel, count: int, rng) -> np.ndarray:
+    """Return camera-frame points on and just beside the pixel border, and behind the camera."""
+    u = np.concatenate([np.full(count, -0.5), np.full(count, camera.width - 0.5),
+                        rng.uniform(-1, camera.width, count)])
+    v = np.concatenate([rng.uniform(-1, camera.height, 2 * count), np.full(count, -0.5)])
+    u += rng.choice([-1e-9, 0.0, 1e-9, 1e-4], u.size)
+    z = rng.uniform(0.5, 60.0, u.size)
+    x = (u - camera.cx) / camera.fx * z
+    y = (v - camera.cy) / camera.fy * z
+    behind = np.stack([x[:count], y[:count], rng.uniform(-1e-5, 1e-5, count)], axis=1)
+    return np.concatenate([np.stack([x, y, z], axis=1), behind])
+
+
+def test_projection_at_the_edges_of_what_is_culled_equals_the_replaced_steps():
+    rng = np.random.default_rng(4)
+    camera = CameraModel(KITTI_K, 1242, 375)
+    lidar_to_camera = RigidTransform.from_matrix(LIDAR_TO_CAMERA)
+    camera_points = points_on_the_image_border(camera, 3000, rng)
+    points = lidar_to_camera.inverse().apply(camera_points)
+    scattered = rng.normal(0.0, 40.0, (20000, 3))
+    scattered[::97] = np.nan
+    scattered[1::89, 1] = np.inf
+    scattered[2::83] *= 1e6  # far beyond any range
+    config = ProjectionConfig(min_range=1.0, max_range=80.0)
+    for cloud in (points, scattered, scattered.astype(np.float32), np.zeros((0, 3))):
+        assert_same_projection([LidarCloud(cloud, lidar_to_camera)], camera, config)
+        assert_same_projection([LidarCloud(cloud, lidar_to_camera)], DISTORTED, config)
+    two = [LidarCloud(points, lidar_to_camera), LidarCloud(scattered, RigidTransform.identity())]
+    assert_same_projection(two, camera, config)
+
+
+def test_projected_pixels_are_where_opencv_projects_the_points(shared_data):
+    points, transform = kitti_cloud(shared_data)
+    kitti = CameraModel(KITTI_K, 1242, 375)
+    sparse = clouds_to_sparse_depth([LidarCloud(points, transform)], kitti,
+                                    ProjectionConfig()).depth
+    camera_points = transform.apply(points)
+    uv, _ = cv2.projectPoints(camera_points[camera_points[:, 2] > 0.5].reshape(-1, 1, 3),
+                              np.zeros(3), np.zeros(3), KITTI_K, np.zeros(5))
+    pixels = np.floor(uv.reshape(-1, 2) + 0.5).astype(int)
+    inside = ((pixels >= 0) & (pixels < [1242, 375])).all(axis=1)
+    hit = np.zeros_like(sparse, dtype=bool)
+    hit[pixels[inside, 1], pixels[inside, 0]] = True
+    # Every point OpenCV puts in the image is on a pixel of the map, and only there (a point
+    # less than a hundredth of a pixel from a border may fall on either side).
+    assert np.count_nonzero(hit != (sparse > 0)) <= 5
+
+
+@pytest.mark.parametrize('stride', (1, 2, 3))
+def test_backprojection_equals_the_replaced_steps(shared_data, stride):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[0])
+    depth[100, 100], depth[101, 101] = np.inf, -1.0
+    for camera in (CameraModel(KITTI_K, 1242, 375), DISTORTED.scaled(1242, 375)):
+        new, old = backproject_depth(depth, camera, stride), reference.backproject_depth(
+            depth, camera, stride)
+        for got, expected in zip(new, old):
+            np.testing.assert_array_equal(got, expected)
+            assert got.dtype == expected.dtype
+
+
+def test_colored_depth_equals_the_replaced_steps(shared_data):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[1])
+    depth[200:210, 300:310] = 0.0
+    depth[210, 300], depth[211, 300] = np.inf, 0.3  # no depth; nearer than near
+    for near, far in ((2.0, 60.0), (5.0, 20.0)):
+        np.testing.assert_array_equal(colorize_depth(depth, near, far),
+                                      reference.colorize_depth(depth, near, far))
+        np.testing.assert_array_equal(colorize_depth(depth.astype(np.float64), near, far),
+                                      reference.colorize_depth(depth.astype(np.float64), near,
+                                                               far))
+
+
+def test_the_display_range_is_numpys_percentiles(shared_data):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[0])
+    assert depth_display_range(depth) == reference.depth_display_range(depth)
+    np.testing.assert_array_equal(colorize_depth(depth), reference.colorize_depth(
+        depth, *reference.depth_display_range(depth)))
+    rng = np.random.default_rng(6)
+    for trial in range(300):
+        size = int(rng.integers(1, 5000))
+        values = [rng.random(size) * 80.0 + 0.1, rng.integers(1, 9, size) * 0.5,
+                  np.exp(rng.normal(0.0, 3.0, size)), np.full(size, 3.7)][trial % 4]
+        depth_map = values.astype(np.float32).reshape(1, -1)
+        percentiles = rng.uniform(0.0, 100.0, 2)
+        assert depth_display_range(depth_map, *percentiles) == reference.depth_display_range(
+            depth_map, *percentiles)
+
+
+def cloud_with_times(count: int, rng) -> object:
+    """Return an ouster-ros-like cloud: x, y, z, uint32 t (ns), some NaN points, padded rows."""
+    from types import SimpleNamespace
+
+    dtype = np.dtype({'names': ['x', 'y', 'z', 't'], 'formats': ['<f4', '<f4', '<f4', '<u4'],
+                      'offsets': [0, 4, 8, 16], 'itemsize': 24})
+    width = count // 4
+    rows = np.zeros((4, width), dtype=dtype)
+    xyz = rng.normal(0, 20, (4, width, 3)).astype(np.float32)
+    xyz[0, ::7] = np.nan
+    xyz[2, 3::11, 1] = np.inf
+    for column, name in enumerate('xyz'):
+        rows[name] = xyz[..., column]
+    rows['t'] = rng.integers(0, 100_000_000, (4, width))
+    padded = np.zeros((4, width * 24 + 8), np.uint8)
+    padded[:, :width * 24] = rows.view(np.uint8).reshape(4, -1)
+    field = SimpleNamespace
+    return SimpleNamespace(
+        height=4, width=width, point_step=24, row_step=width * 24 + 8, is_bigendian=False,
+        data=padded.reshape(-1), header=SimpleNamespace(stamp=SimpleNamespace(sec=5, nanosec=0)),
+        fields=[field(name=n, offset=o, datatype=d, count=1) for n, o, d in (
+            ('x', 0, 7), ('y', 4, 7), ('z', 8, 7), ('t', 16, UINT32))])
+
+
+def test_a_cloud_read_once_gives_the_points_and_times_of_reading_it_three_times():
+    msg = cloud_with_times(4000, np.random.default_rng(5))
+    read = read_cloud(msg)
+    np.testing.assert_array_equal(read.points, pointcloud2_to_xyz(msg))
+    assert read.layout == TimeLayout('Ouster (ouster-ros)', 't', UINT32, 1e-9, False)
+    np.testing.assert_array_equal(read.seconds,
+                                  point_times(msg, read.layout)[finite_xyz_mask(msg)])
+    assert read.seconds.shape[0] == read.points.shape[0] < 4000
+    unreadable = read_cloud(msg, 'time')
+    assert 'not in the cloud' in unreadable.time_error and unreadable.seconds is None
+    np.testing.assert_array_equal(unreadable.points, read.points)
