@@ -27,15 +27,17 @@ import pytest
 README = Path(__file__).resolve().parents[1] / 'README.md'
 
 
-def test_auto_falls_back_to_the_demo_prior_with_a_warning_when_offline(monkeypatch, tmp_path):
+def test_auto_fails_closed_saying_what_to_set_when_offline(monkeypatch, tmp_path):
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
     monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path))  # an empty cache
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
-    choice = load_depth_model('auto', 'cpu')
-    assert choice.is_demo_prior and choice.source == 'demo'
-    assert "'model' parameter" in choice.warning and 'DEMONSTRATION' in choice.warning
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model('auto', 'cpu')
+    message = str(raised.value)
+    assert "model 'auto'" in message and 'not in the local Hugging Face cache' in message
+    assert "Set 'model'" in message and "'demo'" in message and '\n' not in message
 
 
 def test_explicit_sources_never_fall_back(tmp_path):
@@ -106,6 +108,7 @@ def test_auto_honours_hf_hub_offline_set_after_import(offline_probe, monkeypatch
 
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')  # set after huggingface_hub read its constants
-    model = load_depth_model('auto', 'cpu')
-    assert model.is_demo_prior and 'HF_HUB_OFFLINE is set' in model.warning
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model('auto', 'cpu')
+    assert 'HF_HUB_OFFLINE is set' in str(raised.value)
     assert offline_probe == {'connect': [], 'download': []}  # no probe, no download

@@ -106,29 +106,46 @@ class DepthCompleter:
             self._probe_precision()
 
     def _check_model_options(self) -> None:
+        """Reject options the model cannot honour; note the speed-ups it runs without."""
+        self.notices += self.model_option_notices(self.config)
+
+    def model_option_notices(self, config: TTOConfig) -> list[str]:
         """
-        Reject options the model cannot honour; note the speed-ups it runs without.
+        Raise ConfigError for an option of ``config`` the model cannot honour; return notices.
 
         The sparse head and tail strips are built on Depth Anything V2's DPT decoder. Without
         the sparse head the steps decode the full depth map (same result, more time), so it is
         only noted; tail strips are asked for to bound memory, so their absence is an error.
         """
         if self.model.dpt_decoder:
-            return
+            return []
         name = type(self.model).__name__
-        if self.config.schedule == 'fast':
+        if config.schedule == 'fast':
             raise ConfigError(
                 f"schedule 'fast': its coarse steps pool Depth Anything V2's encoder tokens, "
                 f"which {name} does not have; use 'adaptive' or 'paper'", field='schedule')
-        if self.config.tail_strips > 1:
+        if config.tail_strips > 1:
             raise ConfigError(
-                f'tail_strips={self.config.tail_strips}: decoder tail strips exist only for '
+                f'tail_strips={config.tail_strips}: decoder tail strips exist only for '
                 f"Depth Anything V2's DPT decoder, not for {name}; set tail_strips to 1 "
                 '(or lower processing_size to save memory)', field='tail_strips')
-        if self.config.sparse_head:
-            self.notices.append(
-                f"sparse_head: Depth Anything V2's sparse head does not apply to {name}; "
-                'the optimization steps decode the full depth map')
+        if config.sparse_head:
+            return [f"sparse_head: Depth Anything V2's sparse head does not apply to {name}; "
+                    'the optimization steps decode the full depth map']
+        return []
+
+    def reconfigure(self, config: TTOConfig) -> None:
+        """
+        Run the next frames with ``config``: call between frames, never during one.
+
+        Raise ConfigError, keeping the current configuration, for an option the model cannot
+        honour. Only options that leave the adaptation, the precision and the compiled graphs
+        as built may differ (the node's read-only parameters hold the others); the state
+        derived from the configuration (the scene-cut rule) is rebuilt.
+        """
+        self.model_option_notices(config)
+        self.config = config
+        self._scene_cut_rule = SceneCutRule(config.scene_cut_factor)
 
     @property
     def _uses_sparse_head(self) -> bool:
