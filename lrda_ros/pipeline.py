@@ -30,7 +30,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from .engine import CompletionResult, DepthCompleter, EncodedFrame
+from .engine import CompletionResult, DepthCompleter, EncodedFrame, TTOConfig
 from .errors import InputError
 from .geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
@@ -248,6 +248,17 @@ class CompletionPipeline:
         self.holdout = holdout
         self.fusion = fusion
         self._fusion_states: dict[Hashable, TemporalFusion] = {}
+
+    def reconfigure(self, config: TTOConfig, projection: ProjectionConfig,
+                    holdout: HoldoutRule) -> None:
+        """
+        Run the next frames with these settings: call between frames, never during one.
+
+        Raise ConfigError (nothing changed) for an engine option the model cannot honour.
+        """
+        self.completer.reconfigure(config)
+        self.projection = projection
+        self.holdout = holdout
 
     def reset(self, stream: Hashable = None) -> None:
         """Start ``stream`` (a camera) anew: its next frame is cold and fused with nothing."""

@@ -47,7 +47,6 @@ from typing import Any, Callable, Iterator
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
@@ -59,8 +58,7 @@ from .builders import depth_to_image_msg
 from .calibration_monitor import CalibrationMonitor
 from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
-    coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
-    warn_unknown_parameters)
+    declare_parameters, parameter_values, warn_unknown_parameters, watch_parameters)
 from .diagnostics import completion_status
 from .latest_slot import LatestSlots
 from .lidar_inputs import CloudInputs
@@ -74,7 +72,7 @@ from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
-from ..errors import InputError
+from ..errors import ConfigError, InputError
 from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
@@ -153,8 +151,7 @@ class CompletionCore:
         # starts there.
         self._slots = LatestSlots([camera.name for camera in self.cameras])
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.add_pre_set_parameters_callback(coerce_parameter_types)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        watch_parameters(self, self._refusal, self._apply_parameters)
         # A steady clock: under use_sim_time the ROS clock stands still without /clock and
         # jumps back whenever a replayed bag loops, and a ROS-time timer goes silent with it.
         self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics,
@@ -273,21 +270,50 @@ class CompletionCore:
 
     # --- parameters -----------------------------------------------------------------------
 
-    def _on_set_parameters(self, parameters: list) -> SetParametersResult:
+    def _settings_with(self, parameters: list) -> NodeSettings:
+        """Return the settings with ``parameters`` changed; raise InvalidParameterError."""
+        settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
+        with self._settings_lock:
+            pipeline = self.pipeline
+        if pipeline is not None:  # as at start-up: the loaded model must run the options
+            try:
+                pipeline.completer.model_option_notices(settings.tto)
+            except ConfigError as error:
+                raise InvalidParameterError(error.field, str(error)) from error
+        if settings.uses_tf_extrinsic and self._tf is None and pipeline is not None:
+            changed = [p.name for p in parameters if p.name.startswith('lidar_to_camera.')]
+            raise InvalidParameterError(
+                (changed or ['lidar_to_camera.use_tf'])[0], 'the node started with the '
+                'override and without tf2, so it cannot look the transform up now: give the '
+                'override (translation/rotation or matrix), or restart with it unset')
+        return settings
+
+    def _refusal(self, parameters: list) -> str | None:
+        """Return why a parameter change cannot run (None: it can)."""
         try:
-            settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
+            self._settings_with(parameters)
         except InvalidParameterError as error:
-            keep_declared_types(self, parameters)
-            return SetParametersResult(successful=False, reason=str(error))
+            return str(error)
+        return None
+
+    def _apply_parameters(self, parameters: list) -> None:
+        """
+        Store the settings with an accepted change; the worker takes them between frames.
+
+        The worker reads the settings once per round of frames and reconfigures the pipeline
+        then, so no frame mixes old and new values.
+        """
+        settings = self._settings_with(parameters)
         with self._settings_lock:
             self.settings = settings
-            if self.pipeline is not None:
-                # Only fields that do not change the adapter's shape are mutable (others are
-                # read-only parameters).
-                self.pipeline.completer.config = settings.tto
-                self.pipeline.projection = settings.projection
-                self.pipeline.holdout = _holdout_rule(settings)
-        return SetParametersResult(successful=True)
+
+    def _frame_settings(self) -> tuple[NodeSettings, CompletionPipeline]:
+        """Return the settings of the next frames and the pipeline, reconfigured to them."""
+        with self._settings_lock:
+            settings, pipeline = self.settings, self.pipeline
+            if pipeline.completer.config is not settings.tto:
+                pipeline.reconfigure(settings.tto, settings.projection, _holdout_rule(settings))
+        return settings, pipeline
 
     # --- input ----------------------------------------------------------------------------
 
@@ -365,9 +391,9 @@ class CompletionCore:
         self._warn(camera, f'{reason}:{kind}',
                    cause_line(reason, count, f'{kind} {message}' if kind else message))
 
-    def _camera_pose(self, camera: Camera, camera_frame: str, stamp: Any) -> np.ndarray | None:
+    def _camera_pose(self, camera: Camera, settings: NodeSettings, camera_frame: str,
+                     stamp: Any) -> np.ndarray | None:
         """Return the camera's pose for temporal fusion (None: off, or counted as unknown)."""
-        settings = self.settings
         if not settings.fusion.enabled or self._tf is None:
             return None
         try:
@@ -382,30 +408,30 @@ class CompletionCore:
                        f'{camera_frame}: {error}')
             return None
 
-    def _inputs(self, camera: Camera, image: Image, info: CameraInfo,
+    def _inputs(self, camera: Camera, settings: NodeSettings, image: Image, info: CameraInfo,
                 clouds: tuple[PointCloud2, ...]) -> FrameInputs | None:
         """Read the messages into arrays; an unusable one is a counted drop (None)."""
-        topics = ('image', 'camera_info', *self.settings.point_topics)
+        topics = ('image', 'camera_info', *settings.point_topics)
         for topic, message in zip(topics, (image, info, *clouds)):
             problem = stamp_error(message.header.stamp)
             if problem:
                 self._drop(camera, 'malformed', f'{topic}: {problem}', topic)
                 return None
         try:
-            model = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
+            model = camera_info_to_camera_model(info, rectified=settings.image_is_rectified)
         except InvalidCameraError as error:
             self._drop(camera, 'bad_camera_info', f'camera_info field {error}', 'camera_info')
             return None
         try:
-            rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
+            rgb = (compressed_image_to_rgb(image) if settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
         except InputError as error:
             self._drop(camera, 'malformed', f'image: {error}', 'image')
             return None
-        lidar = self._clouds.read(camera, self.settings, self._tf, image, clouds)
+        lidar = self._clouds.read(camera, settings, self._tf, image, clouds)
         if lidar is None:
             return None
-        pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
+        pose = self._camera_pose(camera, settings, image.header.frame_id, image.header.stamp)
         stamp_ns = stamp_to_ns(image.header.stamp)
         monitor = self._calibration.get(camera.name)
         if monitor is not None:  # the given extrinsic is checked; a correction applied after
@@ -445,25 +471,24 @@ class CompletionCore:
     def _process_round(self, ready: list[tuple[Camera, tuple]]) -> None:
         """Complete the newest frame of each camera that has one, one camera after another."""
         pending = []
+        settings, pipeline = self._frame_settings()  # one snapshot for the whole round
         for camera, frame in ready:
             with self._frame_errors(camera):
-                prepared = self._prepare(camera, *frame)
+                prepared = self._prepare(camera, settings, pipeline, *frame)
                 if prepared is not None:
                     pending.append(prepared)
         for frame, encoded in zip(pending, encode_ahead(pending)):
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
 
-    def _prepare(self, camera: Camera, image: Image, info: CameraInfo,
-                 clouds: tuple[PointCloud2, ...], received_at: float,
-                 received_clock_ns: int) -> PendingFrame | None:
+    def _prepare(self, camera: Camera, settings: NodeSettings, pipeline: CompletionPipeline,
+                 image: Image, info: CameraInfo, clouds: tuple[PointCloud2, ...],
+                 received_at: float, received_clock_ns: int) -> PendingFrame | None:
         """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
-        inputs = self._inputs(camera, image, info, clouds)
+        inputs = self._inputs(camera, settings, image, info, clouds)
         if inputs is None:
             return None
-        with self._settings_lock:
-            settings, pipeline = self.settings, self.pipeline
         if camera.last_frame_ns is not None and inputs.stamp_ns < camera.last_frame_ns:
             # Time went back (a bag loop): the adapted decoder belongs to another sequence.
             pipeline.reset(camera.stream)
@@ -508,17 +533,18 @@ class CompletionCore:
         self._record(camera, frame.image, outputs,
                      frame.prepare_seconds + ahead + time.perf_counter() - start, frame_seconds,
                      frame.received_clock_ns + round(frame_seconds * NS_PER_S),
-                     measured.peak_mb if measured is not None else float('nan'))
+                     measured.peak_mb if measured is not None else float('nan'), settings)
 
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
-                frame_seconds: float, clock_ns: int, peak_mb: float) -> None:
+                frame_seconds: float, clock_ns: int, peak_mb: float,
+                settings: NodeSettings) -> None:
         result = outputs.completion
         latency = latency_or_reason(clock_ns, stamp_to_ns(image.header.stamp))
         with self._stats_lock:
             camera.stats.record(result, seconds, frame_seconds, latency,
                                 stamp_text(image.header.stamp), peak_mb)
             camera.stats.last_fused_fraction = outputs.fused_fraction
-        if self.settings.holdout_fraction > 0:
+        if settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's numbers from here.
             self._publish_diagnostics()
         self.get_logger().debug(
