@@ -22,6 +22,7 @@ The node is run here also with those two hidden, as on Humble, and must behave t
 from __future__ import annotations
 
 from conftest import spin_until
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip('rclpy', reason='rclpy is not installed')
@@ -81,7 +82,7 @@ class Running:
             executor.shutdown()
 
     def depth(self, frame):
-        """Publish a frame; return its depth (metres) once published."""
+        """Publish ``frame``; return the published depth in metres."""
         return depth_image_to_array(one_frame_outputs(
             self.context, self.namespace, self.node, frame, topics=('depth',))['depth'])
 
@@ -150,3 +151,31 @@ def test_scene_cut_factor_takes_effect_or_is_refused(distro_api, start, tiny_mod
     # The derived rule was rebuilt for the frame (the engine's scene-cut test reads it).
     assert running.node.pipeline.completer.config.scene_cut_factor == 8.0
     assert running.node.pipeline.completer._scene_cut_rule.factor == 8.0
+
+
+def test_the_extrinsic_override_is_set_one_parameter_at_a_time(start, tiny_model_dir, frame):
+    from lrda_ros.geometry import RigidTransform
+
+    true = RigidTransform.from_matrix(frame.T_cam_lidar)
+    running = start(tiny_model_dir, **{'lidar_to_camera.matrix': [0.0],
+                                       'lidar_to_camera.translation': [0.1, -0.2, 0.3]})
+    node = running.node
+    # Only the translation: no rotation (hand-computed: the identity).
+    expected = np.eye(4)
+    expected[:3, 3] = [0.1, -0.2, 0.3]
+    np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), expected, atol=1e-12)
+    # A quarter turn about z alone, on top: [0, 0, sin 45°, cos 45°].
+    half = np.sqrt(0.5)
+    assert running.set('lidar_to_camera.rotation', [0.0, 0.0, half, half]).successful
+    expected[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
+    np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), expected, atol=1e-12)
+    # Each part of the true extrinsic in turn: frames are completed with it.
+    assert running.set('lidar_to_camera.rotation',
+                       [float(v) for v in true.quaternion_xyzw()]).successful
+    assert running.set('lidar_to_camera.translation',
+                       [float(v) for v in true.translation]).successful
+    np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), frame.T_cam_lidar,
+                               atol=1e-9)
+    assert np.isfinite(running.depth(frame)).mean() > 0.9
+    refused = running.set('lidar_to_camera.rotation', [0.0, 0.0, 1.0])
+    assert not refused.successful and 'needs 4 values' in refused.reason

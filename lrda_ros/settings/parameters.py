@@ -215,9 +215,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   '(ignored when an override below is set or tf2_ros is missing).'),
     ParameterSpec('lidar_to_camera.translation', [0.0], 'Override: translation [x, y, z] (m) of '
                   'T_camera_lidar (maps LiDAR points into the camera optical frame); [] or [0.0] '
-                  'for none.'),
+                  'for none: no shift when only the rotation is set.'),
     ParameterSpec('lidar_to_camera.rotation', [0.0], 'Override: rotation quaternion [x, y, z, '
-                  'w] of T_camera_lidar.'),
+                  'w] of T_camera_lidar; [] or [0.0] for none: no rotation when only the '
+                  'translation is set.'),
     ParameterSpec('lidar_to_camera.matrix', [0.0], 'Override: row-major 4x4 T_camera_lidar (16 '
                   'values); wins over translation/rotation.'),
     ParameterSpec('tf_timeout', 0.05, 'Seconds to wait for a transform.', 0.0, 10.0),
