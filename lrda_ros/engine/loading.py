@@ -70,6 +70,39 @@ class ModelLoadError(ModelError):
     """The depth model could not be loaded; the message says what to pass instead."""
 
 
+#: What safetensors and torch.load say of a weights file cut short or damaged.
+_DAMAGED_FILE_SIGNS = ('deserializing header', 'file not fully covered', 'header too small',
+                       'failed finding central directory', 'failed reading zip archive',
+                       'Ran out of input', 'unexpected EOF', 'invalid load key',
+                       'MetadataIncompleteBuffer', 'HeaderTooLarge', 'InvalidHeader')
+_WEIGHT_SUFFIXES = ('.safetensors', '.pth', '.pt', '.bin')
+
+
+def damaged_weights_error(text: str, error: BaseException) -> ModelLoadError | None:
+    """
+    Return the one-line error for a truncated or corrupt weights file (None: not that).
+
+    An interrupted download or copy leaves a file its reader cannot parse; listing every model
+    form the loader accepts would not help there, naming the file does.
+    """
+    chain, cause = [], error
+    while cause is not None and len(chain) < 5:
+        chain.append(f'{type(cause).__name__}: {cause}')
+        cause = cause.__cause__
+    found = next((line for line in chain if any(sign in line for sign in _DAMAGED_FILE_SIGNS)),
+                 None)
+    if found is None:
+        return None
+    path = Path(text).expanduser()
+    files = ([path] if path.is_file() else sorted(
+        child for child in path.iterdir() if child.suffix in _WEIGHT_SUFFIXES)
+        if path.is_dir() else [])
+    named = ', '.join(str(file) for file in files) or repr(text)
+    reason = found.split('. ')[0].split('\n')[0]
+    return ModelLoadError(f'the weights file {named} of model {text!r} is truncated or corrupt '
+                          f'({reason}): copy or download it again')
+
+
 def demo_prior_dir() -> Path:
     """Return the folder of the embedded demo prior (Hugging Face layout)."""
     return Path(__file__).resolve().parents[1] / 'weights' / 'demo_prior'
@@ -160,10 +193,13 @@ def _network_of(family: str, load, text: str, local_files_only: bool) -> torch.n
     """Run a family's loader; any failure becomes one ModelLoadError saying what to pass."""
     try:
         return load(text, local_files_only, hub_unreachable_reason)
-    except ModelError as error:
-        raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
-                             ) from error
     except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
+        damaged = damaged_weights_error(text, error)
+        if damaged is not None:
+            raise damaged from error
+        if isinstance(error, ModelError):
+            raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
+                                 ) from error
         raise ModelLoadError(f'cannot load {family} {text!r} ({type(error).__name__}: '
                              f'{error}). {_HOW_TO_PASS}') from error
 
@@ -222,10 +258,13 @@ def _load_network(text: str, depth_estimation_type: str | None, max_depth: float
             network = _load_hub(text, local_files_only)
     except ModelLoadError:
         raise
-    except CheckpointError as error:
-        raise ModelLoadError(
-            f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
     except Exception as error:  # transformers/hub raise many types: all mean "not loadable"
+        damaged = damaged_weights_error(text, error)
+        if damaged is not None:
+            raise damaged from error
+        if isinstance(error, CheckpointError):
+            raise ModelLoadError(
+                f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
         raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
                              f'{_HOW_TO_PASS}') from error
     if getattr(network.config, 'model_type', None) != 'depth_anything':
