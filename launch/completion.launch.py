@@ -45,12 +45,12 @@ from launch.actions import (
     DeclareLaunchArgument, EmitEvent, ExecuteProcess, GroupAction, OpaqueFunction,
     RegisterEventHandler, SetEnvironmentVariable, Shutdown)
 from launch.conditions import IfCondition, InvalidConditionExpressionError, UnlessCondition
+from launch.event_handlers import OnProcessStart
 from launch.events import matches_action
 import launch.logging
 from launch.substitutions import LaunchConfiguration
 from launch.utilities import perform_substitutions
 from launch_ros.actions import LifecycleNode, Node, SetParameter, SetParametersFromFile
-from launch.event_handlers import OnProcessStart
 from launch_ros.event_handlers import OnStateTransition
 from launch_ros.events.lifecycle import ChangeState
 from launch_ros.utilities import prefix_namespace

@@ -13,7 +13,7 @@
 # limitations under the License.
 
 """
-Run-time parameter changes over DDS: checked as at start-up, applied between frames, on every distro.
+Run-time parameter changes over DDS: checked as at start-up, applied between frames.
 
 rclpy's pre-set and post-set parameter callbacks exist from Iron on; Humble has only on-set.
 The node is run here also with those two hidden, as on Humble, and must behave the same.
@@ -67,7 +67,7 @@ class Running:
         self.client = self.client_node.create_client(
             SetParameters, f'{namespace}/completion_node/set_parameters')
 
-    def set(self, name: str, value):
+    def set_parameter(self, name: str, value):
         """Set one parameter through the node's service; return its SetParametersResult."""
         executor = SingleThreadedExecutor(context=self.context)
         executor.add_node(self.node)
@@ -111,12 +111,12 @@ def test_changes_are_typed_checked_and_applied_with_or_without_iron_callbacks(
     running = start(tiny_model_dir)
     node = running.node
     assert all(hasattr(node, name) == (distro_api == 'rclpy') for name in IRON_CALLBACKS)
-    result = running.set('max_depth', 6)  # an integer, as `ros2 param set ... 6` sends it
+    result = running.set_parameter('max_depth', 6)  # an integer: `ros2 param set ... 6` sends it
     assert result.successful, result.reason
     assert node.settings.tto.max_depth == 6.0
-    refused = running.set('max_depth', 'far')
+    refused = running.set_parameter('max_depth', 'far')
     assert not refused.successful and "'max_depth'" in refused.reason
-    refused = running.set('min_depth', 7.0)  # beyond max_depth: a check across parameters
+    refused = running.set_parameter('min_depth', 7.0)  # beyond max_depth: a cross check
     assert not refused.successful and 'must exceed min_depth' in refused.reason
     assert node.settings.tto.max_depth == 6.0
     depth = running.depth(frame)
@@ -129,10 +129,10 @@ def test_schedule_fast_on_unidepth_is_refused_and_the_node_runs_on(distro_api, s
                                                                    frame):
     model = write_official_checkpoint(tmp_path / 'unidepth', tiny_unidepth_network())
     running = start(model, iterations=3)
-    refused = running.set('schedule', 'fast')
+    refused = running.set_parameter('schedule', 'fast')
     assert not refused.successful
     assert "'schedule'" in refused.reason and "use 'adaptive' or 'paper'" in refused.reason
-    refused = running.set('tail_strips', 2)
+    refused = running.set_parameter('tail_strips', 2)
     assert not refused.successful and "'tail_strips'" in refused.reason
     assert running.node.get_parameter('schedule').value == 'adaptive'
     assert running.node.get_parameter('tail_strips').value == 1
@@ -143,10 +143,11 @@ def test_schedule_fast_on_unidepth_is_refused_and_the_node_runs_on(distro_api, s
 
 def test_scene_cut_factor_takes_effect_or_is_refused(distro_api, start, tiny_model_dir, frame):
     running = start(tiny_model_dir)
-    refused = running.set('scene_cut_factor', 8.0)  # the 'adaptive' schedule has no such rule
+    # The 'adaptive' schedule has no such rule.
+    refused = running.set_parameter('scene_cut_factor', 8.0)
     assert not refused.successful and "'paper'" in refused.reason
-    assert running.set('schedule', 'paper').successful
-    assert running.set('scene_cut_factor', 8.0).successful
+    assert running.set_parameter('schedule', 'paper').successful
+    assert running.set_parameter('scene_cut_factor', 8.0).successful
     running.depth(frame)
     # The derived rule was rebuilt for the frame (the engine's scene-cut test reads it).
     assert running.node.pipeline.completer.config.scene_cut_factor == 8.0
@@ -166,16 +167,16 @@ def test_the_extrinsic_override_is_set_one_parameter_at_a_time(start, tiny_model
     np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), expected, atol=1e-12)
     # A quarter turn about z alone, on top: [0, 0, sin 45°, cos 45°].
     half = np.sqrt(0.5)
-    assert running.set('lidar_to_camera.rotation', [0.0, 0.0, half, half]).successful
+    assert running.set_parameter('lidar_to_camera.rotation', [0.0, 0.0, half, half]).successful
     expected[:3, :3] = [[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]
     np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), expected, atol=1e-12)
     # Each part of the true extrinsic in turn: frames are completed with it.
-    assert running.set('lidar_to_camera.rotation',
-                       [float(v) for v in true.quaternion_xyzw()]).successful
-    assert running.set('lidar_to_camera.translation',
-                       [float(v) for v in true.translation]).successful
+    assert running.set_parameter('lidar_to_camera.rotation',
+                                 [float(v) for v in true.quaternion_xyzw()]).successful
+    assert running.set_parameter('lidar_to_camera.translation',
+                                 [float(v) for v in true.translation]).successful
     np.testing.assert_allclose(node.settings.extrinsic.as_matrix(), frame.T_cam_lidar,
                                atol=1e-9)
     assert np.isfinite(running.depth(frame)).mean() > 0.9
-    refused = running.set('lidar_to_camera.rotation', [0.0, 0.0, 1.0])
+    refused = running.set_parameter('lidar_to_camera.rotation', [0.0, 0.0, 1.0])
     assert not refused.successful and 'needs 4 values' in refused.reason

@@ -71,7 +71,7 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument('autostart', 'true', 'With lifecycle:=true: configure and activate the node '
                    'at start; false leaves it unconfigured for a lifecycle manager.'),
     LaunchArgument('respawn', 'false', 'Restart the node whenever it exits (a robot that must '
-                   'keep depth coming); false (default): the node\'s exit ends the launch, with '
+                   "keep depth coming); false (default): the node's exit ends the launch, with "
                    'exit code 1 when it failed, so a start-up error or a defect is seen at once '
                    'instead of hidden behind restarts.'),
     LaunchArgument('respawn_delay', '0.0', 'With respawn:=true: seconds to wait before each '
