@@ -77,7 +77,7 @@ from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
 from ..messages.compressed import compressed_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model
+from ..messages.conversions import camera_info_to_camera_model, UnsupportedEncodingError
 from ..messages.stamps import (
     latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
 from ..messages.sync_losses import SUPERSEDED
@@ -425,6 +425,9 @@ class CompletionCore:
         try:
             rgb = (compressed_image_to_rgb(image) if settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
+        except UnsupportedEncodingError as error:
+            self._drop(camera, 'unsupported_encoding', f'image: {error}', 'image')
+            return None
         except InputError as error:
             self._drop(camera, 'malformed', f'image: {error}', 'image')
             return None
