@@ -54,7 +54,7 @@ def message(encoding: str, pixels: np.ndarray, padding: int = 0, big_endian: boo
 
 
 def to_8_bits(values: np.ndarray) -> np.ndarray:
-    """OpenCV's 16 -> 8 bit scaling (convertTo with 255 / 65535; all values are positive)."""
+    """Scale 16 bits to 8 as OpenCV's convertTo with 255 / 65535 (all values are positive)."""
     return cv2.convertScaleAbs(values, alpha=255.0 / 65535.0)
 
 

@@ -49,7 +49,7 @@ def encoded(rgb: np.ndarray, stamp_ns: int, encoding: str):
 
 
 @pytest.mark.parametrize('encoding', ['bayer_rggb8', 'yuv422_yuy2'])
-def test_a_bayer_or_yuv_camera_gives_depth(system, frames, encoding):
+def test_a_bayer_or_yuv_camera_gives_depth(system, frames, encoding):  # noqa: F811
     node, harness, executor = system()
     stamp = 5_000_000_000
     harness.publish(frames[0], stamp, image=encoded(frames[0].rgb, stamp, encoding))
@@ -60,7 +60,7 @@ def test_a_bayer_or_yuv_camera_gives_depth(system, frames, encoding):
     assert np.isfinite(depth).mean() > 0.99
 
 
-def test_an_unsupported_encoding_is_one_counted_drop_naming_the_fix(system, frames):
+def test_an_unsupported_encoding_is_one_counted_drop_naming_the_fix(system, frames):  # noqa: F811
     node, harness, executor = system()
     stamp = 6_000_000_000
     harness.publish(frames[0], stamp, image=encoded(frames[0].rgb, stamp, 'nv21'))
