@@ -22,8 +22,8 @@ one error line before any process starts; a missing rviz2 is a warning. By defau
 exit ends the launch: with exit code 0 after Ctrl-C, with exit code 1 when the node could not
 start (or, with lifecycle:=true autostart:=true, could not be configured), so scripts and
 operators see the failure instead of a launch that runs on without depth. respawn:=true restarts
-the node instead (after respawn_delay seconds; a managed node is configured and activated again
-with autostart).
+the node instead (after respawn_delay seconds); a managed node restarts unconfigured, so it is
+refused with autostart:=true (its lifecycle manager brings it up).
 
 Only substitutions, conditions and actions that Humble's launch and launch_ros have are used
 (no NotEqualsSubstitution: a condition with a predicate instead).
@@ -45,7 +45,6 @@ from launch.actions import (
     DeclareLaunchArgument, EmitEvent, ExecuteProcess, GroupAction, OpaqueFunction,
     RegisterEventHandler, SetEnvironmentVariable, Shutdown)
 from launch.conditions import IfCondition, InvalidConditionExpressionError, UnlessCondition
-from launch.event_handlers import OnProcessStart
 from launch.events import matches_action
 import launch.logging
 from launch.substitutions import LaunchConfiguration
@@ -128,6 +127,13 @@ def _check_arguments(context):
     if not delay >= 0.0:
         value = LaunchConfiguration('respawn_delay').perform(context)
         raise LaunchArgumentError(f'respawn_delay:={value!r} is not a number of seconds >= 0')
+    if all(_is_true(context, name) for name in ('respawn', 'lifecycle', 'autostart')):
+        # A crashed node's services stay in the ROS graph for seconds: a configure request sent
+        # when its replacement starts can reach neither, and launch waits for it forever.
+        raise LaunchArgumentError(
+            'respawn:=true with lifecycle:=true autostart:=true: a restarted managed node cannot '
+            'be configured again reliably by launch; use respawn with the plain node, or '
+            'autostart:=false and a lifecycle manager that brings the restarted node up')
     params_file = LaunchConfiguration('params_file').perform(context)
     if not os.path.isfile(params_file):
         raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
@@ -236,9 +242,7 @@ def _completion_nodes(context):
         RegisterEventHandler(OnStateTransition(
             target_lifecycle_node=managed, start_state='configuring', goal_state='unconfigured',
             entities=[OpaqueFunction(function=_configure_failed)])),
-        # On every start of the process: a respawned node is configured again too.
-        RegisterEventHandler(OnProcessStart(
-            target_action=managed, on_start=[change_state(Transition.TRANSITION_CONFIGURE)])),
+        change_state(Transition.TRANSITION_CONFIGURE),
     ])
     # Global parameters apply in order: the file first, so the overridden parameters (when
     # given) and use_sim_time override it.
