@@ -139,12 +139,12 @@ def keep_declared_types(node: Node, parameters: Iterable[Parameter]) -> None:
                 node.get_parameter(parameter.name).type_.value
 
 
-def watch_parameters(node: Node, validate: Callable[[list[Parameter]], str | None],
+def watch_parameters(node: Node, validate: Callable[[list[Parameter]], Any],
                      apply: Callable[[list[Parameter]], None]) -> None:
     """
     Register the parameter callbacks: coerce types, ``validate`` a change, ``apply`` it.
 
-    ``validate`` returns the reason to refuse a change (None: accept); ``apply`` rebuilds the
+    ``validate`` raises InvalidParameterError to refuse a change; ``apply`` rebuilds the
     node's state from its parameters with the change applied. From Iron on these are rclpy's
     pre-set, on-set and post-set callbacks. Humble has only on-set: values are coerced when
     read (:func:`parameter_values`), and ``apply`` runs at the end of an accepting on-set call
@@ -155,10 +155,11 @@ def watch_parameters(node: Node, validate: Callable[[list[Parameter]], str | Non
     post_set = getattr(node, 'add_post_set_parameters_callback', None)
 
     def on_set(parameters: list[Parameter]) -> SetParametersResult:
-        reason = validate(parameters)
-        if reason is not None:
+        try:
+            validate(parameters)
+        except InvalidParameterError as error:
             keep_declared_types(node, parameters)
-            return SetParametersResult(successful=False, reason=reason)
+            return SetParametersResult(successful=False, reason=str(error))
         if post_set is None:
             apply(parameters)
         return SetParametersResult(successful=True)

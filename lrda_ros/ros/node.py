@@ -72,7 +72,7 @@ from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
-from ..errors import ConfigError, InputError
+from ..errors import InputError
 from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
@@ -83,6 +83,7 @@ from ..messages.stamps import (
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
+from ..settings.changes import changed_settings
 
 NODE_NAME = 'completion_node'
 #: attribute -> (type, topic) of every output but /diagnostics.
@@ -151,7 +152,7 @@ class CompletionCore:
         # starts there.
         self._slots = LatestSlots([camera.name for camera in self.cameras])
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        watch_parameters(self, self._refusal, self._apply_parameters)
+        watch_parameters(self, self._settings_with, self._apply_parameters)
         # A steady clock: under use_sim_time the ROS clock stands still without /clock and
         # jumps back whenever a replayed bag loops, and a ROS-time timer goes silent with it.
         self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics,
@@ -272,43 +273,24 @@ class CompletionCore:
 
     def _settings_with(self, parameters: list) -> NodeSettings:
         """Return the settings with ``parameters`` changed; raise InvalidParameterError."""
-        settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
         with self._settings_lock:
             pipeline = self.pipeline
-        if pipeline is not None:  # as at start-up: the loaded model must run the options
-            try:
-                pipeline.completer.model_option_notices(settings.tto)
-            except ConfigError as error:
-                raise InvalidParameterError(error.field, str(error)) from error
-        if settings.uses_tf_extrinsic and self._tf is None and pipeline is not None:
-            changed = [p.name for p in parameters if p.name.startswith('lidar_to_camera.')]
-            raise InvalidParameterError(
-                (changed or ['lidar_to_camera.use_tf'])[0], 'the node started with the '
-                'override and without tf2, so it cannot look the transform up now: give the '
-                'override (translation/rotation or matrix), or restart with it unset')
-        return settings
-
-    def _refusal(self, parameters: list) -> str | None:
-        """Return why a parameter change cannot run (None: it can)."""
-        try:
-            self._settings_with(parameters)
-        except InvalidParameterError as error:
-            return str(error)
-        return None
+        check = pipeline.completer.model_option_notices if pipeline is not None else None
+        return changed_settings(parameter_values(self, PARAMETERS, parameters), check,
+                                self._tf is not None, [p.name for p in parameters])
 
     def _apply_parameters(self, parameters: list) -> None:
-        """
-        Store the settings with an accepted change; the worker takes them between frames.
-
-        The worker reads the settings once per round of frames and reconfigures the pipeline
-        then, so no frame mixes old and new values.
-        """
+        """Store the changed settings: the worker takes them between frames (_frame_settings)."""
         settings = self._settings_with(parameters)
         with self._settings_lock:
             self.settings = settings
 
     def _frame_settings(self) -> tuple[NodeSettings, CompletionPipeline]:
-        """Return the settings of the next frames and the pipeline, reconfigured to them."""
+        """
+        Return the settings of the next frames and the pipeline, reconfigured to them.
+
+        Taken once per round of frames, so no frame mixes old and new values.
+        """
         with self._settings_lock:
             settings, pipeline = self.settings, self.pipeline
             if pipeline.completer.config is not settings.tto:
