@@ -53,14 +53,8 @@ RGB_ENCODINGS = {
     'bgra8': ((2, 1, 0), 4),
     'mono8': ((0, 0, 0), 1),
 }
-# 16-bit encoding -> channel indices that give R, G, B, and the number of 16-bit channels.
-RGB16_ENCODINGS = {
-    'rgb16': ((0, 1, 2), 3),
-    'bgr16': ((2, 1, 0), 3),
-    'rgba16': ((0, 1, 2), 4),
-    'bgra16': ((2, 1, 0), 4),
-    'mono16': ((0, 0, 0), 1),
-}
+# Their 16-bit forms (rgb16, ..., mono16): the same channels of two bytes each.
+RGB16_ENCODINGS = {name.replace('8', '16'): layout for name, layout in RGB_ENCODINGS.items()}
 # Bayer encoding -> colours of the pattern's top-left 2x2 cell in raster order, and bit depth.
 BAYER_ENCODINGS = {f'bayer_{pattern}{bits}': (pattern, bits)
                    for pattern in ('rggb', 'bggr', 'gbrg', 'grbg') for bits in (8, 16)}
