@@ -180,3 +180,10 @@ def test_the_extrinsic_override_is_set_one_parameter_at_a_time(start, tiny_model
     assert np.isfinite(running.depth(frame)).mean() > 0.9
     refused = running.set_parameter('lidar_to_camera.rotation', [0.0, 0.0, 1.0])
     assert not refused.successful and 'needs 4 values' in refused.reason
+    # Removed part by part: tf2 then gives the transform, where the node listens to it.
+    assert running.set_parameter('lidar_to_camera.translation', [0.0]).successful
+    removed = running.set_parameter('lidar_to_camera.rotation', [0.0])
+    if node._tf is None:  # tf2_ros missing: the override cannot go
+        assert not removed.successful and 'does not listen to tf2' in removed.reason
+    else:
+        assert removed.successful and node.settings.extrinsic is None

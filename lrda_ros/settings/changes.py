@@ -39,7 +39,7 @@ def changed_settings(values: Mapping[str, Any],
     ``check_model``: the loaded model's check of engine options (the completer's
     ``model_option_notices``; None before a model is loaded); ``listens_to_tf``: whether the
     node looks transforms up (not when it started with an extrinsic override); ``changed``: the
-    names of the parameters that change.
+    names of the parameters that change (removing the override is refused without tf2).
     """
     settings = NodeSettings.from_values(values)
     if check_model is None:
@@ -48,10 +48,10 @@ def changed_settings(values: Mapping[str, Any],
         check_model(settings.tto)
     except ConfigError as error:
         raise InvalidParameterError(error.field, str(error)) from error
-    if settings.uses_tf_extrinsic and not listens_to_tf:
-        override = [name for name in changed if name.startswith('lidar_to_camera.')]
+    override = [name for name in changed if name.startswith('lidar_to_camera.')]
+    if override and settings.uses_tf_extrinsic and not listens_to_tf:
         raise InvalidParameterError(
-            (override or ['lidar_to_camera.use_tf'])[0], 'the node started with the override '
-            'and without tf2, so it cannot look the transform up now: give the override '
-            '(translation/rotation or matrix), or restart with it unset')
+            override[0], 'the node does not listen to tf2 (it started with the override, or '
+            'tf2_ros is missing), so it cannot look the transform up: keep an override '
+            '(translation/rotation or matrix), or restart without one')
     return settings
