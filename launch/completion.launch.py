@@ -15,12 +15,18 @@
 """
 Launch the depth completion node, optionally managed, with rviz2 and a rosbag2 replay.
 
-Boolean arguments (use_sim_time, lifecycle, autostart, rviz, bag_loop) are read by launch's
-own conditions: true or false, 1 or 0, in any case. An argument that cannot work (a missing
-params file, a word that is not a boolean, bag:= without rosbag2) stops the launch with one
-error line before any process starts; a missing rviz2 is a warning. The node's exit ends the
-launch: with exit code 0 after Ctrl-C, with exit code 1 when the node could not start (or,
-with lifecycle:=true autostart:=true, could not be configured), so scripts see the failure.
+Boolean arguments (use_sim_time, lifecycle, autostart, rviz, bag_loop, respawn) are read by
+launch's own conditions: true or false, 1 or 0, in any case. An argument that cannot work (a
+missing params file, a word that is not a boolean, bag:= without rosbag2) stops the launch with
+one error line before any process starts; a missing rviz2 is a warning. By default the node's
+exit ends the launch: with exit code 0 after Ctrl-C, with exit code 1 when the node could not
+start (or, with lifecycle:=true autostart:=true, could not be configured), so scripts and
+operators see the failure instead of a launch that runs on without depth. respawn:=true restarts
+the node instead (after respawn_delay seconds); a managed node restarts unconfigured, so it is
+refused with autostart:=true (its lifecycle manager brings it up).
+
+Only substitutions, conditions and actions that Humble's launch and launch_ros have are used
+(no NotEqualsSubstitution: a condition with a predicate instead).
 
 Examples::
 
@@ -34,14 +40,14 @@ Examples::
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription, Substitution
+from launch import Condition, LaunchDescription, Substitution
 from launch.actions import (
     DeclareLaunchArgument, EmitEvent, ExecuteProcess, GroupAction, OpaqueFunction,
     RegisterEventHandler, SetEnvironmentVariable, Shutdown)
 from launch.conditions import IfCondition, InvalidConditionExpressionError, UnlessCondition
 from launch.events import matches_action
 import launch.logging
-from launch.substitutions import LaunchConfiguration, NotEqualsSubstitution
+from launch.substitutions import LaunchConfiguration
 from launch.utilities import perform_substitutions
 from launch_ros.actions import LifecycleNode, Node, SetParameter, SetParametersFromFile
 from launch_ros.event_handlers import OnStateTransition
@@ -58,7 +64,7 @@ OVERRIDDEN_PARAMETERS = ('model', 'device', 'processing_size', 'time_budget')
 #: The numeric ones, checked here: rcl silently drops a ``-p`` value whose type differs from
 #: the params file's (processing_size:=abc or :=266.0 would leave the file's value in force).
 NUMERIC_ARGUMENTS = {'processing_size': (int, 'an integer'), 'time_budget': (float, 'a number')}
-BOOLEAN_ARGUMENTS = ('use_sim_time', 'lifecycle', 'autostart', 'rviz', 'bag_loop')
+BOOLEAN_ARGUMENTS = ('use_sim_time', 'lifecycle', 'autostart', 'rviz', 'bag_loop', 'respawn')
 
 
 class LaunchArgumentError(ValueError):
@@ -114,6 +120,20 @@ def _check_arguments(context):
                 kind(value)
         except ValueError:
             raise LaunchArgumentError(f'{name}:={value!r} is not {what}') from None
+    try:
+        delay = float(LaunchConfiguration('respawn_delay').perform(context))
+    except ValueError:
+        delay = -1.0
+    if not delay >= 0.0:
+        value = LaunchConfiguration('respawn_delay').perform(context)
+        raise LaunchArgumentError(f'respawn_delay:={value!r} is not a number of seconds >= 0')
+    if all(_is_true(context, name) for name in ('respawn', 'lifecycle', 'autostart')):
+        # A crashed node's services stay in the ROS graph for seconds: a configure request sent
+        # when its replacement starts can reach neither, and launch waits for it forever.
+        raise LaunchArgumentError(
+            'respawn:=true with lifecycle:=true autostart:=true: a restarted managed node cannot '
+            'be configured again reliably by launch; use respawn with the plain node, or '
+            'autostart:=false and a lifecycle manager that brings the restarted node up')
     params_file = LaunchConfiguration('params_file').perform(context)
     if not os.path.isfile(params_file):
         raise LaunchArgumentError(f'params_file {params_file!r} does not exist')
@@ -132,9 +152,9 @@ def _check_arguments(context):
 
 
 def _end_with_node(event, context):
-    """End the launch with the node; a failed node fails the launch (exit code 1)."""
-    if context.is_shutdown:
-        return None  # the launch is ending already (Ctrl-C, or another failure)
+    """End the launch with the node (unless respawned); a failed node fails it (exit code 1)."""
+    if context.is_shutdown or _is_true(context, 'respawn'):
+        return None  # the launch is ending already (Ctrl-C, another failure), or restarts it
     if event.returncode == 0:
         return [Shutdown(reason=f'{NODE_NAME} exited')]
     # launch logs an exception raised here as an error, shuts everything down and makes
@@ -166,8 +186,9 @@ def _use_sim_time():
             SetParameter(name='use_sim_time', value=False, condition=UnlessCondition(flag))]
 
 
-def _given(name: str) -> IfCondition:
-    return IfCondition(NotEqualsSubstitution(LaunchConfiguration(name), ''))
+def _given(name: str) -> Condition:
+    """Return a condition true when argument ``name`` is not empty (Humble has no NotEquals)."""
+    return Condition(predicate=lambda context: LaunchConfiguration(name).perform(context) != '')
 
 
 def camera_list(text: str) -> list[str]:
@@ -186,11 +207,18 @@ def _cameras(context):
     return actions
 
 
-def _completion_nodes():
-    """Return the node (plain, or managed with autostart) with its parameters in one scope."""
+def _completion_nodes(context):
+    """
+    Return the node (plain, or managed with autostart) with its parameters in one scope.
+
+    Built when the arguments are known: launch takes ``respawn_delay`` as a number only, on
+    every distro, not as a substitution.
+    """
     namespace = LaunchConfiguration('namespace')
     lifecycle = LaunchConfiguration('lifecycle')
     options = {
+        'respawn': _is_true(context, 'respawn'),
+        'respawn_delay': float(LaunchConfiguration('respawn_delay').perform(context)),
         'package': 'lrda_ros', 'name': NODE_NAME, 'namespace': namespace, 'output': 'screen',
         'emulate_tty': True,
         'remappings': [(topic, LaunchConfiguration(topic))
@@ -218,7 +246,7 @@ def _completion_nodes():
     ])
     # Global parameters apply in order: the file first, so the overridden parameters (when
     # given) and use_sim_time override it.
-    return GroupAction([
+    return [GroupAction([
         SetParametersFromFile(LaunchConfiguration('params_file')),
         *_use_sim_time(),
         *[SetParameter(name=name, value=LaunchConfiguration(name), condition=_given(name))
@@ -226,7 +254,7 @@ def _completion_nodes():
         OpaqueFunction(function=_cameras),
         plain,
         GroupAction(scoped=False, condition=IfCondition(lifecycle), actions=[managed, autostart]),
-    ])
+    ])]
 
 
 def _rviz(share: str):
@@ -258,7 +286,7 @@ def generate_launch_description():
         *transports,
         # First: an exception here ends the launch before anything below starts.
         OpaqueFunction(function=_check_arguments),
-        _completion_nodes(),
+        OpaqueFunction(function=_completion_nodes),
         *_rviz(share),
         bag_player,
     ])

@@ -30,7 +30,7 @@ from typing import Callable, Hashable, Sequence
 
 import numpy as np
 
-from .engine import CompletionResult, DepthCompleter, EncodedFrame
+from .engine import CompletionResult, DepthCompleter, EncodedFrame, TTOConfig
 from .errors import InputError
 from .geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
@@ -90,6 +90,21 @@ def mark_far(depth: np.ndarray, max_depth: float, far_depth: str,
         beyond |= sky
     marked = depth.copy()
     marked[beyond] = np.inf if far_depth == 'too_far' else np.nan
+    return marked
+
+
+def mark_near(depth: np.ndarray, min_depth: float) -> np.ndarray:
+    """
+    Return ``depth`` with -Inf, REP 118's "too close", where the engine clamped it at min_depth.
+
+    The engine clamps the aligned depth at ``min_depth``; what lies there was predicted nearer.
+    NaN and +Inf pass unchanged.
+    """
+    near = depth <= min_depth * (1.0 + 1e-4)
+    if not near.any():
+        return depth
+    marked = depth.copy()
+    marked[near] = -np.inf
     return marked
 
 
@@ -209,7 +224,7 @@ def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np
     Run the engine on an image and its sparse map; return (published depth, engine result).
 
     The published depth is the engine's with ``far_depth`` beyond its far limit and on the
-    sky (:func:`mark_far`). Every completion (node,
+    sky (:func:`mark_far`) and -Inf at its near limit (:func:`mark_near`). Every completion (node,
     bag and dataset evaluation) ends here. Engine errors (too few LiDAR points under the
     'error' policy, non-finite network output) propagate to the caller. ``intrinsics`` (the
     image's K) goes to models that take the camera. ``stream`` (a camera's name) picks whose
@@ -218,7 +233,8 @@ def complete_sparse(completer: DepthCompleter, rgb: np.ndarray, sparse_depth: np
     result = completer.complete(rgb, sparse_depth, deadline, should_stop, intrinsics, stream,
                                 encoded)
     config = completer.config
-    return mark_far(result.depth, config.max_depth, config.far_depth, result.sky), result
+    depth = mark_far(result.depth, config.max_depth, config.far_depth, result.sky)
+    return mark_near(depth, config.min_depth), result
 
 
 class CompletionPipeline:
@@ -232,6 +248,17 @@ class CompletionPipeline:
         self.holdout = holdout
         self.fusion = fusion
         self._fusion_states: dict[Hashable, TemporalFusion] = {}
+
+    def reconfigure(self, config: TTOConfig, projection: ProjectionConfig,
+                    holdout: HoldoutRule) -> None:
+        """
+        Run the next frames with these settings: call between frames, never during one.
+
+        Raise ConfigError (nothing changed) for an engine option the model cannot honour.
+        """
+        self.completer.reconfigure(config)
+        self.projection = projection
+        self.holdout = holdout
 
     def reset(self, stream: Hashable = None) -> None:
         """Start ``stream`` (a camera) anew: its next frame is cold and fused with nothing."""

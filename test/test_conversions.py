@@ -190,8 +190,8 @@ def test_image_to_rgb_encodings(encoding, pixels, expected, padding):
 def test_image_errors():
     with pytest.raises(UnsupportedEncodingError, match="'16UC1'.*depth_image_to_array"):
         image_to_rgb(image_msg(np.zeros((2, 2), np.uint16), '16UC1'))
-    with pytest.raises(UnsupportedEncodingError, match=r"'yuv422'.*supported: \['bgr8'"):
-        image_to_rgb(Image(height=1, width=1, encoding='yuv422', step=2))
+    with pytest.raises(UnsupportedEncodingError, match=r"'nv21'.*supported: rgb8, bgr8"):
+        image_to_rgb(Image(height=1, width=1, encoding='nv21', step=2))
     truncated = image_msg(RGB, 'rgb8', padding=2)
     truncated.data = bytes(truncated.data)[:-1]
     with pytest.raises(MalformedMessageError, match='expected height 5 x step 23'):

@@ -71,7 +71,7 @@ def test_mask_argument():
     assert m.mae == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize('bad', [-np.inf, 0.0, -2.0])
+@pytest.mark.parametrize('bad', [0.0, -2.0])
 def test_invalid_prediction_is_counted_not_nan(bad):
     pred = PRED.copy()
     pred[0, 0] = bad
@@ -89,6 +89,16 @@ def test_too_far_is_an_answer_scored_at_the_upper_clamp():
     m = compute_metrics(pred, GT, max_depth=80.0)
     assert m.num_invalid_pred == 0 and m.num_no_depth == 0 and m.coverage == 1.0
     assert m.mae == pytest.approx(compute_metrics(clamped, GT, max_depth=80.0).mae)
+
+
+def test_too_close_is_an_answer_scored_at_the_lower_clamp():
+    pred = PRED.copy()
+    pred[0, 0] = -np.inf  # REP 118: too close (the node's near limit, min_depth)
+    clamped = PRED.copy()
+    clamped[0, 0] = 0.5
+    m = compute_metrics(pred, GT, min_depth=0.5)
+    assert m.num_invalid_pred == 0 and m.num_no_depth == 0 and m.coverage == 1.0
+    assert m.mae == pytest.approx(compute_metrics(clamped, GT, min_depth=0.5).mae)
 
 
 def test_nan_prediction_is_no_depth_left_out_and_counted():

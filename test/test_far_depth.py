@@ -12,14 +12,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 
-"""``far_depth``: what published depth holds beyond max_depth and on a model's sky."""
+"""REP 118 at the limits: far_depth beyond max_depth and on the sky, -Inf below min_depth."""
 
 from __future__ import annotations
 
 from lrda_ros.engine import TTOConfig
 from lrda_ros.errors import ConfigError
 from lrda_ros.geometry.projection import backproject_depth
-from lrda_ros.pipeline import mark_far
+from lrda_ros.pipeline import mark_far, mark_near
 import numpy as np
 import pytest
 
@@ -61,3 +61,14 @@ def test_an_unknown_far_depth_is_refused():
     with pytest.raises(ConfigError) as error:
         TTOConfig(far_depth='max')
     assert error.value.field == 'far_depth' and 'too_far, no_depth, clamp' in str(error.value)
+
+
+def test_below_reach_is_too_close_as_rep_118_says():
+    # The engine clamps at min_depth 0.5: those pixels were predicted nearer.
+    engine = np.array([[0.5, 0.5001, 3.0], [np.nan, np.inf, 0.5]], np.float32)
+    published = mark_near(engine, 0.5)
+    expected = np.array([[-np.inf, 0.5001, 3.0], [np.nan, np.inf, -np.inf]], np.float32)
+    np.testing.assert_array_equal(published, expected)
+    assert published.dtype == np.float32
+    untouched = np.array([[1.0, 2.0]], np.float32)
+    assert mark_near(untouched, 0.5) is untouched  # nothing near: no copy

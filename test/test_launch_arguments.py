@@ -92,9 +92,14 @@ def unique_namespace() -> str:
     ('processing_size:=abc', "processing_size:='abc' is not an integer"),
     ('processing_size:=266.0', "processing_size:='266.0' is not an integer"),
     ('time_budget:=fast', "time_budget:='fast' is not a number"),
+    ('respawn:=maybe', "respawn:='maybe' is not a boolean"),
+    ('respawn_delay:=-1', "respawn_delay:='-1' is not a number of seconds >= 0"),
+    ('respawn_delay:=soon', "respawn_delay:='soon' is not a number of seconds >= 0"),
+    # A restarted managed node starts unconfigured: launch cannot bring it up reliably.
+    ('respawn:=true lifecycle:=true', 'a restarted managed node cannot be configured again'),
 ])
 def test_an_unusable_argument_stops_the_launch_before_any_process_starts(argument, says):
-    launch = launch_program([argument])
+    launch = launch_program(argument.split())
     assert launch.run_out(60) == 1, launch.output
     errors = error_lines(launch.output)
     assert len(errors) == 1 and says in errors[0], launch.output
@@ -129,6 +134,21 @@ def test_a_node_that_cannot_start_fails_the_launch(tmp_path, unique_namespace, a
     assert launch.run_out(180) == 1, launch.output
     assert node_says in launch.output
     assert any(launch_says in line for line in error_lines(launch.output)), launch.output
+    assert not survivors(f'__ns:={unique_namespace}')
+
+
+@pytest.mark.slow
+def test_respawn_restarts_a_node_that_exits_and_ctrl_c_still_ends_everything(
+        unique_namespace):
+    launch = launch_program([f'namespace:={unique_namespace}', MISSING_MODEL, 'respawn:=true',
+                             'respawn_delay:=0.5'])
+    try:
+        # The node fails to start, and is started again: the launch does not end with it.
+        launch.wait_for(r"parameter 'model'(.|\n)*parameter 'model'", 240, regex=True)
+        assert not error_lines(launch.output), launch.output
+        assert launch.interrupt() == 0, launch.output
+    finally:
+        launch.end()
     assert not survivors(f'__ns:={unique_namespace}')
 
 

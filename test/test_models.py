@@ -27,15 +27,17 @@ import pytest
 README = Path(__file__).resolve().parents[1] / 'README.md'
 
 
-def test_auto_falls_back_to_the_demo_prior_with_a_warning_when_offline(monkeypatch, tmp_path):
+def test_auto_fails_closed_saying_what_to_set_when_offline(monkeypatch, tmp_path):
     import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_OFFLINE', True)
     monkeypatch.setenv('HF_HUB_CACHE', str(tmp_path))  # an empty cache
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
-    choice = load_depth_model('auto', 'cpu')
-    assert choice.is_demo_prior and choice.source == 'demo'
-    assert "'model' parameter" in choice.warning and 'DEMONSTRATION' in choice.warning
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model('auto', 'cpu')
+    message = str(raised.value)
+    assert "model 'auto'" in message and 'not in the local Hugging Face cache' in message
+    assert "Set 'model'" in message and "'demo'" in message and '\n' not in message
 
 
 def test_explicit_sources_never_fall_back(tmp_path):
@@ -106,6 +108,38 @@ def test_auto_honours_hf_hub_offline_set_after_import(offline_probe, monkeypatch
 
     monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
     monkeypatch.setenv('HF_HUB_OFFLINE', '1')  # set after huggingface_hub read its constants
-    model = load_depth_model('auto', 'cpu')
-    assert model.is_demo_prior and 'HF_HUB_OFFLINE is set' in model.warning
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model('auto', 'cpu')
+    assert 'HF_HUB_OFFLINE is set' in str(raised.value)
     assert offline_probe == {'connect': [], 'download': []}  # no probe, no download
+
+
+def _cut_in_half(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+@pytest.mark.parametrize('form', ['hugging_face_folder', 'official_pth', 'unidepth_folder'])
+def test_a_truncated_weights_file_is_named_as_such_in_one_line(form, tmp_path):
+    import torch
+
+    from conftest import tiny_network
+    from unidepth_tiny import tiny_unidepth_network, write_official_checkpoint
+
+    if form == 'hugging_face_folder':
+        model = tmp_path / 'tiny'
+        tiny_network(seed=0).save_pretrained(model)
+        weights = model / 'model.safetensors'
+    elif form == 'official_pth':
+        model = weights = tmp_path / 'depth_anything_v2_vits.pth'
+        torch.save({'pretrained.cls_token': torch.zeros(1, 1, 384)}, weights)
+    else:
+        model = Path(write_official_checkpoint(tmp_path / 'unidepth', tiny_unidepth_network()))
+        weights = model / 'model.safetensors' if model.is_dir() else model
+    _cut_in_half(weights)  # an interrupted download or copy
+    with pytest.raises(ModelLoadError) as raised:
+        load_depth_model(str(model), 'cpu')
+    message = str(raised.value)
+    assert f'the weights file {weights} ' in message and 'truncated or corrupt' in message
+    assert 'download it again' in message and '\n' not in message
+    assert 'Pass the model as' not in message  # not the list of every accepted form

@@ -172,19 +172,19 @@ def test_bad_and_unsynchronized_input_is_dropped_and_counted(system, frames):
     def settled(count):
         return lambda: node.stats.processed + sum(node.stats.dropped.values()) >= count
 
-    # Wrong encoding.
+    # An encoding no camera image has (depth).
     image = rgb_to_image_msg(good.rgb, header(CAMERA_FRAME, base))
     image.encoding = '16UC1'
     harness.publish(good, base, image=image)
     assert spin_until(executor, settled(1), 30)
-    assert node.stats.dropped['malformed'] == 1
+    assert node.stats.dropped['unsupported_encoding'] == 1
 
     # CameraInfo of another size.
     info = camera_model_to_camera_info(good.camera, header(CAMERA_FRAME, base + 10**8))
     info.width = 200
     harness.publish(good, base + 10**8, info=info)
     assert spin_until(executor, settled(2), 30)
-    assert node.stats.dropped['malformed'] == 2
+    assert node.stats.dropped['malformed'] == 1
 
     # A cloud of NaN points only (projected nothing).
     empty = dataclasses.replace(good, points_lidar=np.full((50, 4), np.nan, np.float32))
@@ -210,7 +210,8 @@ def test_bad_and_unsynchronized_input_is_dropped_and_counted(system, frames):
         kv.key: kv.value for kv in latest_status().values}['frames processed'] == '1', 10)
     status = latest_status()
     values = {kv.key: kv.value for kv in status.values}
-    assert int(values['dropped (malformed)']) == 2
+    assert int(values['dropped (malformed)']) == 1
+    assert int(values['dropped (unsupported_encoding)']) == 1
     assert int(values['dropped (too_few_points)']) == 1
     # The errors were told at WARN in the window they came in; the counts stay as values.
     mine = node.get_fully_qualified_name()  # /diagnostics is shared
@@ -236,7 +237,7 @@ def test_invalid_parameter_changes_are_rejected_with_a_reason(system):
     result = node.set_parameters([Parameter('lidar_to_camera.matrix', value=[1.0, 2.0])])[0]
     assert not result.successful and '16 values' in result.reason
     result = node.set_parameters([Parameter('iterations', value=7)])[0]
-    assert result.successful and node.pipeline.completer.config.iterations == 7
+    assert result.successful and node.settings.tto.iterations == 7
 
 
 def test_model_load_failure_exits_non_zero_naming_the_parameter(tmp_path):

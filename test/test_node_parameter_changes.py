@@ -82,7 +82,7 @@ def test_an_integer_for_a_double_parameter_is_that_double(services):
     assert result.successful, result.reason
     assert node.get_parameter('max_depth').type_ == Parameter.Type.DOUBLE
     assert node.get_parameter('max_depth').value == 80.0
-    assert node.pipeline.completer.config.max_depth == 80.0
+    assert node.settings.tto.max_depth == 80.0  # the next frame's settings
     result = set_parameter(call, 'lidar_to_camera.translation', [0, 0, 1])
     assert result.successful, result.reason
     assert node.get_parameter('lidar_to_camera.translation').value == [0.0, 0.0, 1.0]

@@ -37,10 +37,11 @@ ROOT = Path(__file__).resolve().parents[1]
 NODE = [sys.executable, '-m', 'lrda_ros.ros.node', '--ros-args']
 
 
-def run_to_exit(arguments: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
-    """Run the node executable with ``arguments`` until it exits by itself."""
+def run_to_exit(arguments: list[str], timeout: float = 120,
+                **environment: str) -> subprocess.CompletedProcess:
+    """Run the node executable with ``arguments`` (and ``environment``) until it exits."""
     return subprocess.run(NODE + arguments, capture_output=True, text=True, timeout=timeout,
-                          cwd=ROOT, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+                          cwd=ROOT, env={**os.environ, 'HF_HUB_OFFLINE': '1', **environment})
 
 
 def assert_one_fatal_line(completed: subprocess.CompletedProcess, *fragments: str) -> None:
@@ -71,6 +72,15 @@ def test_an_unusable_device_is_one_line_naming_the_parameter(device, says):
         pytest.skip('this machine has CUDA')
     assert_one_fatal_line(run_to_exit(['-p', 'model:=demo', '-p', f'device:={device}']),
                           "parameter 'device'", says)
+
+
+def test_model_auto_without_a_cached_model_fails_closed_saying_what_to_set(tmp_path):
+    # Offline, an empty Hugging Face cache: never the demonstration prior in its place.
+    completed = run_to_exit(['-p', 'model:=auto', '-p', 'device:=cpu'],
+                            HF_HUB_CACHE=str(tmp_path), HF_HOME=str(tmp_path))
+    assert_one_fatal_line(completed, "parameter 'model'", "model 'auto'",
+                          'not in the local Hugging Face cache', "'demo'")
+    assert 'DEMONSTRATION' not in completed.stdout + completed.stderr
 
 
 def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):

@@ -23,7 +23,8 @@ them; :mod:`lrda_ros.engine.unidepth.loading`), or one of two keywords:
 - ``demo``: the small prior shipped with this package, trained on the procedural world of
   :mod:`lrda_ros.world`. It demonstrates the system offline; it is not a foundation model.
 - ``auto``: Depth Anything V2 Small from the local Hugging Face cache, else from the hub when
-  the hub answers, else the demo prior with a warning that says how to get the real model.
+  the hub answers, else a ModelLoadError that says what to set: it never runs the demo prior,
+  so a robot is never silently on a synthetic model.
 
 A hub id is read from the local cache first; the hub is only asked when it is reachable
 (``HF_HUB_OFFLINE`` unset and a TCP connection to its endpoint opens within a second or two),
@@ -67,6 +68,39 @@ _HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json +
 
 class ModelLoadError(ModelError):
     """The depth model could not be loaded; the message says what to pass instead."""
+
+
+#: What safetensors and torch.load say of a weights file cut short or damaged.
+_DAMAGED_FILE_SIGNS = ('deserializing header', 'file not fully covered', 'header too small',
+                       'failed finding central directory', 'failed reading zip archive',
+                       'Ran out of input', 'unexpected EOF', 'invalid load key',
+                       'MetadataIncompleteBuffer', 'HeaderTooLarge', 'InvalidHeader')
+_WEIGHT_SUFFIXES = ('.safetensors', '.pth', '.pt', '.bin')
+
+
+def damaged_weights_error(text: str, error: BaseException) -> ModelLoadError | None:
+    """
+    Return the one-line error for a truncated or corrupt weights file (None: not that).
+
+    An interrupted download or copy leaves a file its reader cannot parse; listing every model
+    form the loader accepts would not help there, naming the file does.
+    """
+    chain, cause = [], error
+    while cause is not None and len(chain) < 5:
+        chain.append(f'{type(cause).__name__}: {cause}')
+        cause = cause.__cause__
+    found = next((line for line in chain if any(sign in line for sign in _DAMAGED_FILE_SIGNS)),
+                 None)
+    if found is None:
+        return None
+    path = Path(text).expanduser()
+    files = ([path] if path.is_file() else sorted(
+        child for child in path.iterdir() if child.suffix in _WEIGHT_SUFFIXES)
+        if path.is_dir() else [])
+    named = ', '.join(str(file) for file in files) or repr(text)
+    reason = found.split('. ')[0].split('\n')[0]
+    return ModelLoadError(f'the weights file {named} of model {text!r} is truncated or corrupt '
+                          f'({reason}): copy or download it again')
 
 
 def demo_prior_dir() -> Path:
@@ -122,8 +156,8 @@ def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
     ``local_files_only`` makes a hub id resolve from the local cache only (no network). The
     result's ``source``, ``is_demo_prior`` and ``warning`` say what was loaded.
 
-    :raises ModelLoadError: for an explicit source that cannot be loaded (it never falls back;
-        only ``auto`` does), with a message that says what to pass instead.
+    :raises ModelLoadError: for a source that cannot be loaded (nothing falls back to another
+        model), with a message that says what to pass instead.
     """
     text = str(spec)
     torch_device = resolve_device(device)
@@ -159,10 +193,13 @@ def _network_of(family: str, load, text: str, local_files_only: bool) -> torch.n
     """Run a family's loader; any failure becomes one ModelLoadError saying what to pass."""
     try:
         return load(text, local_files_only, hub_unreachable_reason)
-    except ModelError as error:
-        raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
-                             ) from error
     except Exception as error:  # torch/safetensors/hub raise many types: all mean "not loadable"
+        damaged = damaged_weights_error(text, error)
+        if damaged is not None:
+            raise damaged from error
+        if isinstance(error, ModelError):
+            raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
+                                 ) from error
         raise ModelLoadError(f'cannot load {family} {text!r} ({type(error).__name__}: '
                              f'{error}). {_HOW_TO_PASS}') from error
 
@@ -172,17 +209,18 @@ def is_demo_prior_source(source: str | None) -> bool:
     Return whether a model's ``source`` names the demonstration prior.
 
     ``source`` as a loaded model records it and /diagnostics and reports name it: ``demo``
-    for the prior, asked for or fallen back to by ``auto``.
+    for the prior (only ever loaded when asked for).
     """
     return source == DEMO
 
 
-def _demo_prior(device: torch.device, warning: str = '') -> DepthModel:
+def _demo_prior(device: torch.device) -> DepthModel:
     network = _load_network(str(demo_prior_dir()), None, None, True)
-    return DepthModel(network, device, source=DEMO, is_demo_prior=True, warning=warning)
+    return DepthModel(network, device, source=DEMO, is_demo_prior=True)
 
 
 def _auto(device: torch.device) -> DepthModel:
+    """Return Depth Anything V2 Small from the cache or a reachable hub; else raise, saying why."""
     try:
         network = _load_network(DEFAULT_MODEL, None, None, local_files_only=True)
         return DepthModel(network, device, source=DEFAULT_MODEL)
@@ -197,10 +235,10 @@ def _auto(device: torch.device) -> DepthModel:
                               source=DEFAULT_MODEL)
         except ModelLoadError as error:
             reason = str(error).split(' Pass the model')[0]
-    return _demo_prior(device, warning=(
-        f"model 'auto': {reason}. Running on the DEMONSTRATION prior, trained on synthetic "
-        "scenes only; depth quality on real images is poor. Set the 'model' parameter to a hub "
-        'id, a local Hugging Face directory or an official depth_anything_v2_*.pth file.'))
+    raise ModelLoadError(
+        f"model 'auto': {reason}. Set 'model' to a local Hugging Face directory, an official "
+        "depth_anything_v2_*.pth file or a cached hub id, or to 'demo' for the demonstration "
+        'prior (synthetic scenes only, not for real images)')
 
 
 def _load_network(text: str, depth_estimation_type: str | None, max_depth: float | None,
@@ -220,10 +258,13 @@ def _load_network(text: str, depth_estimation_type: str | None, max_depth: float
             network = _load_hub(text, local_files_only)
     except ModelLoadError:
         raise
-    except CheckpointError as error:
-        raise ModelLoadError(
-            f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
     except Exception as error:  # transformers/hub raise many types: all mean "not loadable"
+        damaged = damaged_weights_error(text, error)
+        if damaged is not None:
+            raise damaged from error
+        if isinstance(error, CheckpointError):
+            raise ModelLoadError(
+                f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
         raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
                              f'{_HOW_TO_PASS}') from error
     if getattr(network.config, 'model_type', None) != 'depth_anything':

@@ -42,6 +42,7 @@ from .deadline import deadline_in, FrameDeadline, StepTimes
 from .encoder_backends import encoder_backend_for
 from .lora_paths import PathChoice
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
+from .model_options import model_option_notices
 from .precision import autocast, check_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
 from .schedule import COARSE_SCALE, combined_trace, plan_stages, Stage, Verdict, warm_verdict
@@ -50,7 +51,6 @@ from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
 from .whole_step import CompiledSteps
-from ..errors import ConfigError
 
 
 class DepthCompleter:
@@ -72,7 +72,7 @@ class DepthCompleter:
             keep_freed_memory_in_heap()
         #: What this completer does differently from its configuration, and why.
         self.notices: list[str] = []
-        self._check_model_options()
+        self.notices += model_option_notices(self.model, self.config)
         check_unshared(self.model.network)
         self.adaptation = build_adaptation(model, self.config)
         check_compile(self.model, self.config, self.adaptation.reencodes)
@@ -105,30 +105,22 @@ class DepthCompleter:
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
 
-    def _check_model_options(self) -> None:
-        """
-        Reject options the model cannot honour; note the speed-ups it runs without.
+    def model_option_notices(self, config: TTOConfig) -> list[str]:
+        """Raise ConfigError for an option the model cannot honour; return notices."""
+        return model_option_notices(self.model, config)
 
-        The sparse head and tail strips are built on Depth Anything V2's DPT decoder. Without
-        the sparse head the steps decode the full depth map (same result, more time), so it is
-        only noted; tail strips are asked for to bound memory, so their absence is an error.
+    def reconfigure(self, config: TTOConfig) -> None:
         """
-        if self.model.dpt_decoder:
-            return
-        name = type(self.model).__name__
-        if self.config.schedule == 'fast':
-            raise ConfigError(
-                f"schedule 'fast': its coarse steps pool Depth Anything V2's encoder tokens, "
-                f"which {name} does not have; use 'adaptive' or 'paper'", field='schedule')
-        if self.config.tail_strips > 1:
-            raise ConfigError(
-                f'tail_strips={self.config.tail_strips}: decoder tail strips exist only for '
-                f"Depth Anything V2's DPT decoder, not for {name}; set tail_strips to 1 "
-                '(or lower processing_size to save memory)', field='tail_strips')
-        if self.config.sparse_head:
-            self.notices.append(
-                f"sparse_head: Depth Anything V2's sparse head does not apply to {name}; "
-                'the optimization steps decode the full depth map')
+        Run the next frames with ``config``: call between frames, never during one.
+
+        Raise ConfigError, keeping the current configuration, for an option the model cannot
+        honour. Only options that leave the adaptation, the precision and the compiled graphs
+        as built may differ (the node's read-only parameters hold the others); the state
+        derived from the configuration (the scene-cut rule) is rebuilt.
+        """
+        self.model_option_notices(config)
+        self.config = config
+        self._scene_cut_rule = SceneCutRule(config.scene_cut_factor)
 
     @property
     def _uses_sparse_head(self) -> bool:

@@ -28,8 +28,9 @@ NaN in a prediction means "no depth here" (REP 118). Those pixels are left out o
 and counted in ``num_no_depth``; ``coverage`` is the fraction of valid ground-truth pixels that
 got a depth, reported beside the errors so a method cannot look better by abstaining
 unnoticed. +Inf is REP 118's "too far", what the node publishes beyond its far limit
-(``far_depth: too_far``): an answer, scored as the upper clamp. Other unusable predictions (-inf,
-or not positive) would turn the inverse-depth metrics into NaN or infinity: they are counted
+(``far_depth: too_far``): an answer, scored as the upper clamp; -Inf, "too close" (nearer than
+its ``min_depth``), is scored as the lower clamp. Other unusable predictions (not positive) would
+turn the inverse-depth metrics into NaN or infinity: they are counted
 in ``num_invalid_pred`` and replaced by ``min_depth``, so they are penalised. Every
 prediction is then clamped to ``[min_depth, max_depth]`` (``max_depth`` defaults to
 :data:`PRED_CAP_M` when not given), as in the Eigen et al. evaluation code. A frame with no
@@ -127,7 +128,7 @@ def compute_metrics(pred: np.ndarray, gt: np.ndarray, min_depth: float = 1e-3,
     g, p = g[has_depth], p[has_depth]
     cap = PRED_CAP_M if max_depth is None else float(max_depth)
     with np.errstate(invalid='ignore'):
-        bad = np.isneginf(p) | (p <= 0)  # +inf: too far, an answer (REP 118)
+        bad = (p <= 0) & ~np.isneginf(p)  # +-inf: too far or too close, answers (REP 118)
     p = np.nan_to_num(p, nan=min_depth, posinf=cap, neginf=min_depth)
     p = np.clip(p, min_depth, cap)
     err = p - g

@@ -53,6 +53,22 @@ RGB_ENCODINGS = {
     'bgra8': ((2, 1, 0), 4),
     'mono8': ((0, 0, 0), 1),
 }
+# Their 16-bit forms (rgb16, ..., mono16): the same channels of two bytes each.
+RGB16_ENCODINGS = {name.replace('8', '16'): layout for name, layout in RGB_ENCODINGS.items()}
+# Bayer encoding -> colours of the pattern's top-left 2x2 cell in raster order, and bit depth.
+BAYER_ENCODINGS = {f'bayer_{pattern}{bits}': (pattern, bits)
+                   for pattern in ('rggb', 'bggr', 'gbrg', 'grbg') for bits in (8, 16)}
+# Packed YUV 4:2:2 encoding -> offsets of Y0, U, Y1, V in each 4-byte pair of pixels. ROS names
+# UYVY 'uyvy' (before Jazzy 'yuv422') and YUYV 'yuyv' (before Jazzy 'yuv422_yuy2').
+YUV422_ENCODINGS = {
+    'uyvy': (1, 0, 3, 2), 'yuv422': (1, 0, 3, 2),
+    'yuyv': (0, 1, 2, 3), 'yuv422_yuy2': (0, 1, 2, 3),
+}
+#: Every encoding :func:`image_to_rgb` reads.
+CAMERA_ENCODINGS = (*RGB_ENCODINGS, *RGB16_ENCODINGS, *BAYER_ENCODINGS, *YUV422_ENCODINGS)
+# ITU-R BT.601 (video range) YUV -> RGB in 20-bit fixed point: OpenCV's (cvtColor) constants.
+_YUV_SHIFT = 20
+_YUV_CY, _YUV_CVR, _YUV_CVG, _YUV_CUG, _YUV_CUB = 1220542, 1673527, -852492, -409993, 2116026
 # encoding -> (numpy kind and size, factor to metres).
 _DEPTH_ENCODINGS = {
     '32FC1': ('f4', 1.0),
@@ -144,21 +160,98 @@ def pixel_rows(msg: Any, bytes_per_pixel: int, channels: int, dtype: str) -> np.
 
 def image_to_rgb(msg: Any) -> np.ndarray:
     """
-    Convert an 8-bit colour or mono ``sensor_msgs/Image`` to an ``(H, W, 3)`` uint8 RGB array.
+    Convert a camera ``sensor_msgs/Image`` to an ``(H, W, 3)`` uint8 RGB array.
 
-    Supports ``rgb8``, ``bgr8``, ``rgba8``, ``bgra8`` (alpha dropped) and ``mono8``
-    (replicated to three channels). Rows may be padded (``step > width * channels``).
+    Reads ``rgb8``, ``bgr8``, ``rgba8``, ``bgra8`` (alpha dropped), ``mono8`` (replicated to
+    three channels); their 16-bit forms (``rgb16`` ... ``mono16``, either byte order, scaled
+    to 8 bits); Bayer mosaics ``bayer_{rggb,bggr,gbrg,grbg}{8,16}`` (bilinear demosaicing);
+    and packed YUV 4:2:2, ``uyvy``/``yuv422`` and ``yuyv``/``yuv422_yuy2`` (BT.601). Each
+    gives what cv_bridge's ``imgmsg_to_cv2(msg, 'rgb8')`` gives, through OpenCV's conversions.
+    Rows may be padded (``step > width * bytes per pixel``).
     """
     encoding = msg.encoding
-    if encoding not in RGB_ENCODINGS:
-        hint = ' (a 16-bit image is depth: use depth_image_to_array)' if encoding in (
-            'mono16', '16UC1') else ''
-        raise UnsupportedEncodingError(
-            f'cannot convert image encoding {encoding!r} to RGB{hint}; supported: '
-            f'{sorted(RGB_ENCODINGS)}')
-    channel_order, channels = RGB_ENCODINGS[encoding]
-    pixels = pixel_rows(msg, channels, channels, 'u1')
-    return np.ascontiguousarray(pixels[..., list(channel_order)])
+    if encoding in RGB_ENCODINGS:
+        channel_order, channels = RGB_ENCODINGS[encoding]
+        pixels = pixel_rows(msg, channels, channels, 'u1')
+        return np.ascontiguousarray(pixels[..., list(channel_order)])
+    if encoding in RGB16_ENCODINGS:
+        channel_order, channels = RGB16_ENCODINGS[encoding]
+        pixels = pixel_rows(msg, 2 * channels, channels, _uint16(msg))
+        return _to_8_bits(pixels[..., list(channel_order)])
+    if encoding in BAYER_ENCODINGS:
+        pattern, bits = BAYER_ENCODINGS[encoding]
+        raw = pixel_rows(msg, bits // 8, 1, 'u1' if bits == 8 else _uint16(msg))[..., 0]
+        rgb = demosaic_bilinear(raw, pattern)
+        return rgb.astype(np.uint8) if bits == 8 else _to_8_bits(rgb)
+    if encoding in YUV422_ENCODINGS:
+        return _yuv422_to_rgb(msg, YUV422_ENCODINGS[encoding])
+    hint = ' (a 16UC1 image is depth: use depth_image_to_array)' if encoding == '16UC1' else ''
+    raise UnsupportedEncodingError(
+        f'cannot convert image encoding {encoding!r} to RGB{hint}; supported: '
+        f'{", ".join(CAMERA_ENCODINGS)}. Publish one of those (e.g. image_proc\'s debayer '
+        'or a format converter republishing as rgb8)', field='image')
+
+
+def _uint16(msg: Any) -> str:
+    return '>u2' if msg.is_bigendian else '<u2'
+
+
+def _to_8_bits(values: np.ndarray) -> np.ndarray:
+    """Scale 16-bit values to 8 bits as cv_bridge does (OpenCV convertTo, 255 / 65535)."""
+    return np.ascontiguousarray(np.rint(values / 257.0).astype(np.uint8))
+
+
+def demosaic_bilinear(raw: np.ndarray, pattern: str) -> np.ndarray:
+    """
+    Return the ``(H, W, 3)`` RGB of a Bayer mosaic, by OpenCV's bilinear rule and rounding.
+
+    ``pattern``: the colours of the top-left 2x2 cell in raster order ('rggb', ...). A missing
+    colour is the rounded mean of the nearest two or four pixels that have it; the outermost
+    rows and columns repeat their neighbours, as OpenCV fills them.
+    """
+    height, width = raw.shape
+    if height < 3 or width < 3:
+        raise MalformedMessageError(f'a Bayer image needs at least 3x3 pixels, got '
+                                    f'{width}x{height}')
+    padded = np.pad(raw.astype(np.int64), 1, mode='reflect')
+    up, down = padded[:-2, 1:-1], padded[2:, 1:-1]
+    left, right = padded[1:-1, :-2], padded[1:-1, 2:]
+    cross = (up + down + left + right + 2) >> 2
+    diagonal = (padded[:-2, :-2] + padded[:-2, 2:] + padded[2:, :-2] + padded[2:, 2:] + 2) >> 2
+    across, along = (left + right + 1) >> 1, (up + down + 1) >> 1
+    value = raw.astype(np.int64)
+    rgb = np.empty((height, width, 3), np.int64)
+    index = {'r': 0, 'g': 1, 'b': 2}
+    for row in (0, 1):
+        for col in (0, 1):
+            cell = np.s_[row::2, col::2]
+            colour = pattern[2 * row + col]
+            rgb[cell + (index[colour],)] = value[cell]
+            if colour == 'g':  # the other two colours: one left and right, one above and below
+                rgb[cell + (index[pattern[2 * row + 1 - col]],)] = across[cell]
+                rgb[cell + (index[pattern[2 * (1 - row) + col]],)] = along[cell]
+            else:
+                rgb[cell + (1,)] = cross[cell]
+                rgb[cell + (2 - index[colour],)] = diagonal[cell]
+    rgb[:, 0], rgb[:, -1] = rgb[:, 1], rgb[:, -2]
+    rgb[0], rgb[-1] = rgb[1], rgb[-2]
+    return rgb
+
+
+def _yuv422_to_rgb(msg: Any, offsets: tuple[int, int, int, int]) -> np.ndarray:
+    """Convert packed YUV 4:2:2 (two pixels in four bytes) to RGB, as OpenCV's cvtColor."""
+    height, width = int(msg.height), int(msg.width)
+    if width % 2:
+        raise MalformedMessageError(f'a YUV 4:2:2 image needs an even width, got {width}')
+    pairs = np.ascontiguousarray(pixel_rows(msg, 2, 2, 'u1')).reshape(height, width // 2, 4)
+    y0, u, y1, v = (pairs[..., offset].astype(np.int64) for offset in offsets)
+    luma = np.maximum(np.stack([y0, y1], axis=-1).reshape(height, width) - 16, 0) * _YUV_CY
+    u = np.repeat(u - 128, 2, axis=1)
+    v = np.repeat(v - 128, 2, axis=1)
+    half = 1 << (_YUV_SHIFT - 1)
+    rgb = np.stack([luma + _YUV_CVR * v, luma + _YUV_CVG * v + _YUV_CUG * u,
+                    luma + _YUV_CUB * u], axis=-1)
+    return np.clip((rgb + half) >> _YUV_SHIFT, 0, 255).astype(np.uint8)
 
 
 def depth_image_to_array(msg: Any) -> np.ndarray:

@@ -25,9 +25,10 @@ declared name.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rcl_interfaces.msg import (
+    FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult)
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -118,9 +119,11 @@ def parameter_values(node: Node, specs: Iterable[ParameterSpec],
     Raise InvalidParameterError for a changed value of a type its parameter does not take.
     """
     values = {spec.name: node.get_parameter(spec.name).value for spec in specs}
-    values.update({parameter.name: coerce_value(parameter.name, parameter.value)
-                   if parameter.name in SPECS else parameter.value for parameter in changed})
-    return values
+    values.update({parameter.name: parameter.value for parameter in changed})
+    # Every value, not only the changed ones: without a pre-set callback (Humble) an integer
+    # set for a double is stored as that integer.
+    return {name: coerce_value(name, value) if name in SPECS else value
+            for name, value in values.items()}
 
 
 def keep_declared_types(node: Node, parameters: Iterable[Parameter]) -> None:
@@ -134,3 +137,33 @@ def keep_declared_types(node: Node, parameters: Iterable[Parameter]) -> None:
         if parameter.name in SPECS and node.has_parameter(parameter.name):
             node.describe_parameter(parameter.name).type = \
                 node.get_parameter(parameter.name).type_.value
+
+
+def watch_parameters(node: Node, validate: Callable[[list[Parameter]], Any],
+                     apply: Callable[[list[Parameter]], None]) -> None:
+    """
+    Register the parameter callbacks: coerce types, ``validate`` a change, ``apply`` it.
+
+    ``validate`` raises InvalidParameterError to refuse a change; ``apply`` rebuilds the
+    node's state from its parameters with the change applied. From Iron on these are rclpy's
+    pre-set, on-set and post-set callbacks. Humble has only on-set: values are coerced when
+    read (:func:`parameter_values`), and ``apply`` runs at the end of an accepting on-set call
+    (the node's only one, so nothing can refuse the change after it).
+    """
+    if hasattr(node, 'add_pre_set_parameters_callback'):
+        node.add_pre_set_parameters_callback(coerce_parameter_types)
+    post_set = getattr(node, 'add_post_set_parameters_callback', None)
+
+    def on_set(parameters: list[Parameter]) -> SetParametersResult:
+        try:
+            validate(parameters)
+        except InvalidParameterError as error:
+            keep_declared_types(node, parameters)
+            return SetParametersResult(successful=False, reason=str(error))
+        if post_set is None:
+            apply(parameters)
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+    if post_set is not None:
+        post_set(apply)

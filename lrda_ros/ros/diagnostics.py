@@ -288,3 +288,41 @@ def completion_status(name: str, stats: NodeStatistics, state: str, context: dic
         level=level, name=f'{name}: depth completion', message=message,
         hardware_id=str(context.get('model', '')),
         values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+
+def status_context(camera: Any, settings: Any, choice: Any, conversion: str) -> dict[str, Any]:
+    """Return the keys that say how ``camera``'s frames are made (model, sync, budget)."""
+    handle = camera.subscriptions_handle
+    budget = settings.time_budget
+    return {
+        **({'camera': camera.name} if camera.name else {}),
+        'time budget (s)': f'{budget:g}' if budget > 0 else 'off',
+        'model': choice.source if choice else '',
+        'device': str(choice.device) if choice else '',
+        'synchronization': handle.backend if handle else '',
+        'conversion': conversion,
+    }
+
+
+def camera_statuses(camera: Any, name: str, context: dict[str, Any], demo: bool,
+                    calibration: Any, state: str, active: bool, period: float, logger: Any
+                    ) -> list[DiagnosticStatus]:
+    """
+    Return ``camera``'s statuses (calibration, inputs, then its main one) and close its window.
+
+    ``demo``: the model is the demonstration prior; ``calibration``: the camera's calibration
+    monitor or None; ``active``: whether frames are processed (inputs are judged only then).
+    """
+    statuses = []
+    status_name = camera.status_name(name)
+    if calibration is not None:  # before the camera's main status
+        statuses.append(calibration.status(status_name))
+    inputs = (DiagnosticStatus.OK, '')
+    handle = camera.subscriptions_handle
+    if handle is not None and handle.monitor is not None and active:
+        status, inputs = handle.monitor.rates.status(status_name, period, logger)
+        statuses.append(status)
+    statuses.append(completion_status(status_name, camera.stats, state, context, demo,
+                                      not camera.wants_completion(), inputs))
+    camera.stats.close_window()
+    return statuses

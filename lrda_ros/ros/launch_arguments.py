@@ -70,6 +70,13 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    'model on configure, subscribes on activate) instead of completion_node.'),
     LaunchArgument('autostart', 'true', 'With lifecycle:=true: configure and activate the node '
                    'at start; false leaves it unconfigured for a lifecycle manager.'),
+    LaunchArgument('respawn', 'false', 'Restart the node whenever it exits (a robot that must '
+                   'keep depth coming; with lifecycle:=true only with autostart:=false, as a '
+                   'restarted managed node waits for its lifecycle manager). false: the '
+                   "node's exit ends the launch, with exit code 1 when it failed, so a start-up "
+                   'error or a defect is seen at once instead of hidden behind restarts.'),
+    LaunchArgument('respawn_delay', '0.0', 'With respawn:=true: seconds to wait before each '
+                   'restart.'),
     LaunchArgument('log_level', 'info', "Log level of the node's own logger (debug shows "
                    'per-frame timing); rcl and DDS stay at info.'),
 )

@@ -26,10 +26,8 @@ Topics (all remappable): subscribes ``image``, ``camera_info``, ``points`` (or e
 ``depth_colored`` (rgb8), ``points_dense`` (PointCloud2 x, y, z, rgb), ``holdout_depth`` (LiDAR
 pixels withheld for live evaluation, when enabled), ``depth/confidence`` (32FC1, the depth's
 header, in [0, 1], 1 = trusted, NaN where the depth is; geometry/confidence.py, for every
-model) and ``/diagnostics``.
-
-With ``cameras: [front, ...]`` each camera has these topics under its name, on one model
-(lrda_ros/ros/cameras.py).
+model) and ``/diagnostics``. With ``cameras: [front, ...]`` each camera has these topics under
+its name, on one model (lrda_ros/ros/cameras.py).
 
 :class:`CompletionCore` holds all behaviour in stages (declare, load, subscribe, unsubscribe,
 unload); :class:`CompletionNode` runs the first three at construction, and the managed
@@ -45,9 +43,8 @@ import time
 import traceback
 from typing import Any, Callable, Iterator
 
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
-from rcl_interfaces.msg import SetParametersResult
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
@@ -59,9 +56,8 @@ from .builders import depth_to_image_msg
 from .calibration_monitor import CalibrationMonitor
 from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
-    coerce_parameter_types, declare_parameters, keep_declared_types, parameter_values,
-    warn_unknown_parameters)
-from .diagnostics import completion_status
+    declare_parameters, parameter_values, warn_unknown_parameters, watch_parameters)
+from .diagnostics import camera_statuses, status_context
 from .latest_slot import LatestSlots
 from .lidar_inputs import CloudInputs
 from .motion_alignment import MotionAligner
@@ -80,12 +76,13 @@ from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
 from ..messages.compressed import compressed_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model
+from ..messages.conversions import camera_info_to_camera_model, UnsupportedEncodingError
 from ..messages.stamps import (
     latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
+from ..settings.changes import changed_settings
 
 NODE_NAME = 'completion_node'
 #: attribute -> (type, topic) of every output but /diagnostics.
@@ -154,8 +151,7 @@ class CompletionCore:
         # starts there.
         self._slots = LatestSlots([camera.name for camera in self.cameras])
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.add_pre_set_parameters_callback(coerce_parameter_types)
-        self.add_on_set_parameters_callback(self._on_set_parameters)
+        watch_parameters(self, self._settings_with, self._apply_parameters)
         # A steady clock: under use_sim_time the ROS clock stands still without /clock and
         # jumps back whenever a replayed bag loops, and a ROS-time timer goes silent with it.
         self.create_timer(self.settings.diagnostics_period, self._publish_diagnostics,
@@ -278,21 +274,31 @@ class CompletionCore:
 
     # --- parameters -----------------------------------------------------------------------
 
-    def _on_set_parameters(self, parameters: list) -> SetParametersResult:
-        try:
-            settings = NodeSettings.from_values(parameter_values(self, PARAMETERS, parameters))
-        except InvalidParameterError as error:
-            keep_declared_types(self, parameters)
-            return SetParametersResult(successful=False, reason=str(error))
+    def _settings_with(self, parameters: list) -> NodeSettings:
+        """Return the settings with ``parameters`` changed; raise InvalidParameterError."""
+        with self._settings_lock:
+            pipeline = self.pipeline
+        check = pipeline.completer.model_option_notices if pipeline is not None else None
+        return changed_settings(parameter_values(self, PARAMETERS, parameters), check,
+                                self._tf is not None, [p.name for p in parameters])
+
+    def _apply_parameters(self, parameters: list) -> None:
+        """Store the changed settings: the worker takes them between frames (_frame_settings)."""
+        settings = self._settings_with(parameters)
         with self._settings_lock:
             self.settings = settings
-            if self.pipeline is not None:
-                # Only fields that do not change the adapter's shape are mutable (others are
-                # read-only parameters).
-                self.pipeline.completer.config = settings.tto
-                self.pipeline.projection = settings.projection
-                self.pipeline.holdout = _holdout_rule(settings)
-        return SetParametersResult(successful=True)
+
+    def _frame_settings(self) -> tuple[NodeSettings, CompletionPipeline]:
+        """
+        Return the settings of the next frames and the pipeline, reconfigured to them.
+
+        Taken once per round of frames, so no frame mixes old and new values.
+        """
+        with self._settings_lock:
+            settings, pipeline = self.settings, self.pipeline
+            if pipeline.completer.config is not settings.tto:
+                pipeline.reconfigure(settings.tto, settings.projection, _holdout_rule(settings))
+        return settings, pipeline
 
     # --- input ----------------------------------------------------------------------------
 
@@ -370,9 +376,9 @@ class CompletionCore:
         self._warn(camera, f'{reason}:{kind}',
                    cause_line(reason, count, f'{kind} {message}' if kind else message))
 
-    def _camera_pose(self, camera: Camera, camera_frame: str, stamp: Any) -> np.ndarray | None:
+    def _camera_pose(self, camera: Camera, settings: NodeSettings, camera_frame: str,
+                     stamp: Any) -> np.ndarray | None:
         """Return the camera's pose for temporal fusion (None: off, or counted as unknown)."""
-        settings = self.settings
         if not settings.fusion.enabled or self._tf is None:
             return None
         try:
@@ -387,30 +393,33 @@ class CompletionCore:
                        f'{camera_frame}: {error}')
             return None
 
-    def _inputs(self, camera: Camera, image: Image, info: CameraInfo,
+    def _inputs(self, camera: Camera, settings: NodeSettings, image: Image, info: CameraInfo,
                 clouds: tuple[PointCloud2, ...]) -> FrameInputs | None:
         """Read the messages into arrays; an unusable one is a counted drop (None)."""
-        topics = ('image', 'camera_info', *self.settings.point_topics)
+        topics = ('image', 'camera_info', *settings.point_topics)
         for topic, message in zip(topics, (image, info, *clouds)):
             problem = stamp_error(message.header.stamp)
             if problem:
                 self._drop(camera, 'malformed', f'{topic}: {problem}', topic)
                 return None
         try:
-            model = camera_info_to_camera_model(info, rectified=self.settings.image_is_rectified)
+            model = camera_info_to_camera_model(info, rectified=settings.image_is_rectified)
         except InvalidCameraError as error:
             self._drop(camera, 'bad_camera_info', f'camera_info field {error}', 'camera_info')
             return None
         try:
-            rgb = (compressed_image_to_rgb(image) if self.settings.image_transport == 'compressed'
+            rgb = (compressed_image_to_rgb(image) if settings.image_transport == 'compressed'
                    else self._reader.image_to_rgb(image))
+        except UnsupportedEncodingError as error:
+            self._drop(camera, 'unsupported_encoding', f'image: {error}', 'image')
+            return None
         except InputError as error:
             self._drop(camera, 'malformed', f'image: {error}', 'image')
             return None
-        lidar = self._clouds.read(camera, self.settings, self._tf, image, clouds)
+        lidar = self._clouds.read(camera, settings, self._tf, image, clouds)
         if lidar is None:
             return None
-        pose = self._camera_pose(camera, image.header.frame_id, image.header.stamp)
+        pose = self._camera_pose(camera, settings, image.header.frame_id, image.header.stamp)
         stamp_ns = stamp_to_ns(image.header.stamp)
         monitor = self._calibration.get(camera.name)
         if monitor is not None:  # the given extrinsic is checked; a correction applied after
@@ -450,26 +459,25 @@ class CompletionCore:
     def _process_round(self, ready: list[tuple[Camera, tuple]]) -> None:
         """Complete the newest frame of each camera that has one, one camera after another."""
         pending = []
+        settings, pipeline = self._frame_settings()  # one snapshot for the whole round
         for camera, frame in ready:
             with self._frame_errors(camera):
-                prepared = self._prepare(camera, *frame)
+                prepared = self._prepare(camera, settings, pipeline, *frame)
                 if prepared is not None:
                     pending.append(prepared)
         for frame, encoded in zip(pending, encode_ahead(pending)):
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
 
-    def _prepare(self, camera: Camera, image: Image, info: CameraInfo,
-                 clouds: tuple[PointCloud2, ...], received_at: float,
-                 received_clock_ns: int) -> PendingFrame | None:
+    def _prepare(self, camera: Camera, settings: NodeSettings, pipeline: CompletionPipeline,
+                 image: Image, info: CameraInfo, clouds: tuple[PointCloud2, ...],
+                 received_at: float, received_clock_ns: int) -> PendingFrame | None:
         """Read and project a camera's frame, publish its LiDAR maps; None: nothing to do."""
         start = time.perf_counter()
-        inputs = self._inputs(camera, image, info, clouds)
+        inputs = self._inputs(camera, settings, image, info, clouds)
         if inputs is None:
             return None
         read_seconds = time.perf_counter() - start
-        with self._settings_lock:
-            settings, pipeline = self.settings, self.pipeline
         if camera.last_frame_ns is not None and inputs.stamp_ns < camera.last_frame_ns:
             # Time went back (a bag loop): the adapted decoder belongs to another sequence.
             pipeline.reset(camera.stream)
@@ -520,11 +528,11 @@ class CompletionCore:
         # (a looped replay's /clock) does not enter the frame's latency.
         self._record(camera, frame.image, outputs, seconds, frame_seconds,
                      frame.received_clock_ns + round(frame_seconds * NS_PER_S),
-                     measured.peak_mb if measured is not None else float('nan'), stages)
+                     measured.peak_mb if measured is not None else float('nan'), stages, settings)
 
     def _record(self, camera: Camera, image: Image, outputs: FrameOutputs, seconds: float,
-                frame_seconds: float, clock_ns: int, peak_mb: float,
-                stages: FrameStages) -> None:
+                frame_seconds: float, clock_ns: int, peak_mb: float, stages: FrameStages,
+                settings: NodeSettings) -> None:
         result = outputs.completion
         latency = latency_or_reason(clock_ns, stamp_to_ns(image.header.stamp))
         with self._stats_lock:
@@ -532,7 +540,7 @@ class CompletionCore:
                                 stamp_text(image.header.stamp), peak_mb)
             camera.stats.last_fused_fraction = outputs.fused_fraction
             camera.stats.stages = stages
-        if self.settings.holdout_fraction > 0:
+        if settings.holdout_fraction > 0:
             # Live evaluation: evaluator_node takes each frame's numbers from here.
             self._publish_diagnostics()
         self.get_logger().debug(
@@ -556,32 +564,15 @@ class CompletionCore:
         statuses = []
         with self._stats_lock, self._settings_lock:
             choice = self.model_choice
-            budget, period = self.settings.time_budget, self.settings.diagnostics_period
             # The fully qualified name: nodes in different namespaces report apart.
             name = self.get_fully_qualified_name()
             for camera in self.cameras:
-                handle = camera.subscriptions_handle
-                context = {
-                    **({'camera': camera.name} if camera.name else {}),
-                    'time budget (s)': f'{budget:g}' if budget > 0 else 'off',
-                    'model': choice.source if choice else '',
-                    'device': str(choice.device) if choice else '',
-                    'synchronization': handle.backend if handle else '',
-                    'conversion': self._conversion(),
-                }
-                if camera.name in self._calibration:  # before the camera's main status
-                    statuses.append(self._calibration[camera.name].status(
-                        camera.status_name(name)))
-                inputs = (DiagnosticStatus.OK, '')
-                if handle is not None and handle.monitor is not None and self._active.is_set():
-                    status, inputs = handle.monitor.rates.status(
-                        camera.status_name(name), period, self.get_logger())
-                    statuses.append(status)
-                statuses.append(completion_status(
-                    camera.status_name(name), camera.stats, self._lifecycle_state(), context,
-                    bool(choice and choice.is_demo_prior), not camera.wants_completion(),
-                    inputs))
-                camera.stats.close_window()
+                statuses += camera_statuses(
+                    camera, name, status_context(camera, self.settings, choice,
+                                                 self._conversion()),
+                    bool(choice and choice.is_demo_prior), self._calibration.get(camera.name),
+                    self._lifecycle_state(), self._active.is_set(),
+                    self.settings.diagnostics_period, self.get_logger())
         array = DiagnosticArray()
         array.header.stamp = self.get_clock().now().to_msg()
         array.status = statuses

@@ -112,7 +112,13 @@ def point_topic_names(values: Sequence[str]) -> tuple[str, ...]:
 
 def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
                        matrix: Sequence[float]) -> RigidTransform | None:
-    """Return the T_camera_lidar the override parameters give, or None when unset."""
+    """
+    Return the T_camera_lidar the override parameters give, or None when unset.
+
+    ``matrix`` wins when set. Otherwise translation and rotation are one override as soon as
+    either is set, the other part then its neutral value (no shift, or no rotation): each can
+    be given, or changed at run time, on its own.
+    """
     if not _is_unset(matrix):
         if len(matrix) != 16:
             raise InvalidParameterError('lidar_to_camera.matrix',
@@ -123,6 +129,8 @@ def extrinsic_override(translation: Sequence[float], rotation: Sequence[float],
             raise InvalidParameterError('lidar_to_camera.matrix', str(error)) from error
     if _is_unset(translation) and _is_unset(rotation):
         return None
+    translation = [0.0, 0.0, 0.0] if _is_unset(translation) else translation
+    rotation = [0.0, 0.0, 0.0, 1.0] if _is_unset(rotation) else rotation
     if len(translation) != 3:
         raise InvalidParameterError('lidar_to_camera.translation',
                                     f'needs 3 values [x, y, z], got {len(translation)}')

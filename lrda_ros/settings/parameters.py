@@ -105,8 +105,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'directory, an official depth_anything_v2_*.pth file, a Depth Anything 3 '
                   'model (da3-small, da3-base, da3-large, da3metric-large, da3mono-large) or '
                   'folder, "demo" (the embedded synthetic-world prior) or "auto" (Depth '
-                  'Anything V2 Small if cached or reachable, else the demo prior with a '
-                  'warning).', read_only=True),
+                  'Anything V2 Small if cached or reachable, else a start-up error saying what '
+                  'to set).', read_only=True),
     ParameterSpec('device', 'auto', 'Torch device: "auto" (CUDA when present), "cpu", "cuda", '
                   '"cuda:N".', read_only=True),
     ParameterSpec('dtype', 'auto', 'Compute precision of forward passes (autocast; weights '
@@ -178,7 +178,8 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
     ParameterSpec('few_points', 'align', "Below min_points: 'align' publishes the prior aligned "
                   "by scale/shift only; 'skip' drops the frame (counted).",
                   choices=('align', 'skip')),
-    ParameterSpec('min_depth', 0.1, 'Nearest valid depth in metres (input and output).', 1e-3,
+    ParameterSpec('min_depth', 0.1, 'Nearest valid depth in metres (input and output); nearer '
+                  'output is -Inf (REP 118: too close).', 1e-3,
                   1e3),
     ParameterSpec('max_depth', 120.0, 'Farthest valid depth in metres; farther output is '
                   'far_depth.', 0.1, 1e4),
@@ -215,9 +216,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   '(ignored when an override below is set or tf2_ros is missing).'),
     ParameterSpec('lidar_to_camera.translation', [0.0], 'Override: translation [x, y, z] (m) of '
                   'T_camera_lidar (maps LiDAR points into the camera optical frame); [] or [0.0] '
-                  'for none.'),
+                  'for none: no shift when only the rotation is set.'),
     ParameterSpec('lidar_to_camera.rotation', [0.0], 'Override: rotation quaternion [x, y, z, '
-                  'w] of T_camera_lidar.'),
+                  'w] of T_camera_lidar; [] or [0.0] for none: no rotation when only the '
+                  'translation is set.'),
     ParameterSpec('lidar_to_camera.matrix', [0.0], 'Override: row-major 4x4 T_camera_lidar (16 '
                   'values); wins over translation/rotation.'),
     ParameterSpec('tf_timeout', 0.05, 'Seconds to wait for a transform.', 0.0, 10.0),
