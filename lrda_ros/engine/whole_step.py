@@ -102,8 +102,8 @@ def whole_step(loss_function: Callable[..., torch.Tensor], inputs: tuple,
     value = loss_function(*inputs)
     gradients = torch.autograd.grad(value, parameters, allow_unused=True)
     value = value.detach()
-    rules.decide(index, value, post=False)
-    rules.undo_collapse([adam.learning_rate])
+    rules.decide(index, value, post=False, in_graph=True)
+    rules.undo_collapse([adam.learning_rate], in_graph=True)
     adam_update(parameters, list(gradients), adam, rules.skip)
     return value
 
