@@ -23,6 +23,7 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine.compiled import bucket_size, padded_samples
 from lrda_ros.engine.completion import SparseSamples
 from lrda_ros.engine.model import sample_prediction
+from lrda_ros.engine import sparse_head
 from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
     _conv2_bfloat16, effective_conv, REDUCTION_BLOCK_ROWS, SparseHeadPlan, tall_transpose_product)
@@ -93,6 +94,30 @@ def test_values_and_gradients_match_dense_decoding(metric, processing_size, stri
                                    atol=1e-5 * float(dense_grad.abs().max()) + 1e-9)
         checked += 1
     assert checked > 10
+
+
+def test_tail_strips_build_their_sampling_matrices_once_per_frame(monkeypatch):
+    # Every step evaluates the plan again (and checkpointing recomputes each band in the
+    # backward pass): the bands' matrices are the frame's, built at its first step.
+    model, parameters = _adapted(False, None)
+    image, pixel_values, encoded, rows, cols = _frame(model, 0, None, 1, None)
+    plan = SparseHeadPlan.build(rows, cols, image.shape[:2], tuple(pixel_values.shape[-2:]))
+    builds = []
+
+    def counted(*args, **kwargs):
+        builds.append(args[2])  # the conv1 size
+        return bilinear_matrix(*args, **kwargs)
+
+    monkeypatch.setattr(sparse_head, 'bilinear_matrix', counted)
+    first = plan.evaluate(model, encoded, strips=3)
+    torch.autograd.grad(first.sum(), parameters, allow_unused=True)
+    bands = len(builds)
+    assert bands == len(plan._bands(3)) > 1
+    for _ in range(2):  # two more steps
+        values = plan.evaluate(model, encoded, strips=3)
+        torch.autograd.grad(values.sum(), parameters, allow_unused=True)
+    assert len(builds) == bands
+    torch.testing.assert_close(values, first)  # the same weights: the same values
 
 
 @pytest.mark.parametrize('lidar_rows', [None, (25, 61)])

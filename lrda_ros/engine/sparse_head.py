@@ -208,6 +208,8 @@ class SparseHeadPlan:
     _rows_read: dict = field(default_factory=dict, repr=False)
     #: The bands of needed pixels, per strip count (frame constants).
     _band_slices: dict = field(default_factory=dict, repr=False)
+    #: Each band's window-sampling matrix, per conv1 size and rows held (frame constants).
+    _band_matrices: dict = field(default_factory=dict, repr=False)
     #: The decoder tail's resizes of the conv1 rows read (frame constants), as gathers.
     _band_resizes: BandResizes = field(default_factory=BandResizes, repr=False)
     #: The head's added constant at the windows (frame constants; DA3's UV embedding).
@@ -358,10 +360,13 @@ class SparseHeadPlan:
         grid = inputs.conv1_size
         grid_rows = self._grid_rows(grid, band)
         features, held_rows = conv1_band(model, inputs, grid_rows, self._band_resizes)
-        positions, inside = self.window_positions[band], self.window_inside[band]
-        matrix = bilinear_matrix(positions.reshape(-1), self.processing_size, grid,
-                                 inside.reshape(-1), held_rows)
-        patches = sparse_product(matrix, pixel_rows(features))
+        key = (grid, band.start, band.stop, held_rows)
+        if key not in self._band_matrices:  # every step (and its recomputation) asks
+            positions, inside = self.window_positions[band], self.window_inside[band]
+            self._band_matrices[key] = bilinear_matrix(
+                positions.reshape(-1), self.processing_size, grid, inside.reshape(-1),
+                held_rows)
+        patches = sparse_product(self._band_matrices[key], pixel_rows(features))
         patches = self._with_head_positions(model, encoded,
                                             patches.reshape(-1, 9 * features.shape[1]), band)
         return self._head_values(model.network.head, patches)
