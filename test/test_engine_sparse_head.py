@@ -20,10 +20,10 @@ import copy
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
+from lrda_ros.engine import sparse_head
 from lrda_ros.engine.compiled import bucket_size, padded_samples
 from lrda_ros.engine.completion import SparseSamples
 from lrda_ros.engine.model import sample_prediction
-from lrda_ros.engine import sparse_head
 from lrda_ros.engine.resampling import bilinear_gather, bilinear_matrix, transpose_csr
 from lrda_ros.engine.sparse_head import (
     _conv2_bfloat16, effective_conv, REDUCTION_BLOCK_ROWS, SparseHeadPlan, tall_transpose_product)
