@@ -49,6 +49,7 @@ from .sparse_head import SparseHeadPlan
 from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
+from .transfers import to_host
 from .whole_step import CompiledSteps
 from ..errors import ConfigError
 
@@ -579,22 +580,21 @@ class DepthCompleter:
         self._frame_plans.clear()  # frame data: not kept between frames
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
-        result_depth = depth.cpu().numpy().astype(np.float32)
-        self._synchronize()
+        result_depth, confidence, sky, numbers = to_host(  # the frame's one wait at its end
+            depth.float(), confidence, sky, torch.stack([loss, fit.scale, fit.shift]).float())
+        loss, scale, shift = (float(number) for number in numbers)
         end = time.perf_counter()
-
         status = (CompletionStatus.DIVERGED if trace.diverged else
                   CompletionStatus.OPTIMIZED if trace.losses else CompletionStatus.ALIGNMENT_ONLY)
         # A diverged frame is not a good starting point for the next one.
         keep_warm = config.warm_start and status is not CompletionStatus.DIVERGED
         self._warm_input_shape = tuple(pixel_values.shape) if keep_warm else None
-        self._previous_share = unexplained_share(float(loss), constant_loss) if keep_warm else None
+        self._previous_share = unexplained_share(loss, constant_loss) if keep_warm else None
         return CompletionResult(
-            depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
+            depth=result_depth, status=status, scale=scale, shift=shift,
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
-            losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
+            losses=trace.losses, final_loss=loss, backtracks=trace.backtracks,
             stopped_at_deadline=frame_deadline.reached,
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds,
-            confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
-            scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy())
+            confidence=confidence, scene_cut=scene_cut, sky=sky)
