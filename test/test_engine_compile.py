@@ -29,6 +29,7 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine import tto
 from lrda_ros.engine.compiled import bucket_size, padded_samples
 from lrda_ros.engine.steps import EndRule, new_adam, StepRules
+from lrda_ros.engine.warm_up import WarmUp
 from lrda_ros.engine.whole_step import AdamState, CompiledSteps, whole_step
 from lrda_ros.errors import ConfigError
 import numpy as np
@@ -110,7 +111,8 @@ def test_a_compiled_step_is_what_a_cuda_graph_replays():
     # metadata (compile_fx.get_static_input_idxs), which AOTAutograd empties when it merges
     # inputs that share memory and are written into one synthetic base. Checked there, after
     # that merge, not on Dynamo's graph before it. A replay copies the other inputs in, and a
-    # step that returned what the next one reads would chain recordings.
+    # step that returned what the next one reads would chain recordings (its new weights
+    # are copied into the parameters after it).
     records = []
 
     def inspect(graph, example_inputs):
@@ -132,7 +134,9 @@ def test_a_compiled_step_is_what_a_cuda_graph_replays():
     assert skip is None
     # The weights, their best copies, Adam's state and the rules' records, each its own input.
     assert len(mutated) > 100 and mutated <= OrderedSet(static)
-    assert len(outputs) == 1  # the loss alone
+    # The loss and the new weights (written after the graph): no output is an input's alias.
+    assert len(outputs) == 1 + len(engine.adaptation.parameters)
+    assert all(output.base_idx is None for output in outputs)
     # The state keeps its addresses from frame to frame (no new recording): one set of rules
     # per run length, Adam's state zeroed in place for a cold frame.
     (rules,) = engine._whole_step._rules.values()
@@ -179,6 +183,27 @@ def test_a_whole_step_with_the_sparse_head_is_one_graph(dtype):
                                              AdamState.of(engine._optimizer, parameters),
                                              torch.tensor(1))
     assert (step.graph_count, step.graph_break_count) == (1, 0), step.break_reasons
+
+
+def test_a_warm_up_compiles_the_bfloat16_step_before_the_first_frame_of_a_size():
+    # The start-up probe runs eagerly (it compiled the decode for its tiny image before); the
+    # warm-up compiles the whole step and the decode with Inductor, so the size's frames,
+    # whatever their point count, compile nothing.
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    engine = completer(compile=True, sparse_head=True, dtype='bfloat16', iterations=3)
+    compiled_graphs = torch._dynamo.utils.counters['stats']
+    assert compiled_graphs['unique_graphs'] == 0
+    warm_up = WarmUp(engine)
+    assert warm_up.needed(42, 56) and not WarmUp(completer()).needed(42, 56)
+    assert warm_up.run(42, 56) > 0 and not warm_up.needed(42, 56)
+    assert compiled_graphs['unique_graphs'] == 2  # the whole step and the decode
+    image = smooth_image(4, 42, 56)
+    results = [engine.complete(image, sparse_of(image.shape, count, count, 12))
+               for count in (150, 175)]  # a cold frame, then a warm one
+    assert compiled_graphs['unique_graphs'] == 2
+    assert [result.warm_started for result in results] == [False, True]
+    assert all(result.iterations > 1 and np.isfinite(result.depth).all() for result in results)
 
 
 @pytest.mark.parametrize('options, reason', [

@@ -315,14 +315,24 @@ class StepRules:
         return None
 
     @torch.no_grad()
-    def undo_collapse(self, learning_rates: list[torch.Tensor], in_graph: bool = False) -> None:
-        """Write the best weights back and halve the (tensor) learning rates if collapsed."""
+    def undo_collapse(self, learning_rates: list[torch.Tensor],
+                      in_graph: bool = False) -> list[torch.Tensor] | None:
+        """
+        Write the best weights back and halve the (tensor) learning rates if collapsed.
+
+        ``in_graph``: return the weights to go on from instead of writing them (a compiled
+        step writes its parameters after its graph: engine/whole_step.py).
+        """
         collapsed = self._collapsed
-        for best, current in zip(*self._weights(in_graph)):
-            _select_into(current, collapsed, best, current)
         factor = torch.where(collapsed, self._half, self._one)
         for learning_rate in learning_rates:
             learning_rate.mul_(factor)
+        if in_graph:
+            return [torch.where(collapsed, best, current)
+                    for best, current in zip(*self._weights(True))]
+        for best, current in zip(self._best, self._current):
+            _select_into(current, collapsed, best, current)
+        return None
 
     @property
     def skip(self) -> torch.Tensor:

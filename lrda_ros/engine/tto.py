@@ -39,6 +39,7 @@ from .completion import (check_frame, check_unshared, CompletionCancelledError, 
                          SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
+from .determinism import lora_form, use_deterministic_kernels
 from .encoder_backends import encoder_backend_for
 from .lora_paths import PathChoice
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
@@ -59,9 +60,8 @@ class DepthCompleter:
     Turn (RGB, sparse depth) into dense metric depth by test-time optimization.
 
     The completer owns the adaptation it attaches to ``model``; warm start carries the adapted
-    weights from one ``complete`` call to the next until ``reset``. Several image streams
-    (cameras) share one completer with a warm start each: ``complete(..., stream=name)``
-    (engine/streams.py).
+    weights from one ``complete`` call to the next until ``reset``. Image streams (cameras)
+    share one completer with a warm start each: ``complete(..., stream=name)`` (streams.py).
     """
 
     def __init__(self, model: DepthModel, config: TTOConfig | None = None) -> None:
@@ -79,7 +79,7 @@ class DepthCompleter:
         check_compile(self.model, self.config, self.adaptation.reencodes)
         #: compile: a whole step (loss, gradient, step rules, Adam) as one graph (whole_step.py).
         self._whole_step = CompiledSteps(self.model.device) if self.config.compile else None
-        self._decode = compiled(self.model.decode) if self.config.compile else self.model.decode
+        self._decode = self.model.decode  # compiled after the probe (its tiny image's is waste)
         self.model.encoder_runner = encoder_backend_for(
             self.model, self.config.encoder_backend, self.adaptation.reencodes,
             self.config.encoder_cache_dir)
@@ -87,8 +87,7 @@ class DepthCompleter:
         #: The last frame's final loss as a share of a constant prediction's (scene cuts).
         self._previous_share: float | None = None
         self._scene_cut_rule = SceneCutRule(self.config.scene_cut_factor)
-        # Warm frames keep Adam's moments too: a fresh Adam's first steps move every weight by
-        # about the learning rate, undoing much of what was carried over.
+        # Warm frames keep Adam's moments too (a fresh Adam's first steps undo what was carried).
         self._optimizer: torch.optim.Optimizer | None = None
         #: Durations of a step and of a frame's finish, for deadlines (engine/deadline.py).
         self.step_times = StepTimes()
@@ -102,9 +101,11 @@ class DepthCompleter:
         self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
         #: Each adapted layer's LoRA form per network input shape, and its timings (lora_paths).
         self.path_choice = PathChoice(getattr(self.adaptation, 'adapters', None),
-                                      self.config.lora_path, self._autocast_dtype)
+                                      lora_form(self.config), self._autocast_dtype)
+        use_deterministic_kernels(self.config)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
+        self._decode = compiled(self._decode) if self.config.compile else self._decode
 
     def _check_model_options(self) -> None:
         """
@@ -139,8 +140,8 @@ class DepthCompleter:
         """
         Run one step and a dense decode on a tiny image in the configured precision.
 
-        A kernel the device lacks in that precision then fails here, at start-up, instead of
-        on the first frame. Leaves no trace: gradients are returned, not accumulated.
+        A kernel the device lacks in that precision fails here, at start-up, not in the first
+        frame; gradients are returned, not accumulated (no trace).
         """
         size = 4 * self.model.patch_size
         pixel_values = self.model.preprocess(np.zeros((size, size, 3), np.uint8), None)
@@ -495,9 +496,8 @@ class DepthCompleter:
         ``intrinsics``: the image's 3x3 camera matrix K (pixels), for models that take the
         camera (UniDepthV2; without it, UniDepthV2 predicts its own); others ignore it.
 
-        ``stream``: whose warm start this frame continues (a camera's name; see
-        engine/streams.py). ``encoded``: this image's features from ``encode_frames``, which
-        then replace the encoder pass here.
+        ``stream``: whose warm start this frame continues (a camera's name; streams.py).
+        ``encoded``: this image's features from ``encode_frames``, instead of encoding here.
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -582,7 +582,7 @@ class DepthCompleter:
                                  config.min_depth, config.max_depth)
         result_depth, confidence, sky, numbers = to_host(  # the frame's one wait at its end
             depth.float(), confidence, sky, torch.stack([loss, fit.scale, fit.shift]).float())
-        loss, scale, shift = (float(number) for number in numbers)
+        loss, scale, shift = numbers.tolist()
         end = time.perf_counter()
         status = (CompletionStatus.DIVERGED if trace.diverged else
                   CompletionStatus.OPTIMIZED if trace.losses else CompletionStatus.ALIGNMENT_ONLY)
