@@ -165,6 +165,10 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'resolution (doc/performance.md). '
                   'Depth Anything V2 or 3 with tail_strips 1 only; other combinations stop '
                   'start-up with the reason.', read_only=True),
+    ParameterSpec('deterministic', False, 'Compute a frame the same way on every run: the '
+                  "adapted layers' form fixed (lora_path auto's timed choice off), cuDNN's "
+                  'deterministic algorithms and IEEE float32 (no TF32) on CUDA; may be slower.',
+                  read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
                   '(exported to ONNX once per model and input size, cached in '
                   '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '
