@@ -196,7 +196,10 @@ def test_a_warm_up_compiles_the_bfloat16_step_before_the_first_frame_of_a_size()
     assert compiled_graphs['unique_graphs'] == 0
     warm_up = WarmUp(engine)
     assert warm_up.needed(42, 56) and not WarmUp(completer()).needed(42, 56)
-    assert warm_up.run(42, 56) > 0 and not warm_up.needed(42, 56)
+    lines = []
+    assert warm_up.run(42, 56, log=lines.append) > 0 and not warm_up.needed(42, 56)
+    assert lines == ['compile: compiling the steps and the decode for 56x42 images (once per '
+                     'size) ...']
     assert compiled_graphs['unique_graphs'] == 2  # the whole step and the decode
     image = smooth_image(4, 42, 56)
     results = [engine.complete(image, sparse_of(image.shape, count, count, 12))

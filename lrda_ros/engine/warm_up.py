@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 import time
-from typing import Hashable, TYPE_CHECKING
+from typing import Callable, Hashable, TYPE_CHECKING
 
 import numpy as np
 
@@ -62,14 +62,19 @@ class WarmUp:
         """Return whether frames of this size would compile (compile on, size not warmed)."""
         return bool(self.completer.config.compile) and (height, width) not in self.done
 
-    def run(self, height: int, width: int, stream: Hashable = None) -> float:
+    def run(self, height: int, width: int, stream: Hashable = None,
+            log: Callable[[str], object] = print) -> float:
         """
         Compile for frames of this size on a synthetic frame of ``stream``; return seconds.
+
+        ``log`` gets a line as the compilation starts (it takes minutes on a CPU).
 
         The stream's warm start is forgotten (a new size starts cold anyway), its step
         durations (deadlines plan with them) kept as they were.
         """
         completer = self.completer
+        log(f'compile: compiling the steps and the decode for {width}x{height} images (once '
+            'per size) ...')
         start = time.perf_counter()
         config = completer.config
         completer.use_stream(stream)

@@ -74,6 +74,7 @@ from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
+from ..engine.warm_up import WarmUp
 from ..errors import InputError
 from ..eval.profiling import Measure
 from ..geometry import InvalidCameraError
@@ -176,6 +177,7 @@ class CompletionCore:
             self.model_choice = choice
             self.pipeline = CompletionPipeline(completer, settings.projection,
                                                _holdout_rule(settings), settings.fusion)
+            self._warm_up = WarmUp(completer)
         self._tf = self._listen_to_tf()
         overrides = QoSOverridingOptions.with_default_policies()
         outputs = dict(_OUTPUTS, pub_confidence=(Image, 'depth/confidence'))
@@ -448,11 +450,20 @@ class CompletionCore:
         for camera, frame in ready:
             with self._frame_errors(camera):
                 prepared = self._prepare(camera, *frame)
-                if prepared is not None:
+                if prepared is not None and self._compiled_for(prepared):
                     pending.append(prepared)
         for frame, encoded in zip(pending, encode_ahead(pending)):
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
+
+    def _compiled_for(self, frame: PendingFrame) -> bool:
+        """Compile for a new size first (compile: true; engine/warm_up.py): its frame is stale."""
+        height, width = frame.prepared.sparse_depth.shape
+        if not self._warm_up.needed(height, width):
+            return True
+        seconds = self._warm_up.run(height, width, frame.camera.stream, self.get_logger().info)
+        self._drop(frame.camera, 'compiling', f'compiled for {width}x{height} in {seconds:.0f} s')
+        return False
 
     def _prepare(self, camera: Camera, image: Image, info: CameraInfo,
                  clouds: tuple[PointCloud2, ...], received_at: float,
