@@ -89,6 +89,40 @@ def count_step_launches(completer, frame, intrinsics, device) -> list[int]:
     return per_step(completer, frame, intrinsics, launches)
 
 
+def frame_figures(completer, frame, intrinsics, device) -> dict:
+    """
+    Complete ``frame``; return the steps the device ran against those the frame reports.
+
+    Every step the host queued runs on the device, changing the weights or masked (a step
+    after a stop): the steps run are the calls of the eager and the compiled step, the
+    reported ones the result's ``iterations``. Also the frame's host synchronizations (as
+    :func:`count_step_synchronizations` counts them), whole: the steps and what is around.
+    """
+    from lrda_ros.speed.host_sync import host_synchronizations
+
+    calls: list[int] = []
+    owners = [(completer, '_step')]
+    if getattr(completer, '_whole_step', None) is not None:
+        owners.append((completer._whole_step, 'run'))
+
+    def counted(method):
+        def call(*args, **kwargs):
+            calls.append(1)
+            return method(*args, **kwargs)
+        return call
+
+    for owner, name in owners:
+        setattr(owner, name, counted(getattr(owner, name)))
+    try:
+        with host_synchronizations(device) as found:
+            result = completer.complete(*frame, intrinsics=intrinsics)
+    finally:
+        for owner, name in owners:
+            delattr(owner, name)
+    return {'steps_run_per_frame': len(calls), 'steps_reported_per_frame': result.iterations,
+            'host_syncs_per_frame': len(found)}
+
+
 def step_figures(backbone: str, resolution: str, dtype: str, device: str,
                  sizes: Sizes, graph: bool = False) -> dict:
     """
@@ -134,9 +168,11 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
               flush=True)
     step_s = (results[config.iterations].optimize_seconds
               - results[0].optimize_seconds) / config.iterations
+    frame = frame_figures(completer, frames[1], intrinsics, config.device)
+    print(f'a frame: {frame}', flush=True)
     graph = (graph_step_figures(backbone, options.seed, config, frames, intrinsics,
                                 results[config.iterations].losses) if graph else {})
-    return {**graph, 'iterations': config.iterations,
+    return {**graph, **frame, 'iterations': config.iterations,
             'encoder_ms': 1e3 * statistics.median(r.encode_seconds for r in results.values()),
             'step_ms': 1e3 * step_s, 'host_syncs_per_step': statistics.mean(syncs),
             'launches_per_step': statistics.mean(launches) if launches else math.nan,
@@ -170,8 +206,10 @@ def graph_step_figures(backbone: str, seed: int, config, frames, intrinsics,
     if model.device.type != 'cuda':
         print('graph steps: not CUDA; the compiled completer built, nothing captured',
               flush=True)
-        return dict.fromkeys(('graph_step_ms', 'graph_kernels_per_step',
-                              'graph_replays_per_step', 'graph_loss_difference'), math.nan)
+        return dict.fromkeys(('graph_step_ms', 'graph_kernels_per_step', 'graph_replays_per_step',
+                              'graph_decode_replays', 'graph_loss_difference',
+                              'graph_steps_run_per_frame', 'graph_steps_reported_per_frame',
+                              'graph_host_syncs_per_frame'), math.nan)
     from torch._dynamo.utils import counters
 
     skips = counters['inductor']['cudagraph_skips']
@@ -198,10 +236,15 @@ def graph_step_figures(backbone: str, seed: int, config, frames, intrinsics,
     steps = max(config.iterations - 1, 1)
     difference = max((abs(a - b) / abs(b) for a, b in zip(result.losses, eager_losses)
                       if b), default=math.nan)
+    frame = frame_figures(completer, frames[1], intrinsics, config.device)
+    print(f'graph steps, a frame: {frame}', flush=True)
     return {'graph_step_ms': 1e3 * (seconds[config.iterations] - seconds[1]) / steps,
             'graph_kernels_per_step': (counts[config.iterations][0] - counts[1][0]) / steps,
             'graph_replays_per_step': (counts[config.iterations][1] - counts[1][1]) / steps,
-            'graph_loss_difference': difference}
+            # A frame of one step: its decode's replays alone (the step's first is eager).
+            'graph_decode_replays': counts[1][1],
+            'graph_loss_difference': difference,
+            **{f'graph_{key}': value for key, value in frame.items()}}
 
 
 def camera_figures(backbone: str, resolution: str, dtype: str, device: str, cameras: int,

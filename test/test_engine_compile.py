@@ -29,11 +29,15 @@ from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine import tto
 from lrda_ros.engine.compiled import bucket_size, padded_samples
 from lrda_ros.engine.steps import EndRule, new_adam, StepRules
+from lrda_ros.engine.warm_up import WarmUp
 from lrda_ros.engine.whole_step import AdamState, CompiledSteps, whole_step
 from lrda_ros.errors import ConfigError
 import numpy as np
 import pytest
 import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._inductor.cudagraph_utils import check_for_mutation_ignore_cuda_graph_managed_tensor
+from torch.utils._ordered_set import OrderedSet
 
 BASE_NETWORK = tiny_network(seed=0)
 
@@ -102,38 +106,37 @@ def test_compiled_whole_steps_follow_the_eager_ones_with_one_graph_per_resolutio
 
 def test_a_compiled_step_is_what_a_cuda_graph_replays():
     # Inductor records a CUDA graph for a step only if every input the step updates in place
-    # is a static one (torch/_inductor/cudagraph_utils.py, check_for_mutation); a replay
-    # copies its other inputs in first, and a step that returned what the next one reads
-    # would chain recordings. Checked on Dynamo's graph, as the backend receives it.
-    graphs = []
+    # is a static one (torch/_inductor/cudagraph_utils.py, the check called below as
+    # torch/_inductor/output_code.py calls it); it reads the static inputs from AOTAutograd's
+    # metadata (compile_fx.get_static_input_idxs), which AOTAutograd empties when it merges
+    # inputs that share memory and are written into one synthetic base. Checked there, after
+    # that merge, not on Dynamo's graph before it. A replay copies the other inputs in, and a
+    # step that returned what the next one reads would chain recordings (its new weights
+    # are copied into the parameters after it).
+    records = []
 
     def inspect(graph, example_inputs):
-        graphs.append(graph)
+        metadata = torch._guards.TracingContext.get().fw_metadata
+        mutated = OrderedSet(index for index, info in enumerate(metadata.input_info)
+                             if info.mutates_data)
+        skip = check_for_mutation_ignore_cuda_graph_managed_tensor(
+            graph, OrderedSet(), mutated, metadata.static_input_indices)
+        records.append((mutated, metadata.static_input_indices, skip, metadata.output_info))
         return graph.forward
 
     engine = completer(compile=True, sparse_head=True, iterations=4, warm_start=False)
-    engine._whole_step = CompiledSteps(engine.model.device, backend=inspect)
+    engine._whole_step = CompiledSteps(engine.model.device, backend=aot_autograd(
+        fw_compiler=inspect, inference_compiler=inspect))
     image = smooth_image(2, 42, 56)
     for seed, (count, first_row) in enumerate(((150, 9), (170, 14))):
         engine.complete(image, sparse_of(image.shape, count, seed, first_row))
-    (graph,) = graphs  # both frames' steps
-    nodes = list(graph.graph.nodes)
-    tensors = [node for node in nodes if node.op == 'placeholder'
-               and isinstance(node.meta.get('example_value'), torch.Tensor)]
-    static = {node.name for node in tensors
-              if node.meta.get('tensor_dict', {}).get('_dynamo_static_input_type')}
-    assert len(static) > 100  # the weights, Adam's state, the rules
-    # What is not static is the frame's data and the step's index, which the step only reads.
-    assert all(name.startswith(('l_inputs_', 'l_index_')) for name in
-               {node.name for node in tensors} - static)
-    updated = {node.args[0].name for node in nodes if node.op == 'call_method'
-               and node.target.endswith('_') and node.args[0].op == 'placeholder'}
-    updated |= {node.kwargs['out'].name for node in nodes
-                if isinstance(node.kwargs.get('out'), torch.fx.Node)
-                and node.kwargs['out'].op == 'placeholder'}
-    assert len(updated) > 10 and updated <= static
-    (output,) = [node for node in nodes if node.op == 'output']
-    assert len(output.args[0]) == 1  # the loss alone
+    ((mutated, static, skip, outputs),) = records  # both frames' steps
+    assert skip is None
+    # The weights, their best copies, Adam's state and the rules' records, each its own input.
+    assert len(mutated) > 100 and mutated <= OrderedSet(static)
+    # The loss and the new weights (written after the graph): no output is an input's alias.
+    assert len(outputs) == 1 + len(engine.adaptation.parameters)
+    assert all(output.base_idx is None for output in outputs)
     # The state keeps its addresses from frame to frame (no new recording): one set of rules
     # per run length, Adam's state zeroed in place for a cold frame.
     (rules,) = engine._whole_step._rules.values()
@@ -180,6 +183,30 @@ def test_a_whole_step_with_the_sparse_head_is_one_graph(dtype):
                                              AdamState.of(engine._optimizer, parameters),
                                              torch.tensor(1))
     assert (step.graph_count, step.graph_break_count) == (1, 0), step.break_reasons
+
+
+def test_a_warm_up_compiles_the_bfloat16_step_before_the_first_frame_of_a_size():
+    # The start-up probe runs eagerly (it compiled the decode for its tiny image before); the
+    # warm-up compiles the whole step and the decode with Inductor, so the size's frames,
+    # whatever their point count, compile nothing.
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    engine = completer(compile=True, sparse_head=True, dtype='bfloat16', iterations=3)
+    compiled_graphs = torch._dynamo.utils.counters['stats']
+    assert compiled_graphs['unique_graphs'] == 0
+    warm_up = WarmUp(engine)
+    assert warm_up.needed(42, 56) and not WarmUp(completer()).needed(42, 56)
+    lines = []
+    assert warm_up.run(42, 56, log=lines.append) > 0 and not warm_up.needed(42, 56)
+    assert lines == ['compile: compiling the steps and the decode for 56x42 images (once per '
+                     'size) ...']
+    assert compiled_graphs['unique_graphs'] == 2  # the whole step and the decode
+    image = smooth_image(4, 42, 56)
+    results = [engine.complete(image, sparse_of(image.shape, count, count, 12))
+               for count in (150, 175)]
+    assert compiled_graphs['unique_graphs'] == 2
+    assert results[0].iterations > 1  # compiled steps ran (a frame's first is eager)
+    assert all(np.isfinite(result.depth).all() for result in results)
 
 
 @pytest.mark.parametrize('options, reason', [

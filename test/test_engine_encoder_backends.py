@@ -74,6 +74,31 @@ def test_onnx_features_match_torch_and_are_cached(tmp_path):
     assert other.path_for(tuple(pixel_values.shape)) != path
 
 
+def test_onnx_outputs_are_written_into_device_tensors_without_a_host_round_trip(
+        tmp_path, monkeypatch):
+    # I/O binding: ONNX Runtime writes into tensors allocated on the model's device, the
+    # results of its plain run (numpy arrays on the host), which is never called.
+    model = DepthModel(copy.deepcopy(BASE_NETWORK))
+    encoder = OnnxEncoder(model.network.backbone, 'onnxruntime', model.device, tmp_path)
+    pixel_values = model.preprocess(smooth_image(3, 42, 56), None)
+    session = encoder._session(tuple(pixel_values.shape))
+    expected = session.run(None, {'pixel_values': pixel_values.numpy()})
+    written = []
+    bind_output = onnxruntime.IOBinding.bind_output
+
+    def recorded(binding, name, device_type, device_id, element_type, shape, pointer):
+        written.append(pointer)
+        return bind_output(binding, name, device_type, device_id, element_type, shape, pointer)
+
+    monkeypatch.setattr(onnxruntime.IOBinding, 'bind_output', recorded)
+    monkeypatch.setattr(onnxruntime.InferenceSession, 'run', None)  # no host round trip
+    features = encoder(pixel_values)
+    assert [feature.data_ptr() for feature in features] == written
+    for ours, theirs in zip(features, expected):
+        assert ours.device == model.device
+        np.testing.assert_array_equal(ours.numpy(), theirs)
+
+
 def test_completion_with_the_onnx_encoder_matches_torch(tmp_path):
     image = smooth_image(2, 56, 84)
     truth = (1.0 / (DepthModel(copy.deepcopy(BASE_NETWORK)).predict(image) + 0.2)).astype(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
-from lrda_ros.engine.flat_parameters import FlatParameters
+from lrda_ros.engine.flat_parameters import ALIGNMENT_BYTES, FlatParameters
 from lrda_ros.engine.steps import StepRules
 from lrda_ros.speed.launches import LaunchCounter
 import numpy as np
@@ -40,13 +40,15 @@ def test_parameters_become_views_of_one_buffer_per_dtype_with_their_values_and_l
     before = [(p.detach().clone(), p.stride()) for p in params]
     flat = FlatParameters(params)
     assert [b.dtype for b in flat.buffers] == [torch.float32, torch.float64]
-    assert [b.numel() for b in flat.buffers] == [8 * 6 * 9 + 35 + 6, 4]
+    # Each parameter starts 64 bytes in (16 float32, 8 float64): Inductor's aligned inputs.
+    assert [b.numel() for b in flat.buffers] == [8 * 6 * 9 + 48 + 16, 8]
     for parameter, (value, stride) in zip(params, before):
         assert torch.equal(parameter, value) and parameter.stride() == stride
     # Each float32 parameter lies in the buffer, one after the other, in order.
     buffer = flat.buffers[0]
     offsets = [(p.data_ptr() - buffer.data_ptr()) // 4 for p in (params[0], params[1], params[3])]
-    assert offsets == [0, 432, 467]
+    assert offsets == [0, 432, 480]
+    assert all(offset * 4 % ALIGNMENT_BYTES == 0 for offset in offsets)
     with torch.no_grad():
         buffer.zero_()
     assert not params[1].detach().any()  # the parameters read the buffer

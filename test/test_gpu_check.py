@@ -104,6 +104,9 @@ def test_the_dry_run_runs_every_part_without_ros_and_its_tables_parse(tmp_path):
     step, = report['steps']
     assert step['host_syncs_per_step'] == 0
     assert math.isnan(step['launches_per_step'])  # counted on CUDA only
+    # The CPU reads a stop flag at once: the steps run are the steps reported.
+    assert step['steps_run_per_frame'] == step['steps_reported_per_frame'] > 0
+    assert step['host_syncs_per_frame'] >= 0
     assert step['step_gflop'] > 0 and step['encoder_gflop'] > step['step_gflop']
     # ViT-S: 25 M parameters, held in bfloat16 where that is the compute precision.
     assert step['encoder_ms'] > 0 and step['weights_mb'] > 45

@@ -19,9 +19,10 @@ A step after a frame's first is one graph (engine/whole_step.py: the loss, its g
 step rules and Adam; a CUDA graph per step on CUDA), the decode another, both whole
 (``fullgraph=True``: a graph break is an error, not a slow path) with static shapes
 (``dynamic=False``) except the sizes that follow the LiDAR points, marked dynamic
-(:func:`mark_points_dynamic`): a new resolution compiles once (paid on its first frame), and
-later frames of it, whatever their point count, reuse the graphs. Those sizes are padded to
-buckets (:func:`padded_samples`, ``SparseHeadPlan.build(fixed_shapes=True)``), since a CUDA
+(:func:`mark_points_dynamic`): a new resolution compiles once (on a synthetic frame before its
+first one: engine/warm_up.py), and its frames, whatever their point count, reuse the graphs.
+Those sizes are padded to buckets (:func:`padded_samples`,
+``SparseHeadPlan.build(fixed_shapes=True)``), since a CUDA
 graph replays fixed sizes: frames whose counts share a bucket replay the same CUDA graph
 instead of recording one each. The sparse head then reads all of conv1's rows, not only those
 the LiDAR reaches (Dynamo specializes a graph to such host numbers: every new first row

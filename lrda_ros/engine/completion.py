@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 from .model import check_rgb_image, EncodedImage, resize_prediction
+from .transfers import to_device
 from ..errors import ConfigError, InputError, LrdaError
 
 
@@ -100,8 +101,7 @@ class SparseSamples:
                 sparse_depth <= max_depth)
         rows, cols = np.nonzero(valid)
         depth = sparse_depth[rows, cols].astype(np.float32)
-        return cls(torch.from_numpy(rows).to(device), torch.from_numpy(cols).to(device),
-                   torch.from_numpy(depth).to(device))
+        return cls(to_device(rows, device), to_device(cols, device), to_device(depth, device))
 
 
 @dataclass

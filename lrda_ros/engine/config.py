@@ -159,6 +159,9 @@ class TTOConfig:
     #: measured cheaper on this device at the frame's shapes (timed once per network input
     #: shape, during its first step). Same result up to floating-point rounding.
     lora_path: str = 'auto'
+    #: Compute a frame the same way on every run (engine/determinism.py): 'auto' lora_path
+    #: fixed to 'separate', cuDNN's deterministic algorithms, float32 without TF32 on CUDA.
+    deterministic: bool = False
     #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
     channels_last: bool = True
     #: On the CPU, keep large freed blocks in the heap (process-wide glibc setting; see

@@ -155,12 +155,28 @@ class OnnxEncoder:
         return self._sessions[shape]
 
     def __call__(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Return the backbone's feature maps for ``pixel_values``."""
+        """
+        Return the backbone's feature maps for ``pixel_values``, on its device.
+
+        ONNX Runtime reads the input and writes the outputs in place in device memory
+        (I/O binding): no copy to the host and back. The export's shapes are fixed, so the
+        outputs are allocated before the run.
+        """
         session = self._session(tuple(pixel_values.shape))
-        inputs = {'pixel_values': np.ascontiguousarray(
-            pixel_values.detach().to('cpu', torch.float32).numpy())}
-        return tuple(torch.from_numpy(output).to(pixel_values.device)
-                     for output in session.run(None, inputs))
+        pixel_values = pixel_values.detach().to(torch.float32).contiguous()
+        device = pixel_values.device
+        outputs = [torch.empty([int(size) for size in output.shape], dtype=torch.float32,
+                               device=device) for output in session.get_outputs()]
+        binding = session.io_binding()
+        for name, tensor in (('pixel_values', pixel_values),
+                             *zip((output.name for output in session.get_outputs()), outputs)):
+            bind = binding.bind_input if name == 'pixel_values' else binding.bind_output
+            bind(name, device.type, device.index or 0, np.float32, list(tensor.shape),
+                 tensor.data_ptr())
+        if device.type == 'cuda':  # ONNX Runtime's stream is not torch's: the input is ready
+            torch.cuda.current_stream(device).synchronize()
+        session.run_with_iobinding(binding)  # returns once the outputs are written
+        return tuple(outputs)
 
 
 def encoder_backend_for(model, backend: str, scope_reencodes: bool,

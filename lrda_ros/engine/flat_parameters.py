@@ -22,6 +22,11 @@ buffer a launch per operation, whatever the number of adapted layers. Each param
 its own leaf (its own gradient, its own Adam state; modules and peft see nothing new): only
 its storage is a slice of the buffer, with its shape and strides kept.
 
+Each parameter starts at a multiple of :data:`ALIGNMENT_BYTES` in its buffer: Inductor
+compiles for aligned inputs and copies a misaligned one aside at every call (a CUDA graph
+does not take it as a static input), so the gaps between parameters are a few unused
+elements.
+
 Something that replaces a parameter's storage (``module.to(...)``, a memory-format change)
 unbinds it; :attr:`FlatParameters.buffers` notices (a pointer comparison per parameter) and
 binds again, copying the current values.
@@ -32,6 +37,17 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
+
+
+#: Where in a buffer each parameter starts: Inductor's input alignment (torch/_inductor/
+#: utils.py, ALIGNMENT), rounded up to a cache line.
+ALIGNMENT_BYTES = 64
+
+
+def _aligned(offset: int, element_size: int) -> int:
+    """Return ``offset`` (elements) rounded up to a multiple of ALIGNMENT_BYTES."""
+    quantum = max(1, ALIGNMENT_BYTES // element_size)
+    return -(-offset // quantum) * quantum
 
 
 def _dense_strides(tensor: torch.Tensor) -> tuple[int, ...]:
@@ -67,16 +83,19 @@ class FlatParameters:
         self._buffers, self._place = [], [(0, 0)] * len(self.parameters)
         for group_index, group in enumerate(self.groups):
             first = self.parameters[group[0]]
-            total = sum(self.parameters[i].numel() for i in group)
-            buffer = torch.empty(total, dtype=first.dtype, device=first.device)
-            offset = 0
+            size = first.element_size()
+            offsets, total = [], 0
             for index in group:
+                offsets.append(_aligned(total, size))
+                total = offsets[-1] + self.parameters[index].numel()
+            # Zeros: the gaps take part in the buffer's elementwise work, as finite numbers.
+            buffer = torch.zeros(_aligned(total, size), dtype=first.dtype, device=first.device)
+            for index, offset in zip(group, offsets):
                 parameter = self.parameters[index]
                 view = buffer.as_strided(parameter.shape, _dense_strides(parameter), offset)
                 view.copy_(parameter.detach())
                 parameter.data = view
                 self._place[index] = (group_index, offset)
-                offset += parameter.numel()
             self._buffers.append(buffer)
 
     def bound(self) -> bool:

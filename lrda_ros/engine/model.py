@@ -33,6 +33,7 @@ from .alignment import PredictionSpace
 from .lora import DECODER_PREFIXES, ENCODER_PREFIXES
 from .lora_paths import low_rank_term
 from .precision import autocast, full_precision, hold_frozen_weights
+from .transfers import to_device
 from ..errors import ConfigError
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -293,7 +294,7 @@ class BaseDepthModel:
     def _image(self, rgb: np.ndarray) -> torch.Tensor:
         """Return an (H, W, 3) uint8 RGB image as (1, 3, H, W) floats in [0, 1] on the device."""
         check_rgb_image(rgb)
-        image = torch.from_numpy(np.ascontiguousarray(rgb)).to(self.device)
+        image = to_device(rgb, self.device)
         return image.permute(2, 0, 1)[None].to(torch.float32) / 255.0
 
     def _normalize(self, image: torch.Tensor) -> torch.Tensor:

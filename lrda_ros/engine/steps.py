@@ -114,6 +114,15 @@ def _write(history: torch.Tensor, index: int | torch.Tensor, value: torch.Tensor
         history[index] = value
 
 
+def _select_into(out: torch.Tensor, condition: torch.Tensor, chosen: torch.Tensor,
+                 other: torch.Tensor) -> None:
+    """Write ``torch.where(condition, chosen, other)`` into ``out`` (channels-last too)."""
+    if out.is_contiguous():
+        torch.where(condition, chosen, other, out=out)
+    else:  # Dynamo traces no out= of another layout; Inductor fuses the copy
+        out.copy_(torch.where(condition, chosen, other))
+
+
 def new_adam(parameters: list[torch.Tensor], learning_rate: float) -> torch.optim.Adam:
     """
     Return Adam with a tensor learning rate and the fused kernel (skips steps on the device).
@@ -176,6 +185,8 @@ class StepRules:
         self.constant_loss = torch.zeros((), device=device)
         self.best_loss = torch.zeros((), device=device)
         self._best = self.flat.clone_buffers()
+        #: Per weight, its slice of ``_best``: what a compiled step updates (see :meth:`tensors`).
+        self._best_views = self.flat.views(self._best)
         self.active = torch.ones((), dtype=torch.bool, device=device)
         self.diverged = torch.zeros((), dtype=torch.bool, device=device)
         self.backtracks = torch.zeros((), dtype=torch.int64, device=device)
@@ -212,14 +223,29 @@ class StepRules:
         self._posted = _PostedFlag(self.active)
 
     def tensors(self) -> list[torch.Tensor]:
-        """Return the tensors a step reads or updates in place (the weights' buffers too)."""
+        """
+        Return the tensors a compiled step reads or updates in place, the weights' aside.
+
+        A compiled step (``in_graph``) works on each weight and its best copy, never on the
+        flat buffers holding them: AOTAutograd merges graph inputs that share memory and are
+        written into one synthetic base, which drops them from the static inputs a CUDA graph
+        needs (torch/_functorch/_aot_autograd/input_output_analysis.py), whereas separate
+        views of one buffer that do not overlap stay separate inputs.
+        """
         return [self.losses, self.best_history, self.best_loss, self.active, self.diverged,
                 self.backtracks, self.recorded, self._skip, self._collapsed,
                 self._divergence_bound, self.constant_loss, self._material_gain, self._half,
-                self._one, *self._best, *self._current]
+                self._one, *self._best_views]
+
+    def _weights(self, in_graph: bool) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+        """Return the best and current weights: per weight in a graph, else per buffer."""
+        if in_graph:
+            return self._best_views, self.flat.parameters
+        return self._best, self._current
 
     @torch.no_grad()
-    def decide(self, index: int | torch.Tensor, loss: torch.Tensor, post: bool = True) -> None:
+    def decide(self, index: int | torch.Tensor, loss: torch.Tensor, post: bool = True,
+               in_graph: bool = False) -> None:
         """
         Record step ``index``'s loss (before its update) and decide what the step does.
 
@@ -227,7 +253,8 @@ class StepRules:
         change from step to step is computed once (the material gain, the divergence bound
         once the first loss is known) and each mask once. ``index`` may be a 0-d device
         tensor (a compiled step: one graph for every index); ``post``: copy the stop flag to
-        the host now (a compiled step posts it after its graph).
+        the host now (a compiled step posts it after its graph); ``in_graph``: a compiled
+        step's (:meth:`tensors`).
         """
         config = self.config
         loss = loss.detach().float()
@@ -253,8 +280,8 @@ class StepRules:
         diverged = kept & (~finite | (loss > self._divergence_bound))
         going = kept & ~diverged
         improved = going & (loss < self.best_loss)
-        for best, current in zip(self._best, self._current):
-            torch.where(improved, current, best, out=best)
+        for best, current in zip(*self._weights(in_graph)):
+            _select_into(best, improved, current, best)
         torch.where(improved, loss, self.best_loss, out=self.best_loss)
         _write(self.best_history, index, self.best_loss)
         self.backtracks.add_(collapsed)
@@ -288,14 +315,24 @@ class StepRules:
         return None
 
     @torch.no_grad()
-    def undo_collapse(self, learning_rates: list[torch.Tensor]) -> None:
-        """Write the best weights back and halve the (tensor) learning rates if collapsed."""
+    def undo_collapse(self, learning_rates: list[torch.Tensor],
+                      in_graph: bool = False) -> list[torch.Tensor] | None:
+        """
+        Write the best weights back and halve the (tensor) learning rates if collapsed.
+
+        ``in_graph``: return the weights to go on from instead of writing them (a compiled
+        step writes its parameters after its graph: engine/whole_step.py).
+        """
         collapsed = self._collapsed
-        for best, current in zip(self._best, self._current):
-            torch.where(collapsed, best, current, out=current)
         factor = torch.where(collapsed, self._half, self._one)
         for learning_rate in learning_rates:
             learning_rate.mul_(factor)
+        if in_graph:
+            return [torch.where(collapsed, best, current)
+                    for best, current in zip(*self._weights(True))]
+        for best, current in zip(self._best, self._current):
+            _select_into(current, collapsed, best, current)
+        return None
 
     @property
     def skip(self) -> torch.Tensor:

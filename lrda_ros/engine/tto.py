@@ -39,6 +39,7 @@ from .completion import (check_frame, check_unshared, CompletionCancelledError, 
                          SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
+from .determinism import lora_form, use_deterministic_kernels
 from .encoder_backends import encoder_backend_for
 from .lora_paths import PathChoice
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
@@ -50,6 +51,7 @@ from .sparse_head import SparseHeadPlan
 from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
 from .strips import decode_in_strips
+from .transfers import to_host
 from .whole_step import CompiledSteps
 
 
@@ -58,9 +60,8 @@ class DepthCompleter:
     Turn (RGB, sparse depth) into dense metric depth by test-time optimization.
 
     The completer owns the adaptation it attaches to ``model``; warm start carries the adapted
-    weights from one ``complete`` call to the next until ``reset``. Several image streams
-    (cameras) share one completer with a warm start each: ``complete(..., stream=name)``
-    (engine/streams.py).
+    weights from one ``complete`` call to the next until ``reset``. Image streams (cameras)
+    share one completer with a warm start each: ``complete(..., stream=name)`` (streams.py).
     """
 
     def __init__(self, model: DepthModel, config: TTOConfig | None = None) -> None:
@@ -78,7 +79,7 @@ class DepthCompleter:
         check_compile(self.model, self.config, self.adaptation.reencodes)
         #: compile: a whole step (loss, gradient, step rules, Adam) as one graph (whole_step.py).
         self._whole_step = CompiledSteps(self.model.device) if self.config.compile else None
-        self._decode = compiled(self.model.decode) if self.config.compile else self.model.decode
+        self._decode = self.model.decode  # compiled after the probe (its tiny image's is waste)
         self.model.encoder_runner = encoder_backend_for(
             self.model, self.config.encoder_backend, self.adaptation.reencodes,
             self.config.encoder_cache_dir)
@@ -86,8 +87,7 @@ class DepthCompleter:
         #: The last frame's final loss as a share of a constant prediction's (scene cuts).
         self._previous_share: float | None = None
         self._scene_cut_rule = SceneCutRule(self.config.scene_cut_factor)
-        # Warm frames keep Adam's moments too: a fresh Adam's first steps move every weight by
-        # about the learning rate, undoing much of what was carried over.
+        # Warm frames keep Adam's moments too (a fresh Adam's first steps undo what was carried).
         self._optimizer: torch.optim.Optimizer | None = None
         #: Durations of a step and of a frame's finish, for deadlines (engine/deadline.py).
         self.step_times = StepTimes()
@@ -101,9 +101,11 @@ class DepthCompleter:
         self.model.hold_weights(self._autocast_dtype, self.config.encoder_backend == 'torch')
         #: Each adapted layer's LoRA form per network input shape, and its timings (lora_paths).
         self.path_choice = PathChoice(getattr(self.adaptation, 'adapters', None),
-                                      self.config.lora_path, self._autocast_dtype)
+                                      lora_form(self.config), self._autocast_dtype)
+        use_deterministic_kernels(self.config)
         if self._autocast_dtype != torch.float32:
             self._probe_precision()
+        self._decode = compiled(self._decode) if self.config.compile else self._decode
 
     def model_option_notices(self, config: TTOConfig) -> list[str]:
         """Raise ConfigError for an option the model cannot honour; return notices."""
@@ -130,8 +132,8 @@ class DepthCompleter:
         """
         Run one step and a dense decode on a tiny image in the configured precision.
 
-        A kernel the device lacks in that precision then fails here, at start-up, instead of
-        on the first frame. Leaves no trace: gradients are returned, not accumulated.
+        A kernel the device lacks in that precision fails here, at start-up, not in the first
+        frame; gradients are returned, not accumulated (no trace).
         """
         size = 4 * self.model.patch_size
         pixel_values = self.model.preprocess(np.zeros((size, size, 3), np.uint8), None)
@@ -486,9 +488,8 @@ class DepthCompleter:
         ``intrinsics``: the image's 3x3 camera matrix K (pixels), for models that take the
         camera (UniDepthV2; without it, UniDepthV2 predicts its own); others ignore it.
 
-        ``stream``: whose warm start this frame continues (a camera's name; see
-        engine/streams.py). ``encoded``: this image's features from ``encode_frames``, which
-        then replace the encoder pass here.
+        ``stream``: whose warm start this frame continues (a camera's name; streams.py).
+        ``encoded``: this image's features from ``encode_frames``, instead of encoding here.
 
         Raises InsufficientSparseDepthError when no valid sparse depth exists, or fewer than
         ``min_points`` with the 'error' policy; with the default 'align' policy such a frame
@@ -572,21 +573,22 @@ class DepthCompleter:
         self._frame_plans.clear()  # frame data: not kept between frames
         depth = aligned_to_depth(fit.apply(dense), self.model.prediction_space,
                                  config.min_depth, config.max_depth)
-        result_depth = depth.cpu().numpy().astype(np.float32)
-        self._synchronize()
+        confidence = None if confidence is None else confidence.float()
+        result_depth, confidence, sky, numbers = to_host(  # the frame's one wait at its end
+            depth.float(), confidence, sky, torch.stack([loss, fit.scale, fit.shift]).float())
+        loss, scale, shift = numbers.tolist()
         end = time.perf_counter()
         status = (CompletionStatus.DIVERGED if trace.diverged else
                   CompletionStatus.OPTIMIZED if trace.losses else CompletionStatus.ALIGNMENT_ONLY)
         # A diverged frame is not a good starting point for the next one.
         keep_warm = config.warm_start and status is not CompletionStatus.DIVERGED
         self._warm_input_shape = tuple(pixel_values.shape) if keep_warm else None
-        self._previous_share = unexplained_share(float(loss), constant_loss) if keep_warm else None
+        self._previous_share = unexplained_share(loss, constant_loss) if keep_warm else None
         return CompletionResult(
-            depth=result_depth, status=status, scale=float(fit.scale), shift=float(fit.shift),
+            depth=result_depth, status=status, scale=scale, shift=shift,
             num_points=samples.count, iterations=len(trace.losses), warm_started=warm,
-            losses=trace.losses, final_loss=float(loss), backtracks=trace.backtracks,
+            losses=trace.losses, final_loss=loss, backtracks=trace.backtracks,
             stopped_at_deadline=frame_deadline.reached,
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds, final_decode_seconds=end - decode_start,
-            confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
-            scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy())
+            confidence=confidence, scene_cut=scene_cut, sky=sky)

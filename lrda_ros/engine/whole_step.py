@@ -70,42 +70,48 @@ class AdamState:
 
 
 @torch.no_grad()
-def adam_update(parameters: list[torch.Tensor], gradients: list[torch.Tensor | None],
-                state: AdamState, skip: torch.Tensor) -> None:
-    """Take Adam's step on ``parameters`` unless ``skip`` (torch.optim.Adam's formulas)."""
+def adam_update(weights: list[torch.Tensor], gradients: list[torch.Tensor | None],
+                state: AdamState, skip: torch.Tensor) -> list[torch.Tensor]:
+    """Return ``weights`` after Adam's step unless ``skip`` (torch.optim.Adam's formulas)."""
     beta1, beta2 = state.beta1, state.beta2
     keep = skip > 0
-    for parameter, gradient, exp_avg, exp_avg_sq, step in zip(
-            parameters, gradients, state.exp_avgs, state.exp_avg_sqs, state.steps):
+    updated_weights = []
+    for weight, gradient, exp_avg, exp_avg_sq, step in zip(
+            weights, gradients, state.exp_avgs, state.exp_avg_sqs, state.steps):
         if gradient is None or step is None:  # not reached: Adam skips it too
+            updated_weights.append(weight)
             continue
         new_step = step + 1
         new_avg = exp_avg.lerp(gradient, 1 - beta1)
         new_avg_sq = exp_avg_sq * beta2 + (1 - beta2) * gradient * gradient
         step_size = state.learning_rate / (1 - beta1 ** new_step)
         denominator = new_avg_sq.sqrt() / (1 - beta2 ** new_step).sqrt() + state.eps
-        updated = parameter - step_size * new_avg / denominator
-        parameter.copy_(torch.where(keep, parameter, updated))
+        updated = weight - step_size * new_avg / denominator
+        updated_weights.append(torch.where(keep, weight, updated))
         exp_avg.copy_(torch.where(keep, exp_avg, new_avg))
         exp_avg_sq.copy_(torch.where(keep, exp_avg_sq, new_avg_sq))
         step.copy_(torch.where(keep, step, new_step))
+    return updated_weights
 
 
 def whole_step(loss_function: Callable[..., torch.Tensor], inputs: tuple,
                parameters: list[torch.Tensor], rules: StepRules, adam: AdamState,
-               index: torch.Tensor) -> torch.Tensor:
+               index: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """
     Run one step (after a frame's first, eager one, which made Adam's state): its loss.
 
-    ``loss_function(*inputs)`` computes the step's loss from the current weights.
+    ``loss_function(*inputs)`` computes the step's loss from the current weights. Returns
+    the loss and the new weights, which the caller writes into ``parameters``: a graph that
+    differentiates its parameters and also writes them was compiled wrong by Inductor (the
+    steps left eager's trajectory at their second compiled step), and the weights' flat
+    buffers as inputs beside them are no static inputs (engine/steps.py, tensors).
     """
     value = loss_function(*inputs)
     gradients = torch.autograd.grad(value, parameters, allow_unused=True)
     value = value.detach()
-    rules.decide(index, value, post=False)
-    rules.undo_collapse([adam.learning_rate])
-    adam_update(parameters, list(gradients), adam, rules.skip)
-    return value
+    rules.decide(index, value, post=False, in_graph=True)
+    weights = rules.undo_collapse([adam.learning_rate], in_graph=True)
+    return value, adam_update(weights, list(gradients), adam, rules.skip)
 
 
 class CompiledSteps:
@@ -169,6 +175,9 @@ class CompiledSteps:
                 torch._dynamo.mark_static_address(tensor)
         if self._indices.numel() <= index or self._indices.device != target.device:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
-        self.step(loss_function, inputs, parameters, rules, self._adam, self._indices[index])
+        _, weights = self.step(loss_function, inputs, parameters, rules, self._adam,
+                               self._indices[index])
+        with torch.no_grad():  # one foreach copy (the graph's outputs, before its next replay)
+            torch._foreach_copy_(parameters, weights)
         rules.post()  # a copy to the host: outside the graph, which replays device work only
         rules.steps_run += 1

@@ -54,6 +54,7 @@ from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 from .bridges import MessageReader
 from .builders import depth_to_image_msg
 from .calibration_monitor import CalibrationMonitor
+from .camera_inputs import Drop, read_camera_inputs
 from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
 from .declaration import (
     declare_parameters, parameter_values, warn_unknown_parameters, watch_parameters)
@@ -71,14 +72,12 @@ from ..engine import (
     CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
     InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
 from ..engine.loading import load_depth_model
+from ..engine.warm_up import WarmUp
 from ..errors import InputError
 from ..eval.profiling import Measure
-from ..geometry import InvalidCameraError
 from ..messages.causes import cause_line, STAMP_BACKWARDS
-from ..messages.compressed import compressed_image_to_rgb
-from ..messages.conversions import camera_info_to_camera_model, UnsupportedEncodingError
 from ..messages.stamps import (
-    latency_or_reason, NS_PER_S, stamp_error, stamp_text, stamp_to_ns)
+    latency_or_reason, NS_PER_S, stamp_text, stamp_to_ns)
 from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
@@ -173,6 +172,7 @@ class CompletionCore:
             self.model_choice = choice
             self.pipeline = CompletionPipeline(completer, settings.projection,
                                                _holdout_rule(settings), settings.fusion)
+            self._warm_up = WarmUp(completer)
         self._tf = self._listen_to_tf()
         overrides = QoSOverridingOptions.with_default_policies()
         outputs = dict(_OUTPUTS, pub_confidence=(Image, 'depth/confidence'))
@@ -396,26 +396,11 @@ class CompletionCore:
     def _inputs(self, camera: Camera, settings: NodeSettings, image: Image, info: CameraInfo,
                 clouds: tuple[PointCloud2, ...]) -> FrameInputs | None:
         """Read the messages into arrays; an unusable one is a counted drop (None)."""
-        topics = ('image', 'camera_info', *settings.point_topics)
-        for topic, message in zip(topics, (image, info, *clouds)):
-            problem = stamp_error(message.header.stamp)
-            if problem:
-                self._drop(camera, 'malformed', f'{topic}: {problem}', topic)
-                return None
-        try:
-            model = camera_info_to_camera_model(info, rectified=settings.image_is_rectified)
-        except InvalidCameraError as error:
-            self._drop(camera, 'bad_camera_info', f'camera_info field {error}', 'camera_info')
+        read = read_camera_inputs(self._reader, settings, image, info, clouds)
+        if isinstance(read, Drop):
+            self._drop(camera, *read)
             return None
-        try:
-            rgb = (compressed_image_to_rgb(image) if settings.image_transport == 'compressed'
-                   else self._reader.image_to_rgb(image))
-        except UnsupportedEncodingError as error:
-            self._drop(camera, 'unsupported_encoding', f'image: {error}', 'image')
-            return None
-        except InputError as error:
-            self._drop(camera, 'malformed', f'image: {error}', 'image')
-            return None
+        rgb, model = read
         lidar = self._clouds.read(camera, settings, self._tf, image, clouds)
         if lidar is None:
             return None
@@ -463,11 +448,20 @@ class CompletionCore:
         for camera, frame in ready:
             with self._frame_errors(camera):
                 prepared = self._prepare(camera, settings, pipeline, *frame)
-                if prepared is not None:
+                if prepared is not None and self._compiled_for(prepared):
                     pending.append(prepared)
         for frame, encoded in zip(pending, encode_ahead(pending)):
             with self._frame_errors(frame.camera):
                 self._complete(frame, encoded)
+
+    def _compiled_for(self, frame: PendingFrame) -> bool:
+        """Compile for a new size first (compile: true; engine/warm_up.py): its frame is stale."""
+        height, width = frame.prepared.sparse_depth.shape
+        if not self._warm_up.needed(height, width):
+            return True
+        seconds = self._warm_up.run(height, width, frame.camera.stream, self.get_logger().info)
+        self._drop(frame.camera, 'compiling', f'compiled for {width}x{height} in {seconds:.0f} s')
+        return False
 
     def _prepare(self, camera: Camera, settings: NodeSettings, pipeline: CompletionPipeline,
                  image: Image, info: CameraInfo, clouds: tuple[PointCloud2, ...],

@@ -243,7 +243,8 @@ class NodeSettings:
                 scene_cut_factor=v['scene_cut_factor'],
                 convergence_tol=v['convergence_tol'] or None, schedule=v['schedule'],
                 tail_strips=v['tail_strips'],
-                compile=v['compile'], encoder_backend=v['encoder_backend'])
+                compile=v['compile'], encoder_backend=v['encoder_backend'],
+                deterministic=v['deterministic'])
         except ConfigError as error:
             raise _parameter_error(error) from error
         try:

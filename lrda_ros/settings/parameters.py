@@ -157,14 +157,19 @@ PARAMETERS: tuple[ParameterSpec, ...] = (
                   'Lower is faster.', 0, 8192, excluded=(1, 13)),
     ParameterSpec('compile', False, 'Run each optimization step (forward, backward, the step '
                   'rules and Adam, the sparse head included) and the final decode under '
-                  'torch.compile, one graph each (a CUDA graph per step on CUDA); compiled on '
-                  'the first frame of each resolution, whatever its LiDAR point count; a '
+                  'torch.compile, one graph each (a CUDA graph per step on CUDA); compiled on a '
+                  'synthetic frame when the first frame of an image size comes (that frame '
+                  'waits, then is dropped as compiling), for any LiDAR point count; a '
                   "frame's first step runs eagerly. For CUDA, where a step is otherwise "
                   'hundreds of kernel launches (its speed there unmeasured); on a CPU it does '
                   'not pay (0.95x eager at ViT-S VGA) after a minute of compilation per '
                   'resolution (doc/performance.md). '
                   'Depth Anything V2 or 3 with tail_strips 1 only; other combinations stop '
                   'start-up with the reason.', read_only=True),
+    ParameterSpec('deterministic', False, 'Compute a frame the same way on every run: the '
+                  "adapted layers' form fixed (lora_path auto's timed choice off), cuDNN's "
+                  'deterministic algorithms and IEEE float32 (no TF32) on CUDA; may be slower.',
+                  read_only=True),
     ParameterSpec('encoder_backend', 'torch', 'Where the encoder runs: "torch", "onnxruntime" '
                   '(exported to ONNX once per model and input size, cached in '
                   '~/.cache/lrda_ros/onnx) or "tensorrt" (ONNX Runtime with TensorRT). A '
