@@ -22,7 +22,7 @@ from conftest import smooth_image, tiny_network
 from lrda_ros.engine import (
     CompletionStatus, DepthCompleter, DepthModel, TTOConfig, UnsupportedPrecisionError)
 from lrda_ros.engine import resampling
-from lrda_ros.engine.precision import check_precision
+from lrda_ros.engine.precision import check_precision, lacks_precision
 import numpy as np
 import pytest
 import torch
@@ -125,6 +125,35 @@ def test_a_precision_kernel_the_device_lacks_is_rejected_at_start_up(monkeypatch
         DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
     DepthCompleter(DepthModel(tiny_network()),
                    TTOConfig(device='cpu', dtype='bfloat16', sparse_head=False))
+
+
+def test_a_probe_error_that_is_no_missing_kernel_is_reported_as_itself(monkeypatch):
+    # A bug in the sparse head (here a shape mismatch torch itself reports) is no verdict on
+    # the dtype: it must reach the user as the error it is, not as "use float32".
+    def mismatched_product(indices, offsets, weights, dense):
+        return dense[:1] + dense[:2].T
+
+    monkeypatch.setattr(resampling, 'gather_rows', mismatched_product)
+    with pytest.raises(RuntimeError, match='must match the size') as raised:
+        DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
+    assert not isinstance(raised.value, UnsupportedPrecisionError)
+    assert "in the start-up probe of dtype 'bfloat16'" in ''.join(raised.value.__notes__)
+
+
+def test_only_errors_naming_a_missing_kernel_of_the_dtype_are_precision_errors():
+    def error_of(function):
+        try:
+            function()
+        except Exception as error:  # noqa: B902 (any error torch raises is the subject)
+            return error
+        raise AssertionError('no error')
+
+    unconvertible = error_of(lambda: torch.zeros(2, dtype=torch.bfloat16).numpy())
+    mismatch = error_of(lambda: torch.zeros(2) + torch.zeros(3))
+    assert lacks_precision(unconvertible, torch.bfloat16)
+    assert not lacks_precision(unconvertible, torch.float16)  # another dtype's gap
+    assert not lacks_precision(mismatch, torch.bfloat16)
+    assert not lacks_precision(ValueError("not implemented for 'BFloat16'"), torch.bfloat16)
 
 
 def test_bfloat16_on_a_gpu_without_it_is_rejected_with_the_reason(monkeypatch):

@@ -55,6 +55,24 @@ class NonFiniteDepthError(InputError, FloatingPointError):
     """The network produced non-finite values for a frame (e.g. a corrupt image)."""
 
 
+def check_finite(dense: torch.Tensor, last_iterate_steps: int, learning_rate: float) -> None:
+    """
+    Raise NonFiniteDepthError, saying why, where the final dense prediction is not finite.
+
+    ``last_iterate_steps``: the steps behind a last iterate returned as it is (schedule
+    'paper', which keeps no better one), 0 when the weights were the best seen or unadapted.
+    """
+    if bool(torch.isfinite(dense).all()):
+        return
+    if last_iterate_steps:
+        raise NonFiniteDepthError(
+            f"the last iterate of schedule 'paper' ({last_iterate_steps} steps at "
+            f'learning_rate {learning_rate}) predicts non-finite depth: the steps diverged; '
+            'lower learning_rate')
+    raise NonFiniteDepthError('the depth model produced non-finite values for this image even '
+                              'without adaptation')
+
+
 @torch.no_grad()
 def model_sky(model, encoded: EncodedImage) -> torch.Tensor | None:
     """
