@@ -74,8 +74,9 @@ class TTOConfig:
     The paper's settings are the defaults of ``iterations`` (40 Adam steps), ``learning_rate``
     (1e-2), ``scope`` (LoRA on the decoder), ``lora_rank`` (8) and ``processing_size`` (None);
     ``schedule``'s is not: 'adaptive' ends a frame early and keeps its best iterate, while
-    'paper' runs exactly the paper's loop (the last iterate of its T steps). ``processing_size`` trades accuracy for speed: the image is
-    resized so its longer side is about this many pixels; None keeps the input size. Both
+    'paper' runs exactly the paper's loop (the last iterate of its T steps).
+    ``processing_size`` trades accuracy for speed: the image is resized so its longer side is
+    about this many pixels; None keeps the input size. Both
     sides are always rounded to multiples of the 14-pixel patch.
     """
 
