@@ -76,8 +76,8 @@ class TTOConfig:
     ``schedule``'s is not: 'adaptive' ends a frame early and keeps its best iterate, while
     'paper' runs exactly the paper's loop (the last iterate of its T steps).
     ``processing_size`` trades accuracy for speed: the image is resized so its longer side is
-    about this many pixels; None keeps the input size. Both
-    sides are always rounded to multiples of the 14-pixel patch.
+    about this many pixels; None keeps the input size. Both sides are always rounded to
+    multiples of the 14-pixel patch.
     """
 
     iterations: int = 40
@@ -140,8 +140,9 @@ class TTOConfig:
     #: ``deadline`` argument to ``complete`` takes precedence.
     time_budget: float = 0.0
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
-    #: divergence: optimization stops and the best weights seen are kept (not under 'paper'). (A rise that
-    #: collapses the prediction, ``backtrack_fraction``, is undone instead.)
+    #: divergence: optimization stops and the best weights seen are kept (not under
+    #: 'paper'). (A rise that collapses the prediction, ``backtrack_fraction``, is undone
+    #: instead.)
     divergence_factor: float = 10.0
     #: A step that gives back more than this fraction of what the best iterate gained over a
     #: constant prediction (whose loss is the target's variance) sends the optimization back
