@@ -274,7 +274,7 @@ class DepthCompleter:
                        samples: SparseSamples, target: torch.Tensor,
                        plan: SparseHeadPlan | None) -> float:
         """Return the loss the adapted network as it stands leaves on this frame's LiDAR."""
-        with self._autocast():
+        with self._autocast(), self.adaptation.decoding():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             points = self._points_prediction(features, samples, plan)
         return float(alignment_loss(points, target)[0])
@@ -387,8 +387,7 @@ class DepthCompleter:
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, self.config.tail_strips)
         measure = self.path_choice.before_steps(tuple(pixel_values.shape))
-        posts = rules.posts
-        posts.reset()  # the first step's duration from here
+        (posts := rules.posts).reset()  # the first step's duration from here
         for index in range(stage.max_steps):
             # Waits for the step two back, if it must (engine/lookahead.py): never more.
             stopped = index > 0 and rules.settle(index)
@@ -438,7 +437,7 @@ class DepthCompleter:
                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return the (H, W) prediction and, for models that have one, the confidence."""
         confidence = None
-        with self._autocast():
+        with self._autocast(), self.adaptation.decoding():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             if self.model.has_confidence:
                 prediction, confidence = self.model.decode_with_confidence(features)
@@ -454,24 +453,24 @@ class DepthCompleter:
                           samples: SparseSamples, target: torch.Tensor, trace: StepTrace,
                           deadline: FrameDeadline):
         """
-        Decode densely with the final weights, falling back to the best ones if worse.
+        Decode densely: the final weights, or the best if worse (and a second decode fits).
 
-        Under a deadline the fallback runs only when a second decode fits, or after divergence.
-        Under ``schedule: paper`` (no best weights kept) the last iterate is the result.
+        After divergence the best are decoded at once; under 'paper' the last is the result.
         """
         deadline.begin_finish()
+        if trace.diverged and trace.best_state is not None:
+            self.adaptation.restore(trace.best_state)
         dense, confidence = self._dense_prediction(pixel_values, encoded)
         loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         final_is_worse = not math.isfinite(float(loss)) or (
             trace.full_size and float(loss) > trace.best_loss)
         deadline.end_finish()
-        if trace.best_state is not None and (
-                trace.diverged or (final_is_worse and deadline.second_decode_fits())):
+        if (trace.best_state is not None and not trace.diverged and final_is_worse
+                and deadline.second_decode_fits()):
             self.adaptation.restore(trace.best_state)
             dense, confidence = self._dense_prediction(pixel_values, encoded)
             loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
-        check_finite(dense, len(trace.losses) if trace.best_state is None else 0,
-                     self.config.learning_rate)
+        check_finite(dense, 0 if trace.best_state else len(trace.losses), self.config)
         return dense, confidence, loss, fit
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
@@ -508,6 +507,7 @@ class DepthCompleter:
         frame_deadline = FrameDeadline(deadline, self.step_times)
         rgb, sparse_depth = check_frame(rgb, sparse_depth)
         self._frame_plans.clear()
+        decodes = self.adaptation.decodes
         samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
                                          self.model.device)
         too_few = samples.count < config.min_points
@@ -596,4 +596,5 @@ class DepthCompleter:
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds,
             confidence=None if confidence is None else confidence.cpu().numpy().astype(np.float32),
-            scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy())
+            scene_cut=scene_cut, sky=None if sky is None else sky.cpu().numpy(),
+            decodes=self.adaptation.decodes - decodes)
