@@ -184,6 +184,19 @@ def tiny_network(seed: int = 0, **config_options):
     return network.eval()
 
 
+def counted_steps(completer) -> list[int]:
+    """Count the optimization steps ``completer`` computes (each computes its loss once)."""
+    count = [0]
+    loss = completer._loss
+
+    def counted(*args):
+        count[0] += 1
+        return loss(*args)
+
+    completer._loss = counted
+    return count
+
+
 def smooth_image(seed: int, height: int = 60, width: int = 80) -> np.ndarray:
     """Return a smooth random RGB image (low-frequency noise, bicubic upsampled)."""
     rng = np.random.default_rng(seed)

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import copy
 
-from conftest import smooth_image, tiny_network
+from conftest import counted_steps, smooth_image, tiny_network
 from lrda_ros.engine import DepthCompleter, DepthModel, TTOConfig
-from lrda_ros.engine import deadline as deadline_module
-from lrda_ros.engine.deadline import FrameDeadline, StepTimes
 from lrda_ros.engine.lookahead import LOOKAHEAD, StepPosts
 import numpy as np
-import pytest
 import torch
 
 NETWORK = tiny_network(seed=4)
@@ -56,17 +53,10 @@ def frame():
 
 
 def run_counted(**options):
-    """Complete a frame; return the result and the steps computed (each computes its loss)."""
+    """Complete a frame; return the result and the steps computed."""
     completer = DepthCompleter(DepthModel(copy.deepcopy(NETWORK)),
                                TTOConfig(device='cpu', iterations=30, **options))
-    computed = [0]
-    loss = completer._loss
-
-    def counted(*args):
-        computed[0] += 1
-        return loss(*args)
-
-    completer._loss = counted
+    computed = counted_steps(completer)
     return completer.complete(*frame()), computed[0]
 
 
@@ -104,47 +94,3 @@ def test_the_host_never_waits_for_a_step_closer_than_the_lookahead(monkeypatch):
         queued += 1
     assert queued - (stop_at + 1) == LOOKAHEAD - 1
     assert len(posts.take_durations()) == posts.read
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def monotonic(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-def clock(monkeypatch) -> Clock:
-    simulated = Clock()
-    monkeypatch.setattr(deadline_module.time, 'monotonic', simulated.monotonic)
-    return simulated
-
-
-def test_a_deadline_counts_the_steps_in_flight(clock):
-    times = StepTimes(first_step=0.2, step=0.1, finish=0.05)
-    deadline = FrameDeadline(clock.now + 0.3, times)
-    assert deadline.another_step_fits()  # 0.3 s left: the first step (0.2), the finish (0.05)
-    # A second step (0.1) fits after the first only once that one has ended ...
-    assert not deadline.another_step_fits((), in_flight=1)  # 0.2 + 0.1 + 0.05 > 0.3
-    deadline = FrameDeadline(clock.now + 0.3, times)
-    deadline.another_step_fits()
-    clock.now += 0.1  # ... as the device reports 0.1 s later (its first step took 0.1)
-    assert deadline.another_step_fits((0.1,), in_flight=0)
-    # The durations read late are recorded in order: the frame's first step, then later ones.
-    times = StepTimes()
-    deadline = FrameDeadline(None, times)
-    deadline.another_step_fits()
-    deadline.another_step_fits((), in_flight=1)
-    deadline.another_step_fits((0.3, 0.12), in_flight=1)
-    assert (times.first_step, times.step) == (0.3, 0.12)
-
-
-def test_step_durations_come_from_the_posts_without_a_wait(clock):
-    posts = StepPosts(torch.device('cpu'))
-    for seconds in (0.5, 0.1, 0.1):
-        clock.now += seconds
-        posts.post(torch.tensor(True))
-    assert not posts.settle(3)
-    assert posts.take_durations() == pytest.approx([0.5, 0.1, 0.1])
-    assert posts.take_durations() == []

@@ -17,7 +17,7 @@
 import copy
 from dataclasses import replace
 
-from conftest import smooth_image
+from conftest import counted_steps, smooth_image
 from lrda_ros import world
 from lrda_ros.datasets.synthetic import synthetic_frames
 from lrda_ros.engine import DepthCompleter, DepthModel, NonFiniteDepthError, Scope, TTOConfig
@@ -297,19 +297,6 @@ def _kitti_frame(shared_data):
     return next(iter(KittiDepthCompletion(folder, outlier_filter=None)))
 
 
-def _counted(completer: DepthCompleter) -> list[int]:
-    """Count the steps the completer computes (each step's forward pass computes its loss)."""
-    count = [0]
-    loss = completer._loss
-
-    def counted(*args):
-        count[0] += 1
-        return loss(*args)
-
-    completer._loss = counted
-    return count
-
-
 @pytest.fixture(scope='module')
 def demo_prior():
     return load_depth_model('demo', 'cpu')
@@ -329,7 +316,7 @@ def test_paper_schedule_runs_every_step_of_a_diverging_frame_and_returns_the_las
             learning_rate=learning_rate, processing_size=126))
 
     paper = completer('paper')
-    computed = _counted(paper)
+    computed = counted_steps(paper)
     if learning_rate == 1.0:
         with pytest.raises(NonFiniteDepthError, match=f"last iterate of schedule 'paper' "
                                                       f'[(]{steps} steps'):
