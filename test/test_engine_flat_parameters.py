@@ -106,10 +106,10 @@ def bookkeeping_launches_per_step(target_modules: tuple[str, ...], dtype: str
     counts = []
     decide, apply = StepRules.decide, StepRules.apply
 
-    def counted_decide(self, *args):
+    def counted_decide(self, *args, **kwargs):
         counts.append(LaunchCounter())
         with counts[-1]:
-            decide(self, *args)
+            decide(self, *args, **kwargs)
 
     def counted_apply(self, *args):
         with counts[-1]:

@@ -30,13 +30,6 @@ import torch
 DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)]
 MATRIX = list(itertools.product(('float32', 'bfloat16', 'float16'), (True, False), (1, 3),
                                 (False, True)))
-#: A warm frame's final loss is its best iterate's recomputed by the final dense decode, with
-#: other kernels than the step's (the sparse head or not, sums in other orders): the two may
-#: differ by the rounding of the compute precision. Allowed: its machine epsilon (bfloat16
-#: 2**-7, float16 2**-10); in float32 a reordering of the decoder's widest sums, 288 terms of
-#: 2**-24 each (Higham's n·u bound), 2e-5. Measured in bfloat16: 1.5e-5 (AMX), 6.5e-6 (AMD
-#: AVX512-BF16).
-RECOMPUTE_RTOL = {'float32': 2e-5, 'bfloat16': 2.0 ** -7, 'float16': 2.0 ** -10}
 
 
 def sequence(count: int = 2):
@@ -70,14 +63,12 @@ def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, war
         assert result.iterations == (3 if warm and index > 0 else 6)
         # Adam amplifies rounding differences along a trajectory on this tiny random network,
         # so trajectories are not compared across precisions; the forward pass and the
-        # gradients are (below). A cold frame must gain; a warm frame starts near the previous
-        # frame's optimum, where 3 reduced-precision steps may all overshoot: the best iterate
-        # is kept, so it never ends worse than it started (up to the rounding of the final
-        # dense decode, which recomputes that loss with other kernels than the step did).
-        if result.warm_started:
-            assert result.final_loss <= result.losses[0] * (1 + RECOMPUTE_RTOL[dtype])
-        else:
-            assert result.final_loss < result.losses[0]
+        # gradients are (below). A cold frame's steps must gain; 'paper' returns the last
+        # iterate, which may overshoot the best, and a warm frame starts near the previous
+        # frame's optimum, where 3 reduced-precision steps may all overshoot.
+        assert np.isfinite(result.final_loss)
+        if not result.warm_started:
+            assert min(result.losses[1:]) < result.losses[0]
 
 
 @pytest.mark.parametrize('dtype', ['bfloat16', 'float16'])
