@@ -65,24 +65,31 @@ def _set_threads(worker: str | None) -> None:
         torch.set_num_threads(threads)
 
 
-def _separate_inductor_cache() -> None:
+def _shared_inductor_cache() -> None:
     """
-    Keep torch.compile's kernel cache apart per ``ATEN_CPU_CAPABILITY`` setting.
+    Give the whole run one torch.compile cache, kept apart per ``ATEN_CPU_CAPABILITY``.
+
+    Set here, before any test, it is inherited by the xdist workers and by every process the
+    tests start: ``lrda speed --compile`` and the GPU check's dry run would otherwise each
+    compile into an empty cache of their own (lrda_ros/speed/compilation.py), and what one test
+    compiled another compiles again. Inductor's FX graph cache and AOTAutograd's cache are
+    turned on, so a graph compiled once is read back wherever it recurs.
 
     Inductor generates kernels for the capability torch runs with, but its cache (a
     precompiled header among it) is not keyed on that setting: a run under
     ``ATEN_CPU_CAPABILITY=default`` reusing AVX512 builds failed to compile, one under ``avx2``
     crashed. A user's own cache directory (``TORCHINDUCTOR_CACHE_DIR``) is left as set.
     """
-    capability = os.environ.get('ATEN_CPU_CAPABILITY')
-    if capability and 'TORCHINDUCTOR_CACHE_DIR' not in os.environ:
-        os.environ['TORCHINDUCTOR_CACHE_DIR'] = str(
-            Path(tempfile.gettempdir()) / f'torchinductor_{getpass.getuser()}_{capability}')
+    capability = os.environ.get('ATEN_CPU_CAPABILITY') or 'native'
+    os.environ.setdefault('TORCHINDUCTOR_CACHE_DIR', str(
+        Path(tempfile.gettempdir()) / f'torchinductor_{getpass.getuser()}_{capability}'))
+    os.environ.setdefault('TORCHINDUCTOR_FX_GRAPH_CACHE', '1')
+    os.environ.setdefault('TORCHINDUCTOR_AUTOGRAD_CACHE', '1')
 
 
 _isolate_parallel_worker(os.environ.get('PYTEST_XDIST_WORKER'))
 _set_threads(os.environ.get('PYTEST_XDIST_WORKER'))
-_separate_inductor_cache()
+_shared_inductor_cache()
 
 
 @contextlib.contextmanager
@@ -175,6 +182,19 @@ def tiny_network(seed: int = 0, **config_options):
     with torch.no_grad():
         network.head.conv3.bias.fill_(1.0)  # keep the final ReLU alive
     return network.eval()
+
+
+def counted_steps(completer) -> list[int]:
+    """Count the optimization steps ``completer`` computes (each computes its loss once)."""
+    count = [0]
+    loss = completer._loss
+
+    def counted(*args):
+        count[0] += 1
+        return loss(*args)
+
+    completer._loss = counted
+    return count
 
 
 def smooth_image(seed: int, height: int = 60, width: int = 80) -> np.ndarray:

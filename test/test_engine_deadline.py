@@ -19,8 +19,11 @@ from __future__ import annotations
 from conftest import smooth_image, tiny_network
 from lrda_ros.engine import CompletionStatus, DepthCompleter, DepthModel, TTOConfig
 from lrda_ros.engine import deadline as deadline_module
+from lrda_ros.engine.deadline import FrameDeadline, StepTimes
+from lrda_ros.engine.lookahead import StepPosts
 import numpy as np
 import pytest
+import torch
 
 STEP_S, DECODE_S = 0.1, 0.05
 
@@ -149,3 +152,32 @@ def test_the_config_budget_sets_the_deadline_and_must_not_be_negative(clock):
     assert clock.now <= start + 0.5 + STEP_S
     with pytest.raises(ValueError, match='time_budget'):
         TTOConfig(time_budget=-1.0)
+
+
+def test_a_deadline_counts_the_steps_in_flight(clock):
+    times = StepTimes(first_step=0.2, step=0.1, finish=0.05)
+    deadline = FrameDeadline(clock.now + 0.3, times)
+    assert deadline.another_step_fits()  # 0.3 s left: the first step (0.2), the finish (0.05)
+    # A second step (0.1) fits after the first only once that one has ended ...
+    assert not deadline.another_step_fits((), in_flight=1)  # 0.2 + 0.1 + 0.05 > 0.3
+    deadline = FrameDeadline(clock.now + 0.3, times)
+    deadline.another_step_fits()
+    clock.now += 0.1  # ... as the device reports 0.1 s later (its first step took 0.1)
+    assert deadline.another_step_fits((0.1,), in_flight=0)
+    # The durations read late are recorded in order: the frame's first step, then later ones.
+    times = StepTimes()
+    deadline = FrameDeadline(None, times)
+    deadline.another_step_fits()
+    deadline.another_step_fits((), in_flight=1)
+    deadline.another_step_fits((0.3, 0.12), in_flight=1)
+    assert (times.first_step, times.step) == (0.3, 0.12)
+
+
+def test_step_durations_come_from_the_posts_without_a_wait(clock):
+    posts = StepPosts(torch.device('cpu'))
+    for seconds in (0.5, 0.1, 0.1):
+        clock.now += seconds
+        posts.post(torch.tensor(True))
+    assert not posts.settle(3)
+    assert posts.take_durations() == pytest.approx([0.5, 0.1, 0.1])
+    assert posts.take_durations() == []

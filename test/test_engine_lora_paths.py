@@ -298,3 +298,42 @@ def test_channels_last_gives_the_same_prediction_and_gradients():
     np.testing.assert_allclose(depths[True], depths[False], rtol=1e-5)
     scale = grads[False].abs().max()
     torch.testing.assert_close(grads[True], grads[False], rtol=0, atol=1e-4 * float(scale))
+
+
+@pytest.mark.parametrize('dtype', ['float32', 'bfloat16'])
+def test_decodes_compute_each_merged_weight_once_per_change_of_the_adapters(
+        monkeypatch, dtype):
+    from lrda_ros.engine import lora_paths
+
+    completer = DepthCompleter(DepthModel(tiny_network(seed=1)),
+                               TTOConfig(device='cpu', lora_path='merged', dtype=dtype))
+    image = smooth_image(1, 42, 56)
+    pixel_values = completer.model.preprocess(image, None)
+    with completer._autocast():  # the encoder's weights are held in the compute precision
+        encoded = completer.model.encode(pixel_values, image.shape[:2], None)
+    adaptation = completer.adaptation
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # adapters away from peft's start (B = 0: no change to W)
+        for parameter in adaptation.parameters:
+            parameter.add_(0.05 * torch.randn(parameter.shape, generator=generator))
+    merges = []
+    merged_weight = lora_paths.merged_weight
+    monkeypatch.setattr(lora_paths, 'merged_weight',
+                        lambda layer, *args: merges.append(layer) or merged_weight(layer, *args))
+
+    def decode():
+        return completer._dense_prediction(pixel_values, encoded)[0]
+
+    first = decode()
+    per_decode = len(merges)
+    assert 0 < per_decode <= len(adaptation.adapters.forwards)  # each layer the decode runs
+    second = decode()
+    assert len(merges) == per_decode and torch.equal(first, second)
+    # Written through the flat buffer, as the steps write: the layers cannot see it.
+    with torch.no_grad():
+        adaptation.flat_parameters.buffers[0].mul_(1.5)
+    changed = decode()
+    assert len(merges) == 2 * per_decode and not torch.equal(changed, first)
+    # The numbers of a merge at every decode.
+    adaptation._merge_together = False
+    assert torch.equal(decode(), changed) and len(merges) == 3 * per_decode

@@ -22,7 +22,7 @@ from conftest import smooth_image, tiny_network
 from lrda_ros.engine import (
     CompletionStatus, DepthCompleter, DepthModel, TTOConfig, UnsupportedPrecisionError)
 from lrda_ros.engine import resampling
-from lrda_ros.engine.precision import check_precision
+from lrda_ros.engine.precision import check_precision, lacks_precision
 import numpy as np
 import pytest
 import torch
@@ -30,13 +30,6 @@ import torch
 DEVICES = ['cpu', pytest.param('cuda', marks=pytest.mark.cuda)]
 MATRIX = list(itertools.product(('float32', 'bfloat16', 'float16'), (True, False), (1, 3),
                                 (False, True)))
-#: A warm frame's final loss is its best iterate's recomputed by the final dense decode, with
-#: other kernels than the step's (the sparse head or not, sums in other orders): the two may
-#: differ by the rounding of the compute precision. Allowed: its machine epsilon (bfloat16
-#: 2**-7, float16 2**-10); in float32 a reordering of the decoder's widest sums, 288 terms of
-#: 2**-24 each (Higham's n·u bound), 2e-5. Measured in bfloat16: 1.5e-5 (AMX), 6.5e-6 (AMD
-#: AVX512-BF16).
-RECOMPUTE_RTOL = {'float32': 2e-5, 'bfloat16': 2.0 ** -7, 'float16': 2.0 ** -10}
 
 
 def sequence(count: int = 2):
@@ -70,14 +63,12 @@ def test_every_combination_gives_finite_depth(device, dtype, sparse, strips, war
         assert result.iterations == (3 if warm and index > 0 else 6)
         # Adam amplifies rounding differences along a trajectory on this tiny random network,
         # so trajectories are not compared across precisions; the forward pass and the
-        # gradients are (below). A cold frame must gain; a warm frame starts near the previous
-        # frame's optimum, where 3 reduced-precision steps may all overshoot: the best iterate
-        # is kept, so it never ends worse than it started (up to the rounding of the final
-        # dense decode, which recomputes that loss with other kernels than the step did).
-        if result.warm_started:
-            assert result.final_loss <= result.losses[0] * (1 + RECOMPUTE_RTOL[dtype])
-        else:
-            assert result.final_loss < result.losses[0]
+        # gradients are (below). A cold frame's steps must gain; 'paper' returns the last
+        # iterate, which may overshoot the best, and a warm frame starts near the previous
+        # frame's optimum, where 3 reduced-precision steps may all overshoot.
+        assert np.isfinite(result.final_loss)
+        if not result.warm_started:
+            assert min(result.losses[1:]) < result.losses[0]
 
 
 @pytest.mark.parametrize('dtype', ['bfloat16', 'float16'])
@@ -125,6 +116,35 @@ def test_a_precision_kernel_the_device_lacks_is_rejected_at_start_up(monkeypatch
         DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
     DepthCompleter(DepthModel(tiny_network()),
                    TTOConfig(device='cpu', dtype='bfloat16', sparse_head=False))
+
+
+def test_a_probe_error_that_is_no_missing_kernel_is_reported_as_itself(monkeypatch):
+    # A bug in the sparse head (here a shape mismatch torch itself reports) is no verdict on
+    # the dtype: it must reach the user as the error it is, not as "use float32".
+    def mismatched_product(indices, offsets, weights, dense):
+        return dense[:1] + dense[:2].T
+
+    monkeypatch.setattr(resampling, 'gather_rows', mismatched_product)
+    with pytest.raises(RuntimeError, match='must match the size') as raised:
+        DepthCompleter(DepthModel(tiny_network()), TTOConfig(device='cpu', dtype='bfloat16'))
+    assert not isinstance(raised.value, UnsupportedPrecisionError)
+    assert "in the start-up probe of dtype 'bfloat16'" in ''.join(raised.value.__notes__)
+
+
+def test_only_errors_naming_a_missing_kernel_of_the_dtype_are_precision_errors():
+    def error_of(function):
+        try:
+            function()
+        except Exception as error:  # noqa: B902 (any error torch raises is the subject)
+            return error
+        raise AssertionError('no error')
+
+    unconvertible = error_of(lambda: torch.zeros(2, dtype=torch.bfloat16).numpy())
+    mismatch = error_of(lambda: torch.zeros(2) + torch.zeros(3))
+    assert lacks_precision(unconvertible, torch.bfloat16)
+    assert not lacks_precision(unconvertible, torch.float16)  # another dtype's gap
+    assert not lacks_precision(mismatch, torch.bfloat16)
+    assert not lacks_precision(ValueError("not implemented for 'BFloat16'"), torch.bfloat16)
 
 
 def test_bfloat16_on_a_gpu_without_it_is_rejected_with_the_reason(monkeypatch):

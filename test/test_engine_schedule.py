@@ -17,10 +17,10 @@
 import copy
 from dataclasses import replace
 
-from conftest import smooth_image
+from conftest import counted_steps, smooth_image
 from lrda_ros import world
 from lrda_ros.datasets.synthetic import synthetic_frames
-from lrda_ros.engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from lrda_ros.engine import DepthCompleter, DepthModel, NonFiniteDepthError, Scope, TTOConfig
 from lrda_ros.engine import model as model_module
 from lrda_ros.engine import schedule as schedule_module
 from lrda_ros.engine.loading import load_depth_model
@@ -286,3 +286,54 @@ def test_a_warm_frame_ends_goes_on_or_restarts_cold_after_its_warm_steps(room_th
     # After the restart: fresh adapters and a fresh Adam, the very steps of a cold start.
     np.testing.assert_allclose(far_behind.losses[4:], alone.losses, rtol=1e-5)
     np.testing.assert_allclose(far_behind.depth, alone.depth, rtol=1e-5, atol=1e-6)
+
+
+def _kitti_frame(shared_data):
+    from lrda_ros.datasets import KittiDepthCompletion
+
+    folder = shared_data / 'kitti_dc'
+    if not folder.is_dir():
+        pytest.skip(f'{folder} is absent')
+    return next(iter(KittiDepthCompletion(folder, outlier_filter=None)))
+
+
+@pytest.fixture(scope='module')
+def demo_prior():
+    return load_depth_model('demo', 'cpu')
+
+
+@pytest.mark.parametrize('learning_rate, steps', [(1.0, 4), (0.2, 6)])
+def test_paper_schedule_runs_every_step_of_a_diverging_frame_and_returns_the_last(
+        shared_data, demo_prior, learning_rate, steps):
+    # A real KITTI DC frame, the demo prior at 126 px: 1.0 drives the activations past
+    # float32's range after 2 steps; 0.2 collapses the prediction (the head's last ReLU off
+    # at the LiDAR pixels) at step 3, where the divergence and collapse rules would act.
+    frame = _kitti_frame(shared_data)
+
+    def completer(schedule: str, iterations: int = steps) -> DepthCompleter:
+        return DepthCompleter(copy.deepcopy(demo_prior), TTOConfig(
+            device='cpu', schedule=schedule, iterations=iterations,
+            learning_rate=learning_rate, processing_size=126))
+
+    paper = completer('paper')
+    computed = counted_steps(paper)
+    if learning_rate == 1.0:
+        with pytest.raises(NonFiniteDepthError, match=f"last iterate of schedule 'paper' "
+                                                      f'[(]{steps} steps'):
+            paper.complete(frame.rgb, frame.sparse_depth)
+        assert computed[0] == steps
+        return
+    result = paper.complete(frame.rgb, frame.sparse_depth)
+    assert computed[0] == steps and result.iterations == steps
+    assert result.backtracks == 0 and result.status.value == 'optimized'
+    # The last iterate: the loss one more step would start from (a run of steps + 1 goes
+    # through the same iterates), not the best one seen.
+    longer = completer('paper', steps + 1).complete(frame.rgb, frame.sparse_depth)
+    assert longer.losses[:steps] == result.losses
+    # The dense decode against the steps' sparse head: float32 rounding of reordered sums.
+    assert result.final_loss == pytest.approx(longer.losses[steps], rel=2e-5)
+    assert result.final_loss > 2 * min(result.losses)
+    # The adaptive schedule's rules do act on this frame, and it returns its best iterate.
+    adaptive = completer('adaptive').complete(frame.rgb, frame.sparse_depth)
+    assert adaptive.backtracks > 0
+    assert adaptive.final_loss == pytest.approx(min(adaptive.losses), rel=2e-5)

@@ -117,3 +117,59 @@ def test_scopes_that_reencode_refuse_encoding_ahead(frames):
     assert not completer.shares_encodings
     with pytest.raises(ValueError, match='re-encodes'):
         completer.encode_frames([frames['front'][0][0]], [None])
+
+
+def _tensors(value):
+    """Every tensor inside nested dicts, lists and tuples."""
+    if torch.is_tensor(value):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in _tensors(item)]
+    return []
+
+
+def test_a_portable_warm_state_holds_no_device_tensor_and_resumes_exactly(frames):
+    from lrda_ros.densify.worker import pack_warm_state, unpack_warm_state
+
+    first, second = frames['front']
+    network = tiny_network(seed=0)
+    running = DepthCompleter(DepthModel(copy.deepcopy(network)), config())
+    running.complete(*first)
+    state = running.warm_state()
+    # The learning rate too: Adam's is a tensor on the device while it runs.
+    assert torch.is_tensor(running._optimizer.param_groups[0]['lr'])
+    assert all(tensor.device.type == 'cpu' for tensor in _tensors(state))
+    assert not _tensors(state['optimizer']['param_groups'])
+    resumed = DepthCompleter(DepthModel(copy.deepcopy(network)), config())
+    # Through the bytes a densify chunk is checkpointed as (loaded onto the CPU).
+    resumed.load_warm_state(unpack_warm_state(pack_warm_state(state)))
+    optimizer = resumed._optimizer
+    device = resumed.adaptation.parameters[0].device
+    learning_rate = optimizer.param_groups[0]['lr']
+    assert torch.is_tensor(learning_rate) and learning_rate.device == device
+    assert float(learning_rate) == pytest.approx(config().learning_rate)
+    for parameter in resumed.adaptation.parameters:
+        for value in optimizer.state[parameter].values():
+            assert value.device == device
+    expected, got = running.complete(*second), resumed.complete(*second)
+    assert got.warm_started and got.losses == expected.losses
+    np.testing.assert_array_equal(got.depth, expected.depth)
+
+
+def test_a_restored_adam_takes_its_parameters_dtype():
+    from lrda_ros.engine.steps import new_adam
+    from lrda_ros.engine.streams import portable_state, restored_adam
+
+    parameter = torch.nn.Parameter(torch.ones(3, 4))
+    optimizer = new_adam([parameter], 0.01)
+    parameter.grad = torch.full((3, 4), 0.5)
+    optimizer.step()
+    state = portable_state((1, 3, 14, 14), optimizer, [parameter.detach()], None)
+    wider = torch.nn.Parameter(torch.ones(3, 4, dtype=torch.float64))
+    restored = restored_adam(state['optimizer'], [wider], 0.01)
+    moments = restored.state[wider]
+    assert moments['exp_avg'].dtype == torch.float64
+    # Adam's first moment after one step is (1 - beta1) times the gradient.
+    torch.testing.assert_close(moments['exp_avg'], torch.full((3, 4), 0.05, dtype=torch.float64))

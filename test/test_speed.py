@@ -78,6 +78,8 @@ def test_one_configuration_is_measured(scope, warm):
     assert sample['seconds'] > 0 and sample['peak_mb'] >= 0
     assert sample['iterations'] == (2 if warm else 3)
     assert np.isfinite(sample['final_loss'])
+    # The final dense decode; a warm frame's start check (carried against unadapted) adds two.
+    assert sample['decodes'] == (3 if warm and scope is Scope.DECODER_LORA else 1)
 
 
 def speed_rows() -> list[dict]:
@@ -93,7 +95,7 @@ def speed_rows() -> list[dict]:
 def test_tables_and_plot(tmp_path):
     rows = speed_rows()
     table = speed_table(rows)
-    assert '| vits | vga | prompt | 10.00 | 100 | 5.00x | 2.00x | 40 |' in table
+    assert '| vits | vga | prompt | 10.00 | 100 | 5.00x | 2.00x | 40 | 0 |' in table
     assert '| vits | vga | 700 | 500 | 400 |' in table
     unstructured = [{**row, 'encoder_s': math.nan} for row in rows]  # --no-structure
     assert 'encoder pass' not in speed_table(unstructured)

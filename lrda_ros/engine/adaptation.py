@@ -43,6 +43,8 @@ class Adaptation:
 
     def __init__(self, snapshot: ParameterSnapshot | None) -> None:
         self.snapshot = snapshot
+        #: Passes without autograd run so far (:meth:`decoding`).
+        self.decodes = 0
 
     @property
     def parameters(self) -> list[torch.Tensor]:
@@ -80,6 +82,18 @@ class Adaptation:
         """Return the context of the optimization steps (where training-only layers act)."""
         return nullcontext()
 
+    def decoding(self) -> AbstractContextManager[None]:
+        """
+        Return the context of a pass without autograd (a decode outside the steps), counted.
+
+        Its weights are computed once per change of the adapted ones, not per pass.
+        """
+        self.decodes += 1
+        return self._held_weights()
+
+    def _held_weights(self) -> AbstractContextManager[None]:
+        return nullcontext()
+
     def weights_for_one_step(self, precision: Callable[[], AbstractContextManager]
                              ) -> AbstractContextManager[None]:
         """
@@ -111,6 +125,10 @@ class LoraAdaptation(Adaptation):
         self._merge_together = not config.compile
         #: The frozen weights of each shape group, stacked once (lora_paths).
         self._frozen_stacks: dict = {}
+
+    def _held_weights(self) -> AbstractContextManager[None]:
+        """Keep each merged weight from decode to decode while the adapters are unchanged."""
+        return self.adapters.merged_held() if self._merge_together else nullcontext()
 
     def optimizing(self) -> AbstractContextManager[None]:
         """Apply LoRA dropout during the steps only."""

@@ -23,6 +23,7 @@ import math
 import numpy as np
 import torch
 
+from .config import TTOConfig
 from .model import check_rgb_image, EncodedImage, resize_prediction
 from .transfers import to_device
 from ..errors import ConfigError, InputError, LrdaError
@@ -54,6 +55,24 @@ class CompletionCancelledError(LrdaError, RuntimeError):
 
 class NonFiniteDepthError(InputError, FloatingPointError):
     """The network produced non-finite values for a frame (e.g. a corrupt image)."""
+
+
+def check_finite(dense: torch.Tensor, last_iterate_steps: int, config: TTOConfig) -> None:
+    """
+    Raise NonFiniteDepthError, saying why, where the final dense prediction is not finite.
+
+    ``last_iterate_steps``: the steps behind a last iterate returned as it is (schedule
+    'paper', which keeps no better one), 0 when the weights were the best seen or unadapted.
+    """
+    if bool(torch.isfinite(dense).all()):
+        return
+    if last_iterate_steps:
+        raise NonFiniteDepthError(
+            f"the last iterate of schedule 'paper' ({last_iterate_steps} steps at "
+            f'learning_rate {config.learning_rate}) predicts non-finite depth: the steps '
+            'diverged; lower learning_rate')
+    raise NonFiniteDepthError('the depth model produced non-finite values for this image even '
+                              'without adaptation')
 
 
 @torch.no_grad()
@@ -143,6 +162,9 @@ class CompletionResult:
     #: (H, W) bool: the sky, for models with a sky head (Depth Anything 3's DPT models), left
     #: out of the loss; None for models without one.
     sky: np.ndarray | None = None
+    #: Decoder passes outside the steps: the warm-start checks' (at the LiDAR pixels), the
+    #: final dense decode and its fallback to the best weights.
+    decodes: int = 0
 
 
 @dataclass

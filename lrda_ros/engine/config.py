@@ -71,10 +71,13 @@ class TTOConfig:
     """
     Everything that shapes one frame's test-time optimization.
 
-    Defaults are the paper's: 40 Adam steps at learning rate 1e-2 on rank-8 LoRA adapters of the
-    decoder. ``processing_size`` trades accuracy for speed: the image is resized so its longer
-    side is about this many pixels; None (the paper's setting) keeps the input size. Both sides
-    are always rounded to multiples of the 14-pixel patch.
+    The paper's settings are the defaults of ``iterations`` (40 Adam steps), ``learning_rate``
+    (1e-2), ``scope`` (LoRA on the decoder), ``lora_rank`` (8) and ``processing_size`` (None);
+    ``schedule``'s is not: 'adaptive' ends a frame early and keeps its best iterate, while
+    'paper' runs exactly the paper's loop (the last iterate of its T steps).
+    ``processing_size`` trades accuracy for speed: the image is resized so its longer side is
+    about this many pixels; None keeps the input size. Both sides are always rounded to
+    multiples of the 14-pixel patch.
     """
 
     iterations: int = 40
@@ -118,32 +121,36 @@ class TTOConfig:
     #: carried or the unadapted weights, whichever fits it better, and after
     #: ``warm_iterations`` steps ends if it has caught up with the previous frame, restarts
     #: cold if far behind, else goes on), 'fast' (most steps on a coarser network input: about
-    #: a third of the arithmetic, for a less accurate fit) or 'paper' (exactly ``iterations``
-    #: steps, ``warm_iterations`` on warm frames).
+    #: a third of the arithmetic, for a less accurate fit) or 'paper' (the paper's loop:
+    #: exactly ``iterations`` steps, ``warm_iterations`` on warm frames, the last iterate
+    #: returned; the divergence and backtrack rules below do not act).
     schedule: str = 'adaptive'
     #: Plateau rule: a frame ends once its best loss improved by at most this share over the
     #: last ``patience`` steps. None: the schedule's (0.001; off for 'paper'); 0: off.
     convergence_tol: float | None = None
     patience: int = 10
-    #: The steps never wait for the device (engine/steps.py): the stop flag (end rules,
-    #: divergence) reaches the host without blocking, on CUDA a step or two late (steps
+    #: The host queues at most two steps past the newest stop flag (end rules, divergence)
+    #: it has read (engine/lookahead.py): on CUDA a stop is seen a step or two late (the steps
     #: queued meanwhile are masked). N > 0 also reads it every N steps, waiting for the
     #: device (one synchronization each), so that no masked step runs past a stop. 0 = never.
     stop_check_every: int = 0
     #: Anytime mode: seconds per ``complete`` call (0 = off). The steps stop in time to
-    #: return within it, with the best iterate so far (engine/deadline.py); an explicit
+    #: return within it, with the best iterate so far (the last under 'paper';
+    #: engine/deadline.py); an explicit
     #: ``deadline`` argument to ``complete`` takes precedence.
     time_budget: float = 0.0
     #: A loss above this multiple of the first iteration's loss (or non-finite) counts as
-    #: divergence: optimization stops and the best weights seen are kept. (A rise that
-    #: collapses the prediction, ``backtrack_fraction``, is undone instead.)
+    #: divergence: optimization stops and the best weights seen are kept (not under
+    #: 'paper'). (A rise that collapses the prediction, ``backtrack_fraction``, is undone
+    #: instead.)
     divergence_factor: float = 10.0
     #: A step that gives back more than this fraction of what the best iterate gained over a
     #: constant prediction (whose loss is the target's variance) sends the optimization back
     #: to the best weights with half the learning rate (for the rest of the frame). Such a step
     #: has collapsed the prediction (e.g. the head's final ReLU off at nearly every LiDAR
     #: pixel, where the gradient all but vanishes); undoing it keeps the remaining steps
-    #: useful. 1 = off (an aligned prediction never does worse than a constant one).
+    #: useful. 1 = off (an aligned prediction never does worse than a constant one). Not under
+    #: 'paper'.
     backtrack_fraction: float = 0.5
     #: Evaluate the full-resolution tail of the head only at the LiDAR pixels during the steps
     #: (exact; see engine/sparse_head.py).

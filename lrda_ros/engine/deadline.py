@@ -16,8 +16,10 @@
 Anytime optimization: stop the steps in time for a frame's deadline.
 
 A frame's deadline is a ``time.monotonic()`` value. Before each optimizer step the completer
-asks whether one more step plus the frame's finish (the final dense decode and its
-alignment) still fits, using the durations last measured on this completer; when it does not,
+asks whether one more step, the steps still in flight on the device and the frame's finish
+(the final dense decode and its alignment) still fit, using the durations last measured on
+this completer (read from the device a step or two late, never by waiting for a step:
+engine/lookahead.py); when they do not,
 the steps stop and the best iterate so far is returned, so a frame takes about its budget
 whatever the hardware, and more steps fit as the hardware gets faster.
 """
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import time
+from typing import Sequence
 
 #: Factor applied to the step estimates on each frame where no step fits.
 STALE_ESTIMATE_DECAY = 0.8
@@ -77,36 +80,40 @@ class FrameDeadline:
         self.times = times
         #: Whether the deadline stopped the steps.
         self.reached = False
-        self._step_started: float | None = None
         #: Steps started in this frame (including the one a True answer starts).
         self._steps = 0
+        #: Steps whose duration has been recorded.
+        self._timed = 0
         self._finish_started: float | None = None
 
-    def another_step_fits(self) -> bool:
+    def another_step_fits(self, ended: Sequence[float] = (), in_flight: int = 0) -> bool:
         """
-        Record the step that just ended (if any); return whether one more and the finish fit.
+        Record the steps that ended; return whether one more, those in flight and the finish fit.
 
-        Called at the top of every iteration: the time since the previous call is one step.
+        Called before every step. ``ended``: the durations of the steps whose end the host has
+        read since the last call (engine/lookahead.py: at once on the CPU, a step or two late
+        on CUDA, read without waiting); ``in_flight``: the steps queued whose end it has not.
         """
-        now = time.monotonic()
-        if self._step_started is not None:
-            if self._steps == 1:
-                self.times.first_step = now - self._step_started
+        for seconds in ended:
+            if self._timed == 0:
+                self.times.first_step = seconds
             else:
-                self.times.step = now - self._step_started
-        self._step_started = now
+                self.times.step = seconds
+            self._timed += 1
+        now = time.monotonic()
         self._steps += 1
         if self.deadline is None:
             return True
-        first = self._steps == 1
-        step = self.times.step_estimate(first)
-        if now + step + self.times.finish_estimate() > self.deadline:
+        # The steps in flight and the next one, each planned as the first or a later step.
+        queued = range(self._steps - 1 - in_flight, self._steps)
+        steps = sum(self.times.step_estimate(first=index == 0) for index in queued)
+        if now + steps + self.times.finish_estimate() > self.deadline:
             self.reached = True
             if self._steps <= 2:
                 # The estimate that refused was not measured in this frame and, with the
                 # step not run, will not be: let a stale one (a slow step on a busy
                 # machine) decay, or it would stop every later frame at the same point.
-                self.times.decay(STALE_ESTIMATE_DECAY, first_step=first, step=True)
+                self.times.decay(STALE_ESTIMATE_DECAY, first_step=self._steps == 1, step=True)
             return False
         return True
 

@@ -138,6 +138,32 @@ class LoraAdapters:
         for parameter in self.parameters:
             parameter.requires_grad_(True)
         self.snapshot = ParameterSnapshot(self.parameters)
+        #: The adapter weights the layers' held merged weights were computed from.
+        self._held_from: list[torch.Tensor] | None = None
+
+    @contextmanager
+    def merged_held(self) -> Iterator[None]:
+        """
+        In the block, passes without autograd reuse each merged weight (W + s B A).
+
+        A merged weight is computed once per change of the adapters, not per decode: the
+        output's decode and the start checks run merged, each over every adapted layer. A
+        change is found by comparing the adapters' flat buffers with a copy (exact, whatever
+        wrote them: Adam, a restore, a compiled step), one comparison per buffer.
+        """
+        buffers = self.snapshot.flat.buffers
+        if self._held_from is None or any(
+                not torch.equal(now, then) for now, then in zip(buffers, self._held_from)):
+            for forward in self.forwards.values():
+                forward.held = None
+            self._held_from = [buffer.clone() for buffer in buffers]
+        for forward in self.forwards.values():
+            forward.holds = True
+        try:
+            yield
+        finally:
+            for forward in self.forwards.values():
+                forward.holds = False
 
     @contextmanager
     def dropout_active(self) -> Iterator[None]:

@@ -170,6 +170,11 @@ class AdaptedForward:
         #: This step's adapter weights (A, B) by adapter, cast to the compute precision
         #: together with every layer's (:func:`weights_for_one_step`); None: peft's own.
         self.step_adapters: dict[str, tuple[torch.Tensor, torch.Tensor]] | None = None
+        #: Whether passes without autograd keep their merged weight in ``held``
+        #: (LoraAdapters.merged_held, which drops it when the adapters change).
+        self.holds = False
+        #: The merged weight held, and the autocast precision it was computed in.
+        self.held: tuple[torch.dtype | None, torch.Tensor] | None = None
 
     def __call__(self, x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
         layer = self.layer
@@ -181,10 +186,21 @@ class AdaptedForward:
         merged = self.path == 'merged' or (self.merge_without_grad
                                            and not torch.is_grad_enabled())
         if merged and not self.dropout_active:
-            weight = self.step_weight if self.step_weight is not None else merged_weight(layer)
+            weight = self.step_weight if self.step_weight is not None else self._merged()
             return _base_apply(base, x, _like(weight, x), _like(base.bias, x))
         output = _base_apply(base, x, _like(base.weight, x), _like(base.bias, x))
         return output + low_rank_term(layer, x)
+
+    def _merged(self) -> torch.Tensor:
+        """Return the layer's merged weight: the one held, where it may be (see ``holds``)."""
+        if not self.holds or torch.is_grad_enabled():
+            return merged_weight(self.layer)
+        device = self.layer.base_layer.weight.device.type
+        precision = (torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device)
+                     else None)
+        if self.held is None or self.held[0] != precision:
+            self.held = (precision, merged_weight(self.layer))
+        return self.held[1]
 
 
 def _shape_group(forward: AdaptedForward) -> tuple[tuple, str] | None:

@@ -26,6 +26,7 @@ when the completer is built, with the reason, never at the first frame.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
+import re
 from typing import Sequence
 
 import torch
@@ -103,6 +104,28 @@ def check_precision(device: torch.device, name: str) -> torch.dtype:
             f"dtype 'bfloat16': {torch.cuda.get_device_name(device)} has no bfloat16 support "
             '(needs compute capability 8.0 or newer); use float16 or float32')
     return dtype
+
+
+#: How PyTorch names each reduced precision in its errors (C++ scalar type, Python name).
+_DTYPE_WORDS = {torch.bfloat16: ('BFloat16', 'bfloat16'), torch.float16: ('Half', 'float16')}
+#: How PyTorch says a kernel or a conversion is missing for a dtype ("... not implemented
+#: for 'BFloat16'", "Got unsupported ScalarType BFloat16", "... does not support bfloat16").
+_MISSING = re.compile(r'not implemented for|unsupported|not supported|does not support|'
+                      r'no kernel', re.IGNORECASE)
+
+
+def lacks_precision(error: BaseException, dtype: torch.dtype) -> bool:
+    """
+    Return whether ``error`` says the device lacks a kernel or conversion for ``dtype``.
+
+    Only such an error means "this dtype does not run here"; any other (a shape mismatch, a
+    cuDNN failure, a bug in the sparse head) is the error it is, and is reported as itself.
+    """
+    if not isinstance(error, (RuntimeError, NotImplementedError, TypeError)):
+        return False
+    text = str(error)
+    return (any(word in text for word in _DTYPE_WORDS.get(dtype, ()))
+            and _MISSING.search(text) is not None)
 
 
 #: The layer types autocast computes in the reduced precision (their weights are held in it).

@@ -39,7 +39,7 @@ import math
 import torch
 
 from .config import TTOConfig
-from .model import EncodedImage
+from .model import DepthModel, EncodedImage
 from .scene_cut import SceneCutRule
 from .steps import EndRule, StepTrace
 
@@ -121,6 +121,16 @@ def plan_stages(config: TTOConfig, warm: bool, full: tuple[torch.Tensor, Encoded
     fine = min(FINE_STEPS, config.iterations)
     return [Stage(*coarse, config.iterations - fine, plateau, False),
             Stage(*full, fine, EndRule(), True)]
+
+
+def coarse_input(model: DepthModel, pixel_values: torch.Tensor, features: EncodedImage
+                 ) -> tuple[torch.Tensor, EncodedImage]:
+    """Return the 'fast' schedule's coarse steps' network input and features."""
+    encoded = model.pooled(features, COARSE_SCALE)
+    patch = model.patch_size
+    grid = encoded.patch_grid
+    # Only its shape is read: the decoder's scope keeps the encoder frozen.
+    return pixel_values.new_empty((1, 3, grid[0] * patch, grid[1] * patch)), encoded
 
 
 def warm_verdict(best_share: float, previous_share: float, ended_early: bool,

@@ -33,9 +33,14 @@ masking:
 A frame's end rule (:class:`EndRule`) stops the steps after the one that meets it: the
 plateau rule (the best loss improved by less than a share of itself over the last few steps;
 engine/schedule.py decides between stages, on the host). The loop ends once the
-host sees the stop flag (:meth:`StepRules.stop_flag_says_stopped`: at once on the CPU, a step
-or two late on CUDA, without waiting); steps queued after a stop compute and change nothing,
-so the frame's result is the same as ending the loop exactly there.
+host sees the stop flag (:meth:`StepRules.settle`: at once on the CPU, a step or two late on
+CUDA, the host never more than two steps ahead: engine/lookahead.py); steps queued after a
+stop compute and change nothing, so the frame's result is the same as ending the loop exactly
+there.
+
+Under ``schedule: paper`` only the record and the end rule act (the paper runs its T steps
+whatever the loss does and returns the last iterate): no divergence stop, no undone collapse,
+no best weights kept.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import torch
 
 from .config import TTOConfig
 from .flat_parameters import FlatParameters
+from .lookahead import StepPosts
 
 #: Share of a constant prediction's loss an iterate must gain before a step can collapse it.
 MATERIAL_GAIN = 0.01
@@ -77,33 +83,6 @@ class EndRule:
     #: ``patience`` steps (0 = off).
     plateau_tol: float = 0.0
     patience: int = 3
-
-
-class _PostedFlag:
-    """
-    A boolean device tensor copied to host memory after each step, read once it has landed.
-
-    The copy is queued without blocking (pinned memory on CUDA, where an event tells whether
-    it has landed; on the CPU it lands at once) and read through a NumPy view made once, so
-    polling it never makes the host wait for the device.
-    """
-
-    def __init__(self, flag: torch.Tensor) -> None:
-        cuda = flag.device.type == 'cuda'
-        self._host = torch.ones((), dtype=torch.bool, pin_memory=cuda)
-        self._view = self._host.numpy()
-        self._event = torch.cuda.Event() if cuda else None
-
-    def post(self, flag: torch.Tensor) -> None:
-        """Queue the copy of ``flag``'s current value."""
-        self._host.copy_(flag, non_blocking=self._event is not None)
-        if self._event is not None:
-            self._event.record()
-
-    def landed_false(self) -> bool:
-        """Return whether the last copy has landed and says False."""
-        landed = self._event is None or self._event.query()
-        return landed and not bool(self._view[()])
 
 
 def _write(history: torch.Tensor, index: int | torch.Tensor, value: torch.Tensor) -> None:
@@ -176,6 +155,8 @@ class StepRules:
         self.flat = (parameters if isinstance(parameters, FlatParameters)
                      else FlatParameters(parameters))
         self.config = config
+        #: Whether the divergence stop, the collapse rule and the best weights act.
+        self.guards = config.schedule != 'paper'
         self.end = end
         device = target.device
         self.losses = torch.zeros(iterations, device=device)
@@ -184,9 +165,9 @@ class StepRules:
         #: Any prediction, once aligned, does at least as well as this constant one.
         self.constant_loss = torch.zeros((), device=device)
         self.best_loss = torch.zeros((), device=device)
-        self._best = self.flat.clone_buffers()
+        self._best = self.flat.clone_buffers() if self.guards else []
         #: Per weight, its slice of ``_best``: what a compiled step updates (see :meth:`tensors`).
-        self._best_views = self.flat.views(self._best)
+        self._best_views = self.flat.views(self._best) if self.guards else []
         self.active = torch.ones((), dtype=torch.bool, device=device)
         self.diverged = torch.zeros((), dtype=torch.bool, device=device)
         self.backtracks = torch.zeros((), dtype=torch.int64, device=device)
@@ -197,6 +178,8 @@ class StepRules:
         self._divergence_bound = torch.zeros((), device=device)
         self._half = torch.tensor(0.5, device=device)
         self._one = torch.tensor(1.0, device=device)
+        #: The stop flags posted to the host, and the steps' end marks (engine/lookahead.py).
+        self.posts = StepPosts(device)
         self.restart(target)
 
     def restart(self, target: torch.Tensor) -> None:
@@ -220,7 +203,7 @@ class StepRules:
             record.fill_(math.inf)
         self.active.fill_(True)
         self.steps_run = 0
-        self._posted = _PostedFlag(self.active)
+        self.posts.reset()
 
     def tensors(self) -> list[torch.Tensor]:
         """
@@ -256,13 +239,35 @@ class StepRules:
         the host now (a compiled step posts it after its graph); ``in_graph``: a compiled
         step's (:meth:`tensors`).
         """
-        config = self.config
         loss = loss.detach().float()
         active = self.active
         _write(self.losses, index, loss)
         self.recorded.add_(active)  # methods, not +=: no attribute is set in a traced step
         # Every record is written in place: a compiled step's state keeps its addresses, as a
         # CUDA graph replaying it needs (engine/whole_step.py).
+        if self.guards:
+            going, stops = self._guard(index, loss)
+        else:  # 'paper': every step runs until the count (or an end rule asked for)
+            going, stops = active, None
+        improved = going & (loss < self.best_loss)
+        for best, current in zip(*self._weights(in_graph)):
+            _select_into(best, improved, current, best)
+        torch.where(improved, loss, self.best_loss, out=self.best_loss)
+        _write(self.best_history, index, self.best_loss)
+        ends = self._ends(index)
+        if ends is not None:  # this step still runs: the frame ends after it
+            stops = going & ends if stops is None else stops | (going & ends)
+        if stops is not None:
+            torch.bitwise_and(active, ~stops, out=self.active)
+        torch.logical_not(going, out=self._skip)  # 1.0 where the step must not change weights
+        if post:
+            self.post()
+
+    def _guard(self, index: int | torch.Tensor, loss: torch.Tensor
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Apply the collapse and divergence rules to step ``index``: (going, stops)."""
+        config = self.config
+        active = self.active
         if isinstance(index, torch.Tensor):
             torch.where(index == 0, config.divergence_factor * loss, self._divergence_bound,
                         out=self._divergence_bound)
@@ -278,26 +283,13 @@ class StepRules:
         # A rise that is no collapse (or a non-finite loss) beyond divergence_factor ends them.
         kept = active & ~collapsed
         diverged = kept & (~finite | (loss > self._divergence_bound))
-        going = kept & ~diverged
-        improved = going & (loss < self.best_loss)
-        for best, current in zip(*self._weights(in_graph)):
-            _select_into(best, improved, current, best)
-        torch.where(improved, loss, self.best_loss, out=self.best_loss)
-        _write(self.best_history, index, self.best_loss)
         self.backtracks.add_(collapsed)
         self.diverged.bitwise_or_(diverged)
-        stops = diverged
-        ends = self._ends(index)
-        if ends is not None:  # this step still runs: the frame ends after it
-            stops = stops | (going & ends)
-        torch.bitwise_and(active, ~stops, out=self.active)
-        torch.logical_not(going, out=self._skip)  # 1.0 where the step must not change weights
-        if post:
-            self.post()
+        return kept & ~diverged, diverged
 
     def post(self) -> None:
-        """Queue the stop flag's copy to the host (:meth:`stop_flag_says_stopped` reads it)."""
-        self._posted.post(self.active)
+        """Queue the stop flag's copy to the host (:meth:`settle` reads it): a step ended."""
+        self.posts.post(self.active)
 
     def _ends(self, index: int | torch.Tensor) -> torch.Tensor | None:
         """Whether the end rules stop the steps after step ``index`` (None: no rule is on)."""
@@ -323,6 +315,8 @@ class StepRules:
         ``in_graph``: return the weights to go on from instead of writing them (a compiled
         step writes its parameters after its graph: engine/whole_step.py).
         """
+        if not self.guards:  # 'paper': nothing collapses
+            return list(self.flat.parameters) if in_graph else None
         collapsed = self._collapsed
         factor = torch.where(collapsed, self._half, self._one)
         for learning_rate in learning_rates:
@@ -352,26 +346,29 @@ class StepRules:
         """Read the stop flag (one host synchronization)."""
         return not bool(self.active)
 
-    def stop_flag_says_stopped(self, index: int) -> bool:
+    def settle(self, index: int) -> bool:
         """
-        Return whether the steps have stopped, as far as known without waiting for the device.
+        Before queueing step ``index``: return whether the steps have stopped, as far as known.
 
-        The flag is copied to the host after each decision without blocking and read once
-        that copy has landed: at once on the CPU, a step or two late on CUDA (the steps in
-        between are masked, not wrong). ``stop_check_every`` N > 0 also reads the flag
-        itself every N steps, waiting for the device.
+        The flag is copied to the host after each step without blocking; the host waits only
+        for the step ``LOOKAHEAD`` before this one (engine/lookahead.py), so on CUDA a stop is
+        seen a step or two late (the steps in between are masked, not wrong) and at once on
+        the CPU. ``stop_check_every`` N > 0 also reads the flag itself every N steps, waiting
+        for the device.
         """
+        stopped = self.posts.settle(index)
         every = self.config.stop_check_every
         if every and index % every == 0:
             return self.stopped()
-        return self._posted.landed_false()
+        return stopped
 
     def trace(self) -> StepTrace:
         """Read the steps' record (the frame's end: one host synchronization)."""
         if self.steps_run == 0:
             return StepTrace([], False, float('inf'), None)
         count = int(self.recorded)
-        # The best weights copied: the next run of these rules overwrites its own.
-        best = [buffer.clone() for buffer in self._best]
+        # The best weights copied: the next run of these rules overwrites its own. None
+        # under 'paper', whose result is the last iterate.
+        best = self.flat.views([buffer.clone() for buffer in self._best]) if self.guards else None
         return StepTrace(self.losses[:count].tolist(), bool(self.diverged),
-                         float(self.best_loss), self.flat.views(best), int(self.backtracks))
+                         float(self.best_loss), best, int(self.backtracks))

@@ -79,12 +79,22 @@ def _on_cpu(value: Any) -> Any:
 
 def portable_state(input_shape: tuple[int, ...], optimizer: torch.optim.Optimizer | None,
                    adaptation: list[torch.Tensor], previous_share: float | None) -> dict:
-    """Return a stream's warm start as plain CPU values (DepthCompleter.warm_state)."""
+    """
+    Return a stream's warm start as plain CPU values (DepthCompleter.warm_state).
+
+    No tensor of it is on a device: Adam's moments and steps are CPU copies, and its tensor
+    learning rate is a number (a CPU tensor there would be mixed with the device's at the
+    first step after a restore).
+    """
     optimizer_state = optimizer.state_dict() if optimizer is not None else None
     if optimizer_state is not None:
         optimizer_state['state'] = {
             key: {name: _on_cpu(value) for name, value in entry.items()}
             for key, entry in optimizer_state['state'].items()}
+        optimizer_state['param_groups'] = [
+            {name: float(value) if torch.is_tensor(value) else value
+             for name, value in group.items()}
+            for group in optimizer_state['param_groups']]
     return {'input_shape': input_shape, 'optimizer': optimizer_state,
             'adaptation': [_on_cpu(value) for value in adaptation],
             'previous_share': previous_share}
@@ -92,10 +102,18 @@ def portable_state(input_shape: tuple[int, ...], optimizer: torch.optim.Optimize
 
 def restored_adam(state: dict | None, parameters: list[torch.Tensor],
                   learning_rate: float) -> torch.optim.Optimizer | None:
-    """Return the Adam of a portable state (its moments moved to the parameters' device)."""
+    """
+    Return the Adam of a portable state, all of it on the parameters' device.
+
+    ``load_state_dict`` moves the moments to the parameters' device and dtype; the groups'
+    learning rates it takes as stored (a number), so each becomes a tensor on that device
+    again, as :func:`new_adam` makes it.
+    """
     if state is None:
         return None
     optimizer = new_adam(parameters, learning_rate)
     optimizer.load_state_dict(state)
+    for group in optimizer.param_groups:
+        group['lr'] = torch.tensor(learning_rate, device=parameters[0].device)
     reset_learning_rate(optimizer, learning_rate)
     return optimizer

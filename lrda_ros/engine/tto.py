@@ -33,10 +33,10 @@ from .adaptation import build_adaptation
 from .alignment import aligned_to_depth, alignment_loss, depth_to_target
 from .allocator import keep_freed_memory_in_heap
 from .compiled import check_compile, compiled, padded_samples
-from .completion import (check_frame, check_unshared, CompletionCancelledError,  # noqa: F401
-                         CompletionResult, CompletionStatus, EncodedFrame, few_points_message,
-                         InsufficientSparseDepthError, model_sky, NonFiniteDepthError,
-                         SparseSamples)
+from .completion import (check_finite, check_frame, check_unshared,  # noqa: F401
+                         CompletionCancelledError, CompletionResult, CompletionStatus,
+                         EncodedFrame, few_points_message, InsufficientSparseDepthError,
+                         model_sky, NonFiniteDepthError, SparseSamples)
 from .config import FewPointsPolicy, TTOConfig
 from .deadline import deadline_in, FrameDeadline, StepTimes
 from .determinism import lora_form, use_deterministic_kernels
@@ -44,9 +44,9 @@ from .encoder_backends import encoder_backend_for
 from .lora_paths import PathChoice
 from .model import DepthModel, EncodedImage, resize_prediction, resolve_device, sample_prediction
 from .model_options import model_option_notices
-from .precision import autocast, check_precision, UnsupportedPrecisionError
+from .precision import autocast, check_precision, lacks_precision, UnsupportedPrecisionError
 from .scene_cut import SceneCutRule, unexplained_share
-from .schedule import COARSE_SCALE, combined_trace, plan_stages, Stage, Verdict, warm_verdict
+from .schedule import coarse_input, combined_trace, plan_stages, Stage, Verdict, warm_verdict
 from .sparse_head import SparseHeadPlan
 from .steps import fresh_adam, reset_learning_rate, StepRules, StepTrace
 from .streams import ParkedStreams, portable_state, restored_adam, WarmState
@@ -132,8 +132,9 @@ class DepthCompleter:
         """
         Run one step and a dense decode on a tiny image in the configured precision.
 
-        A kernel the device lacks in that precision fails here, at start-up, not in the first
-        frame; gradients are returned, not accumulated (no trace).
+        A kernel the device lacks in that precision then fails here, at start-up, instead of
+        on the first frame; any other error is raised as itself. Leaves no trace: gradients
+        are returned, not accumulated.
         """
         size = 4 * self.model.patch_size
         pixel_values = self.model.preprocess(np.zeros((size, size, 3), np.uint8), None)
@@ -155,6 +156,9 @@ class DepthCompleter:
                                     allow_unused=True)
             self._dense_prediction(pixel_values, encoded)
         except (RuntimeError, NotImplementedError, TypeError) as error:
+            if not lacks_precision(error, self._autocast_dtype):  # a bug, not the dtype
+                error.add_note(f'(in the start-up probe of dtype {self.config.dtype!r})')
+                raise
             raise UnsupportedPrecisionError(
                 f'dtype {self.config.dtype!r} does not run on {self.model.device} with this '
                 f'configuration ({type(error).__name__}: {str(error).splitlines()[0]}); use '
@@ -264,7 +268,7 @@ class DepthCompleter:
                        samples: SparseSamples, target: torch.Tensor,
                        plan: SparseHeadPlan | None) -> float:
         """Return the loss the adapted network as it stands leaves on this frame's LiDAR."""
-        with self._autocast():
+        with self._autocast(), self.adaptation.decoding():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             points = self._points_prediction(features, samples, plan)
         return float(alignment_loss(points, target)[0])
@@ -312,15 +316,6 @@ class DepthCompleter:
         return self._unadapted_starts_better(pixel_values, encoded, samples, target, plan,
                                              carried)
 
-    def _coarse_input(self, pixel_values: torch.Tensor, features: EncodedImage
-                      ) -> tuple[torch.Tensor, EncodedImage]:
-        """Return the 'fast' schedule's coarse steps' network input and features."""
-        encoded = self.model.pooled(features, COARSE_SCALE)
-        patch = self.model.patch_size
-        grid = encoded.patch_grid
-        # Only its shape is read: the decoder's scope keeps the encoder frozen.
-        return pixel_values.new_empty((1, 3, grid[0] * patch, grid[1] * patch)), encoded
-
     def _autocast(self):
         return autocast(self.model.device, self._autocast_dtype)
 
@@ -343,8 +338,9 @@ class DepthCompleter:
         """
         Run the stages' steps (engine/schedule.py) with one Adam, in order, until one stops.
 
-        Between steps only the deadline (host clock), ``should_stop`` and the stop flag as
-        far as it is known without waiting for the device are checked (engine/steps.py).
+        Between steps only the deadline (host clock), ``should_stop`` and the stop flags that
+        have landed are checked, the host waiting at most for the step two back
+        (engine/lookahead.py).
         ``shares``: the constant prediction's loss and the previous frame's share, which a
         ``catch_up`` stage's verdict reads; the verdict is returned (DONE when none was due).
         """
@@ -385,24 +381,26 @@ class DepthCompleter:
         if plan is not None:  # its host-side index bounds, before the steps
             plan.prepare(self.model, encoded, self.config.tail_strips)
         measure = self.path_choice.before_steps(tuple(pixel_values.shape))
+        (posts := rules.posts).reset()  # the first step's duration from here
         for index in range(stage.max_steps):
-            if not deadline.another_step_fits():
+            # Waits for the step two back, if it must (engine/lookahead.py): never more.
+            stopped = index > 0 and rules.settle(index)
+            if not deadline.another_step_fits(posts.take_durations(), posts.in_flight):
                 break
             # Checked between steps: a step is the longest uninterruptible unit of work.
             if should_stop is not None and should_stop():
                 raise CompletionCancelledError('stopped between optimization steps')
-            if index and rules.stop_flag_says_stopped(index):
+            if stopped:
                 break
             if self._whole_step is not None and index > 0:
                 self._whole_step.run(self._loss, (pixel_values, encoded, samples, target, plan),
                                      self.adaptation.parameters, rules, self._optimizer, index)
-            else:
-                self._step(pixel_values, encoded, samples, target, plan, rules, index)
+                continue
+            self._step(pixel_values, encoded, samples, target, plan, rules, index)
             if measure and index == 0:  # each layer has run at this network input's shapes
                 with self._autocast():
                     self.path_choice.measure(tuple(pixel_values.shape))
-            if deadline.deadline is not None:
-                self._synchronize()  # a step's duration, not its launch, for the deadline
+            rules.post()  # the step ended (its stop flag and end mark to the host)
         trace = rules.trace()
         trace.full_size = stage.full_size
         return trace
@@ -425,7 +423,7 @@ class DepthCompleter:
         with self.adaptation.weights_for_one_step(self._autocast):
             loss = self._loss(pixel_values, encoded, samples, target, plan)
             loss.backward()
-        rules.decide(index, loss)
+        rules.decide(index, loss, post=False)  # posted once the step has ended
         rules.apply(self._optimizer)
 
     @torch.no_grad()
@@ -433,7 +431,7 @@ class DepthCompleter:
                           ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Return the (H, W) prediction and, for models that have one, the confidence."""
         confidence = None
-        with self._autocast():
+        with self._autocast(), self.adaptation.decoding():
             features = self.adaptation.features(self.model, pixel_values, encoded)
             if self.model.has_confidence:
                 prediction, confidence = self.model.decode_with_confidence(features)
@@ -449,24 +447,24 @@ class DepthCompleter:
                           samples: SparseSamples, target: torch.Tensor, trace: StepTrace,
                           deadline: FrameDeadline):
         """
-        Decode densely with the final weights, falling back to the best ones if worse.
+        Decode densely: the final weights, or the best if worse (and a second decode fits).
 
-        Under a deadline the fallback runs only when a second decode fits, or after divergence.
+        After divergence the best are decoded at once; under 'paper' the last is the result.
         """
         deadline.begin_finish()
+        if trace.diverged and trace.best_state is not None:
+            self.adaptation.restore(trace.best_state)
         dense, confidence = self._dense_prediction(pixel_values, encoded)
         loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
         final_is_worse = not math.isfinite(float(loss)) or (
             trace.full_size and float(loss) > trace.best_loss)
         deadline.end_finish()
-        if trace.best_state is not None and (
-                trace.diverged or (final_is_worse and deadline.second_decode_fits())):
+        if (trace.best_state is not None and not trace.diverged and final_is_worse
+                and deadline.second_decode_fits()):
             self.adaptation.restore(trace.best_state)
             dense, confidence = self._dense_prediction(pixel_values, encoded)
             loss, fit = alignment_loss(dense[samples.rows, samples.cols], target)
-        if not bool(torch.isfinite(dense).all()):
-            raise NonFiniteDepthError('the depth model produced non-finite values for this '
-                                      'image even without adaptation')
+        check_finite(dense, 0 if trace.best_state else len(trace.losses), self.config)
         return dense, confidence, loss, fit
 
     def complete(self, rgb: np.ndarray, sparse_depth: np.ndarray,
@@ -502,6 +500,7 @@ class DepthCompleter:
         frame_deadline = FrameDeadline(deadline, self.step_times)
         rgb, sparse_depth = check_frame(rgb, sparse_depth)
         self._frame_plans.clear()
+        decodes = self.adaptation.decodes
         samples = SparseSamples.from_map(sparse_depth, config.min_depth, config.max_depth,
                                          self.model.device)
         too_few = samples.count < config.min_points
@@ -537,7 +536,7 @@ class DepthCompleter:
 
         target = depth_to_target(samples.depth, self.model.prediction_space)
         constant_loss = float(((target - target.mean()) ** 2).sum())
-        coarse = (self._coarse_input(pixel_values, features)
+        coarse = (coarse_input(self.model, pixel_values, features)
                   if config.schedule == 'fast' and not too_few else None)
         scene_cut = False
         if warm and not too_few and config.scene_cut_factor > 0:
@@ -591,4 +590,5 @@ class DepthCompleter:
             stopped_at_deadline=frame_deadline.reached,
             encode_seconds=encoded_at - start + ahead_seconds, optimize_seconds=end - encoded_at,
             total_seconds=end - start + ahead_seconds, final_decode_seconds=end - decode_start,
-            confidence=confidence, scene_cut=scene_cut, sky=sky)
+            confidence=confidence, scene_cut=scene_cut, sky=sky,
+            decodes=self.adaptation.decodes - decodes)

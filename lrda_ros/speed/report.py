@@ -25,12 +25,13 @@ import numpy as np
 def speed_table(rows: list[dict]) -> str:
     """Return the speed rows as a Markdown table."""
     lines = ['| backbone | resolution | method | s/frame | peak MB | time vs lrda | '
-             'memory vs lrda | iterations |', '|---|---|---|---|---|---|---|---|']
+             'memory vs lrda | iterations | decodes beyond the steps |',
+             '|---|---|---|---|---|---|---|---|---|']
     for row in rows:
         lines.append(f'| {row["backbone"]} | {row["resolution"]} | {row["method"]} | '
                      f'{row["seconds"]:.2f} | {row["peak_mb"]:.0f} | '
                      f'{row["time_vs_lrda"]:.2f}x | {row["memory_vs_lrda"]:.2f}x | '
-                     f'{row["iterations"]:.0f} |')
+                     f'{row["iterations"]:.0f} | {row.get("decodes", 0):.0f} |')
     against = [row for row in rows if 'seconds_against' in row]
     if against:  # lrda speed --against: the other checkout's time of the same frames
         lines += ['', '| backbone | resolution | method | s/frame | s/frame, --against '

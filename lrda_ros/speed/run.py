@@ -161,7 +161,7 @@ def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm
         result = completer.complete(*frames[frame_index], intrinsics=intrinsics)
     return {'seconds': measured.seconds, 'peak_mb': measured.peak_mb,
             'iterations': result.iterations, 'final_loss': result.final_loss,
-            'warm_up_seconds': warm_up.seconds}
+            'decodes': result.decodes, 'warm_up_seconds': warm_up.seconds}
 
 
 def measure_classical(resolution: str, lidar: LidarPattern, seed: int, frame_index: int,
@@ -241,6 +241,8 @@ def _summarize(samples: list[dict]) -> dict:
             'warm_up_cached_s': float(np.median(warm_ups[1:])) if warm_ups[1:] else math.nan,
             'peak_mb': float(np.max([s['peak_mb'] for s in samples])),
             'iterations': float(np.mean([s['iterations'] for s in samples])),
+            # Decoder passes outside the steps (0 for a method without a network).
+            'decodes': float(np.mean([s.get('decodes', 0) for s in samples])),
             'final_loss': float(np.mean([s['final_loss'] for s in samples])),
             **({'error': errors[0]} if errors else {})}
 
