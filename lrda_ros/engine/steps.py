@@ -174,6 +174,8 @@ class StepRules:
         self.recorded = torch.zeros((), dtype=torch.int64, device=device)
         self._skip = torch.zeros((), device=device)
         self._collapsed = torch.zeros((), dtype=torch.bool, device=device)
+        #: Whether a compiled step's loss is the best yet (:meth:`keep_best` after its graph).
+        self._improved = torch.zeros((), dtype=torch.bool, device=device)
         self._material_gain = torch.zeros((), device=device)
         self._divergence_bound = torch.zeros((), device=device)
         self._half = torch.tensor(0.5, device=device)
@@ -197,7 +199,7 @@ class StepRules:
         self.constant_loss.copy_((centred * centred).sum())
         torch.mul(self.constant_loss, MATERIAL_GAIN, out=self._material_gain)
         for record in (self.losses, self.best_history, self.backtracks, self.recorded,
-                       self._skip, self.diverged, self._collapsed):
+                       self._skip, self.diverged, self._collapsed, self._improved):
             record.zero_()
         for record in (self.best_loss, self._divergence_bound):
             record.fill_(math.inf)
@@ -213,18 +215,21 @@ class StepRules:
         flat buffers holding them: AOTAutograd merges graph inputs that share memory and are
         written into one synthetic base, which drops them from the static inputs a CUDA graph
         needs (torch/_functorch/_aot_autograd/input_output_analysis.py), whereas separate
-        views of one buffer that do not overlap stay separate inputs.
+        views of one buffer that do not overlap stay separate inputs. The graph only reads the
+        best copies (:meth:`keep_best` writes them after it): Inductor (torch 2.13) compiled a
+        graph that wrote channels-last views of them and read them back wrong (DA3's decoder
+        weights missed whole updates; test_da3_engine.py).
         """
         return [self.losses, self.best_history, self.best_loss, self.active, self.diverged,
-                self.backtracks, self.recorded, self._skip, self._collapsed,
+                self.backtracks, self.recorded, self._skip, self._collapsed, self._improved,
                 self._divergence_bound, self.constant_loss, self._material_gain, self._half,
                 self._one, *self._best_views]
 
-    def _weights(self, in_graph: bool) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-        """Return the best and current weights: per weight in a graph, else per buffer."""
-        if in_graph:
-            return self._best_views, self.flat.parameters
-        return self._best, self._current
+    @torch.no_grad()
+    def keep_best(self) -> None:
+        """After a compiled step's graph, before its weights are written: the best copies."""
+        for best, current in zip(self._best, self._current):
+            _select_into(best, self._improved, current, best)
 
     @torch.no_grad()
     def decide(self, index: int | torch.Tensor, loss: torch.Tensor, post: bool = True,
@@ -237,7 +242,7 @@ class StepRules:
         once the first loss is known) and each mask once. ``index`` may be a 0-d device
         tensor (a compiled step: one graph for every index); ``post``: copy the stop flag to
         the host now (a compiled step posts it after its graph); ``in_graph``: a compiled
-        step's (:meth:`tensors`).
+        step's (:meth:`tensors`): the best copies are left to :meth:`keep_best`.
         """
         loss = loss.detach().float()
         active = self.active
@@ -250,8 +255,11 @@ class StepRules:
         else:  # 'paper': every step runs until the count (or an end rule asked for)
             going, stops = active, None
         improved = going & (loss < self.best_loss)
-        for best, current in zip(*self._weights(in_graph)):
-            _select_into(best, improved, current, best)
+        if in_graph:
+            torch.bitwise_and(going, loss < self.best_loss, out=self._improved)
+        else:
+            for best, current in zip(self._best, self._current):
+                _select_into(best, improved, current, best)
         torch.where(improved, loss, self.best_loss, out=self.best_loss)
         _write(self.best_history, index, self.best_loss)
         ends = self._ends(index)
@@ -323,7 +331,7 @@ class StepRules:
             learning_rate.mul_(factor)
         if in_graph:
             return [torch.where(collapsed, best, current)
-                    for best, current in zip(*self._weights(True))]
+                    for best, current in zip(self._best_views, self.flat.parameters)]
         for best, current in zip(self._best, self._current):
             _select_into(current, collapsed, best, current)
         return None

@@ -177,6 +177,7 @@ class CompiledSteps:
             self._indices = torch.arange(max(64, 2 * index), device=target.device)
         _, weights = self.step(loss_function, inputs, parameters, rules, self._adam,
                                self._indices[index])
+        rules.keep_best()  # from the weights the step started from
         with torch.no_grad():  # one foreach copy (the graph's outputs, before its next replay)
             torch._foreach_copy_(parameters, weights)
         rules.post()  # a copy to the host: outside the graph, which replays device work only
