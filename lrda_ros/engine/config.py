@@ -171,8 +171,9 @@ class TTOConfig:
     deterministic: bool = False
     #: Run convolutions in channels-last memory layout (faster oneDNN/cuDNN kernels).
     channels_last: bool = True
-    #: On the CPU, keep large freed blocks in the heap (process-wide glibc setting; see
-    #: engine/allocator.py): steps stop paying page faults for their activations.
+    #: Keep large freed CPU blocks in the heap (process-wide glibc setting; see
+    #: engine/allocator.py): CPU steps stop paying page faults for their activations, and so
+    #: do every frame's host arrays (images, maps, messages) whatever the engine's device.
     tune_cpu_allocator: bool = True
     seed: int = 0
     #: Where the encoder runs: 'torch', 'onnxruntime' (the backbone exported to ONNX, cached

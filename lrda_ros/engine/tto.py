@@ -69,7 +69,7 @@ class DepthCompleter:
         self.model = model.to(resolve_device(self.config.device))
         if self.config.channels_last:
             self.model.network.to(memory_format=torch.channels_last)
-        if self.config.tune_cpu_allocator and self.model.device.type == 'cpu':
+        if self.config.tune_cpu_allocator:  # the host's frame arrays too, whatever the device
             keep_freed_memory_in_heap()
         #: What this completer does differently from its configuration, and why.
         self.notices: list[str] = []
