@@ -24,7 +24,7 @@ each, with an ouster-ros per-point time field), with every output built: the ste
 replaced (benchmarks/host_reference.py, the old cloud reading) beside the package's, and their
 ratio: the median run (what a frame takes on this machine as it is) and the best run (what the
 code costs when the machine lets it run: on a shared CPU the other processes' time slices land
-in some runs). No engine: its depth is a fixed map. The stages:
+in some runs). The allocator is set as the node sets it (engine/allocator.py). No engine: its depth is a fixed map. The stages:
 
 - read: the image and camera_info messages to arrays, and each cloud to points (with their
   times and validity where the cloud has a time field);
@@ -46,6 +46,7 @@ from typing import Any, Callable
 
 import host_reference as reference
 from lrda_ros.colormap import colorize_depth
+from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
     backproject_depth, CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig,
     RigidTransform)
@@ -274,6 +275,11 @@ def main() -> None:
                              '../shared/data; synthetic without it)')
     args = parser.parse_args()
     print(machine_line(machine_description('cpu', 'float32')))
+    # As the node's engine does at start-up (tune_cpu_allocator): large arrays freed by one
+    # frame are reused by the next instead of being mapped afresh and zero-filled.
+    kept = keep_freed_memory_in_heap()
+    print('allocator: large freed blocks ' + ('kept in the heap, as in the node' if kept
+                                              else 'returned to the system (no glibc)'))
     kitti, source = kitti_frame(args.shared_data if args.shared_data.is_dir() else None)
     wide = wide_frame()
     print(f'KITTI size: 1242x375, {source}, '

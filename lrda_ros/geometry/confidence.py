@@ -116,16 +116,18 @@ def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
 def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
                 spacing: float) -> np.ndarray:
     lidar = lidar & np.isfinite(depth)
-    if not lidar.any():
+    at = np.flatnonzero(lidar)  # a few percent of the pixels: computed there only
+    if not at.size:
         return np.ones(depth.shape, dtype=np.float32)
     residual = np.zeros(depth.shape, dtype=np.float32)
-    np.divide(np.abs(depth - sparse_depth, dtype=np.float32), sparse_depth, out=residual,
-              where=lidar)
+    measured = sparse_depth.reshape(-1)[at]
+    residual.reshape(-1)[at] = np.abs(depth.reshape(-1)[at] - measured,
+                                      dtype=np.float32) / measured
     radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
     # float32 sums of at most a few hundred residuals: float32 rounding, the output's own.
     total = _box_sum(residual, radius)
     count = _box_sum(lidar.view(np.uint8), radius)
-    fallback = np.float32(residual.sum(dtype=np.float64) / np.count_nonzero(lidar))
+    fallback = np.float32(residual.sum(dtype=np.float64) / at.size)
     with np.errstate(invalid='ignore', divide='ignore'):
         local = np.divide(total, count, out=total)
     local[count == 0] = fallback
@@ -186,6 +188,7 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if model_uncertainty is not None:
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
-    np.clip(confidence, 0.0, 1.0, out=confidence)
-    confidence[~valid] = np.nan
+    # Each factor lies in [0, 1] by its form (1 / (1 + x^2), s / (s + x) with x >= 0, a
+    # percentile's 0.5 + 0.5 (1 - rank)), and so does their product: no clip is needed.
+    np.copyto(confidence, np.float32(np.nan), where=~valid)
     return confidence

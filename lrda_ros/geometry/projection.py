@@ -223,9 +223,13 @@ def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform, camera: Ca
     culled = cull_points(points, T_cam_lidar, camera, config.min_range, config.max_range,
                          MIN_DEPTH_M)
     points = as_points(points[culled.keep])
-    finite = np.all(np.isfinite(points), axis=1)
+    x, y, z = points.T
+    # Per column: numpy's reductions over rows of three are several times slower (the same
+    # sums in the same order as np.linalg.norm's).
+    finite = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
     points = points[finite]
-    ranges = np.linalg.norm(points, axis=1)
+    x, y, z = points.T
+    ranges = np.sqrt(x * x + y * y + z * z)
     in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
     points_cam = T_cam_lidar.apply(points[in_range])
     in_front = points_cam[:, 2] > MIN_DEPTH_M
