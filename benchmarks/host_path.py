@@ -48,8 +48,8 @@ import host_reference as reference
 from lrda_ros.colormap import colorize_depth
 from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig,
-    RigidTransform)
+    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, LidarCloud,
+    ProjectionConfig, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence
 from lrda_ros.messages.conversions import (
     camera_info_to_camera_model, image_to_rgb, pointcloud2_to_xyz)
@@ -214,7 +214,8 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
 
     def points_dense() -> None:
         points, rows, cols = backproject(frame.depth, camera, POINTS_STRIDE)
-        xyz_to_pointcloud2(points, header, rgb=rgb[rows, cols])
+        colours = rgb[rows, cols] if old else colours_at(rgb, rows, cols)
+        xyz_to_pointcloud2(points, header, rgb=colours)
 
     def depth() -> None:
         depth_to_image_msg(frame.depth, header)

@@ -28,8 +28,8 @@ import sys
 import cv2
 from lrda_ros.colormap import colorize_depth, depth_display_range
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig,
-    RigidTransform)
+    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, LidarCloud,
+    ProjectionConfig, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence, lidar_distance, support_confidence
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import (
@@ -218,6 +218,15 @@ def test_backprojection_equals_the_replaced_steps(shared_data, stride):
         for got, expected in zip(new, old):
             np.testing.assert_array_equal(got, expected)
             assert got.dtype == expected.dtype
+
+
+def test_point_colours_are_numpys_index_of_the_image():
+    rng = np.random.default_rng(4)
+    rgb = rng.integers(0, 256, (37, 53, 3), dtype=np.uint8)
+    rows, cols = rng.integers(0, 37, 500), rng.integers(0, 53, 500)
+    for image in (rgb, rgb[:, ::-1]):  # a view with negative strides too
+        np.testing.assert_array_equal(colours_at(image, rows, cols), image[rows, cols])
+    assert colours_at(rgb, rows[:0], cols[:0]).shape == (0, 3)
 
 
 def test_colored_depth_equals_the_replaced_steps(shared_data):

@@ -43,13 +43,14 @@ from .motion import (
 from .outliers import (
     DDAD_GROUND_TRUTH_FILTER, filter_outliers, outlier_mask, OutlierFilter, SPARSE_INPUT_FILTER)
 from .projection import (
-    backproject_depth, clouds_to_sparse_depth, lidar_to_sparse_depth, LidarCloud, MIN_DEPTH_M,
-    ProjectionConfig, SparseProjection)
+    backproject_depth, clouds_to_sparse_depth, colours_at, lidar_to_sparse_depth, LidarCloud,
+    MIN_DEPTH_M, ProjectionConfig, SparseProjection)
 from .transforms import RigidTransform, TransformTree
 
 __all__ = [
     'agree_with_lidar', 'align_sweep', 'AlignedSweep', 'backproject_depth', 'camera_for_image',
-    'CameraModel', 'check_times', 'clouds_to_sparse_depth', 'DDAD_GROUND_TRUTH_FILTER',
+    'CameraModel', 'check_times', 'clouds_to_sparse_depth', 'colours_at',
+    'DDAD_GROUND_TRUTH_FILTER',
     'distort_normalized', 'filter_outliers', 'InvalidCameraError', 'InvalidConfigError',
     'InvalidPointsError', 'InvalidTransformError', 'LidarAgreement', 'lidar_to_sparse_depth',
     'LidarCloud', 'MIN_DEPTH_M', 'move_points', 'outlier_mask', 'OutlierFilter',

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from .camera import CameraModel
@@ -84,26 +83,37 @@ def cull_points(points: np.ndarray, T_cam_lidar: RigidTransform, camera: CameraM
                           (planes[:, :3] @ T_cam_lidar.translation + planes[:, 3])[:, None]])
     margins = _MARGIN * (np.abs(in_lidar[:, :3]).sum(axis=1) * max_range
                          + np.abs(in_lidar[:, 3]))
-    xyz = np.ascontiguousarray(points, dtype=np.float32).reshape(-1, 1, 3)
-    squared = np.einsum('ij,ij->i', xyz[:, 0], xyz[:, 0])
-    behind = beside = None
-    with np.errstate(invalid='ignore'):
+    x, y, z = (np.ascontiguousarray(column, dtype=np.float32) for column in points.T)
+    # Every plane's value for every point, (k, N): a row per plane, contiguous for the
+    # comparisons. Written out, not a matrix product: a multi-threaded BLAS call this thin
+    # can stall on a busy CPU (transforms.py). Its float32 rounding lies far inside the margins.
+    planes32 = in_lidar.astype(np.float32)
+    with np.errstate(invalid='ignore', over='ignore'):
+        values = planes32[:, 0:1] * x
+        values += planes32[:, 1:2] * y
+        values += planes32[:, 2:3] * z
+        values += planes32[:, 3:4]
+        squared = x * x + y * y + z * z
         in_range = ((squared >= np.float32(min_range ** 2 * (1 + _MARGIN)))
                     & (squared <= np.float32(max_range ** 2 * (1 - _MARGIN))))
-        # cv2.transform gives up to 4 planes' values per call.
-        for start in range(0, len(in_lidar), 4):
-            group = in_lidar[start:start + 4]
-            values = cv2.transform(xyz, group.astype(np.float32)).reshape(-1, len(group))
-            for column, plane in enumerate(range(start, start + len(group))):
-                out = values[:, column] < -margins[plane]
-                if plane == 0:
-                    behind, in_front = out, values[:, 0] > margins[0]
-                else:
-                    beside = out if beside is None else beside | out
-    behind &= in_range
-    if beside is None:
-        keep = ~behind
-        return Culled(keep, int(np.count_nonzero(behind)), 0)
-    beside &= in_range & in_front
+        behind = (values[0] < -margins[0]) & in_range
+        if len(values) == 1:
+            return Culled(~behind, int(np.count_nonzero(behind)), 0)
+        beside = values[1] < -margins[1]
+        for plane in range(2, len(values)):
+            beside |= values[plane] < -margins[plane]
+        beside &= in_range & (values[0] > margins[0])
     keep = ~(behind | beside)
     return Culled(keep, int(np.count_nonzero(behind)), int(np.count_nonzero(beside)))
+
+
+def select_rows(points: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """
+    Return ``points[mask]`` of an (N, 3) array: each row gathered as one 12- or 24-byte item.
+
+    numpy's boolean index of an (N, 3) array moves element by element, several times slower.
+    """
+    if not points.flags.c_contiguous or points.ndim != 2:
+        return points[mask]
+    rows = points.view(np.dtype((np.void, points.shape[1] * points.itemsize))).reshape(-1)
+    return rows[mask].view(points.dtype).reshape(-1, points.shape[1])

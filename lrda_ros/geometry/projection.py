@@ -23,7 +23,7 @@ import numpy as np
 
 from .camera import before_fold, CameraModel, pixels_to_normalized, project_points
 from .checks import as_points, InvalidConfigError, InvalidPointsError
-from .frustum import cull_points
+from .frustum import cull_points, select_rows
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
 
@@ -222,22 +222,22 @@ def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform, camera: Ca
     num_in = points.shape[0]
     culled = cull_points(points, T_cam_lidar, camera, config.min_range, config.max_range,
                          MIN_DEPTH_M)
-    points = as_points(points[culled.keep])
+    points = as_points(select_rows(points, culled.keep))
     x, y, z = points.T
     # Per column: numpy's reductions over rows of three are several times slower (the same
     # sums in the same order as np.linalg.norm's).
     finite = np.isfinite(x) & np.isfinite(y) & np.isfinite(z)
-    points = points[finite]
+    points = select_rows(points, finite)
     x, y, z = points.T
     ranges = np.sqrt(x * x + y * y + z * z)
     in_range = (ranges >= config.min_range) & (ranges <= config.max_range)
-    points_cam = T_cam_lidar.apply(points[in_range])
+    points_cam = T_cam_lidar.apply(select_rows(points, in_range))
     in_front = points_cam[:, 2] > MIN_DEPTH_M
     counts = np.array([num_in, np.count_nonzero(culled.keep) - points.shape[0],
                        np.count_nonzero(~in_range),
                        np.count_nonzero(~in_front) + culled.num_behind, culled.num_outside],
                       dtype=np.int64)
-    return points_cam[in_front], counts
+    return select_rows(points_cam, in_front), counts
 
 
 def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
@@ -313,3 +313,15 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
     points[:, 1] = y_normalized * z
     points[:, 2] = z
     return points, rows, cols
+
+
+def colours_at(rgb: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """
+    Return ``rgb[rows, cols]`` of an (H, W, 3) uint8 image, (M, 3): ``backproject_depth``'s.
+
+    Each pixel gathered as one 3-byte item by its flat index: numpy's two-array index of a
+    3-channel image moves byte by byte, several times slower.
+    """
+    image = np.ascontiguousarray(rgb)
+    pixels = image.reshape(-1).view(np.dtype((np.void, image.shape[2] * image.itemsize)))
+    return pixels[rows * image.shape[1] + cols].view(image.dtype).reshape(-1, image.shape[2])

@@ -36,7 +36,7 @@ from .subscriptions import SynchronizedSubscriptions
 from ..colormap import colorize_depth
 from ..engine import EncodedFrame
 from ..errors import InputError
-from ..geometry import backproject_depth
+from ..geometry import backproject_depth, colours_at
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
 from ..settings import NodeSettings
 
@@ -111,8 +111,8 @@ class Camera:
             inputs = outputs.prepared.inputs
             points, rows, cols = backproject_depth(outputs.depth, inputs.camera,
                                                    settings.points_stride)
-            publisher('pub_points').publish(xyz_to_pointcloud2(points, header,
-                                                               rgb=inputs.rgb[rows, cols]))
+            publisher('pub_points').publish(xyz_to_pointcloud2(
+                points, header, rgb=colours_at(inputs.rgb, rows, cols)))
 
 
 @dataclass
