@@ -38,6 +38,8 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import cv2
 import numpy as np
 
@@ -182,9 +184,15 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
         confidence = np.zeros(depth.shape, dtype=np.float32)
     else:
-        confidence = _support(lidar, spacing)
-        confidence *= _fit_factor(depth, sparse_depth, lidar, spacing)
-        confidence *= _edge_factor(depth)
+        # The distance transform runs beside the local fit and the edges: OpenCV and numpy
+        # release the GIL in each, so the three use the CPU's cores together.
+        with ThreadPoolExecutor(max_workers=1) as beside:
+            support = beside.submit(_support, lidar, spacing)
+            fit = _fit_factor(depth, sparse_depth, lidar, spacing)
+            edge = _edge_factor(depth)
+            confidence = support.result()
+        confidence *= fit
+        confidence *= edge
     if model_uncertainty is not None:
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
