@@ -78,8 +78,11 @@ def test_one_configuration_is_measured(scope, warm):
     assert sample['seconds'] > 0 and sample['peak_mb'] >= 0
     assert sample['iterations'] == (2 if warm else 3)
     assert np.isfinite(sample['final_loss'])
-    # The final dense decode; a warm frame's start check (carried against unadapted) adds two.
-    assert sample['decodes'] == (3 if warm and scope is Scope.DECODER_LORA else 1)
+    # The final dense decode; a warm frame's start check (carried against unadapted) adds two;
+    # a frame whose last iterate decodes worse than its best decodes the best again
+    # (tto._final_prediction), which the kernels' rounding decides on these random weights.
+    expected = 3 if warm and scope is Scope.DECODER_LORA else 1
+    assert sample['decodes'] - expected in (0, 1), sample['decodes']
 
 
 def speed_rows() -> list[dict]:

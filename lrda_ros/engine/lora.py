@@ -138,8 +138,8 @@ class LoraAdapters:
         for parameter in self.parameters:
             parameter.requires_grad_(True)
         self.snapshot = ParameterSnapshot(self.parameters)
-        #: The adapter weights the layers' held merged weights were computed from.
-        self._held_from: list[torch.Tensor] | None = None
+        #: The adapters' buffers (address, version) the held merged weights were computed at.
+        self._held_at: list[tuple[int, int]] | None = None
 
     @contextmanager
     def merged_held(self) -> Iterator[None]:
@@ -148,15 +148,18 @@ class LoraAdapters:
 
         A merged weight is computed once per change of the adapters, not per decode: the
         output's decode and the start checks run merged, each over every adapted layer. A
-        change is found by comparing the adapters' flat buffers with a copy (exact, whatever
-        wrote them: Adam, a restore, a compiled step), one comparison per buffer.
+        change is found by version counters, which every in-place write bumps: the flat
+        buffers' (shared by their views: a restore, the step rules) and each parameter's own
+        (a parameter bound to a buffer by ``.data`` keeps its counter: Adam, a compiled step's
+        copy), with the buffers' addresses. No comparison of values, so no read of the device.
         """
-        buffers = self.snapshot.flat.buffers
-        if self._held_from is None or any(
-                not torch.equal(now, then) for now, then in zip(buffers, self._held_from)):
+        held_at = ([(buffer.data_ptr(), buffer._version)
+                    for buffer in self.snapshot.flat.buffers]
+                   + [(0, parameter._version) for parameter in self.parameters])
+        if held_at != self._held_at:
             for forward in self.forwards.values():
                 forward.held = None
-            self._held_from = [buffer.clone() for buffer in buffers]
+            self._held_at = held_at
         for forward in self.forwards.values():
             forward.holds = True
         try:
