@@ -158,9 +158,10 @@ def test_a_compiled_da3_step_is_the_eager_step():
     Adam moves each weight by about the learning rate whatever its gradient's size, so where
     its first moment is near zero (a gradient of rounding size, or one that cancels the
     previous step's) the step's sign is rounding too, and a trajectory of several steps
-    drifts from there: one step is compared. All but a handful of weights (3 of about 10^5
-    here) agree to 1e-4 of a step; the graph that wrote the best weights' channels-last
-    views missed whole tensors' updates.
+    drifts from there: one step is compared. All but a few weights agree to 1e-4 of a step
+    (3 of 198,416 under AVX512 kernels on two threads, 36 under AVX2 on one: at most 0.1 % is
+    allowed); the graph that wrote the best weights' channels-last views missed whole tensors'
+    updates, nearly every weight.
     """
     torch._dynamo.reset()
     torch._dynamo.config.trace_autograd_ops = True
@@ -179,7 +180,7 @@ def test_a_compiled_da3_step_is_the_eager_step():
     step_size = engine.config.learning_rate
     differences = torch.cat([(mine - theirs).abs().flatten()
                              for mine, theirs in zip(compiled, eager)])
-    assert int((differences > 1e-4 * step_size).sum()) <= 1e-4 * differences.numel()
+    assert int((differences > 1e-4 * step_size).sum()) <= 1e-3 * differences.numel()
     assert float(differences.max()) <= 2 * step_size
 
 
