@@ -46,33 +46,33 @@ class MalformedMessageError(MessageError):
     """A message whose fields contradict each other (sizes, steps, missing fields)."""
 
 
-# encoding -> channel indices that give R, G, B, and the number of 8-bit channels.
+# encoding -> its channels' layout and their number (8 bits each).
 RGB_ENCODINGS = {
-    'rgb8': ((0, 1, 2), 3),
-    'bgr8': ((2, 1, 0), 3),
-    'rgba8': ((0, 1, 2), 4),
-    'bgra8': ((2, 1, 0), 4),
-    'mono8': ((0, 0, 0), 1),
+    'rgb8': ('rgb', 3),
+    'bgr8': ('bgr', 3),
+    'rgba8': ('rgba', 4),
+    'bgra8': ('bgra', 4),
+    'mono8': ('mono', 1),
 }
-#: The OpenCV conversion of each 8-bit encoding but rgb8 to RGB.
-_TO_RGB_CONVERSIONS = {'bgr8': cv2.COLOR_BGR2RGB, 'rgba8': cv2.COLOR_RGBA2RGB,
-                       'bgra8': cv2.COLOR_BGRA2RGB, 'mono8': cv2.COLOR_GRAY2RGB}
+#: The OpenCV conversion to RGB of each of them but rgb8 (8 or 16 bits a channel alike).
+_TO_RGB_CONVERSIONS = {'bgr': cv2.COLOR_BGR2RGB, 'rgba': cv2.COLOR_RGBA2RGB,
+                       'bgra': cv2.COLOR_BGRA2RGB, 'mono': cv2.COLOR_GRAY2RGB}
 # Their 16-bit forms (rgb16, ..., mono16): the same channels of two bytes each.
 RGB16_ENCODINGS = {name.replace('8', '16'): layout for name, layout in RGB_ENCODINGS.items()}
-# Bayer encoding -> colours of the pattern's top-left 2x2 cell in raster order, and bit depth.
-BAYER_ENCODINGS = {f'bayer_{pattern}{bits}': (pattern, bits)
-                   for pattern in ('rggb', 'bggr', 'gbrg', 'grbg') for bits in (8, 16)}
-# Packed YUV 4:2:2 encoding -> offsets of Y0, U, Y1, V in each 4-byte pair of pixels. ROS names
-# UYVY 'uyvy' (before Jazzy 'yuv422') and YUYV 'yuyv' (before Jazzy 'yuv422_yuy2').
+# Bayer encoding -> OpenCV's bilinear demosaicing to RGB (cv_bridge's mapping: OpenCV names a
+# pattern by the second row's first two pixels), and bit depth.
+_BAYER_TO_RGB = {'rggb': cv2.COLOR_BayerBG2RGB, 'bggr': cv2.COLOR_BayerRG2RGB,
+                 'gbrg': cv2.COLOR_BayerGR2RGB, 'grbg': cv2.COLOR_BayerGB2RGB}
+BAYER_ENCODINGS = {f'bayer_{pattern}{bits}': (code, bits)
+                   for pattern, code in _BAYER_TO_RGB.items() for bits in (8, 16)}
+# Packed YUV 4:2:2 encoding -> OpenCV's BT.601 conversion to RGB. ROS names UYVY 'uyvy' (before
+# Jazzy 'yuv422') and YUYV 'yuyv' (before Jazzy 'yuv422_yuy2').
 YUV422_ENCODINGS = {
-    'uyvy': (1, 0, 3, 2), 'yuv422': (1, 0, 3, 2),
-    'yuyv': (0, 1, 2, 3), 'yuv422_yuy2': (0, 1, 2, 3),
+    'uyvy': cv2.COLOR_YUV2RGB_UYVY, 'yuv422': cv2.COLOR_YUV2RGB_UYVY,
+    'yuyv': cv2.COLOR_YUV2RGB_YUY2, 'yuv422_yuy2': cv2.COLOR_YUV2RGB_YUY2,
 }
 #: Every encoding :func:`image_to_rgb` reads.
 CAMERA_ENCODINGS = (*RGB_ENCODINGS, *RGB16_ENCODINGS, *BAYER_ENCODINGS, *YUV422_ENCODINGS)
-# ITU-R BT.601 (video range) YUV -> RGB in 20-bit fixed point: OpenCV's (cvtColor) constants.
-_YUV_SHIFT = 20
-_YUV_CY, _YUV_CVR, _YUV_CVG, _YUV_CUG, _YUV_CUB = 1220542, 1673527, -852492, -409993, 2116026
 # encoding -> (numpy kind and size, factor to metres).
 _DEPTH_ENCODINGS = {
     '32FC1': ('f4', 1.0),
@@ -175,24 +175,25 @@ def image_to_rgb(msg: Any) -> np.ndarray:
     """
     encoding = msg.encoding
     if encoding in RGB_ENCODINGS:
-        channels = RGB_ENCODINGS[encoding][1]
-        pixels = pixel_rows(msg, channels, channels, 'u1')
-        if encoding == 'rgb8':
-            return np.ascontiguousarray(pixels)
-        # OpenCV's channel moves: a pass over the pixels (numpy's fancy index, 50x slower).
-        return cv2.cvtColor(pixels if channels > 1 else pixels[..., 0],
-                            _TO_RGB_CONVERSIONS[encoding])
+        layout, channels = RGB_ENCODINGS[encoding]
+        return _channels_to_rgb(pixel_rows(msg, channels, channels, 'u1'), layout)
     if encoding in RGB16_ENCODINGS:
-        channel_order, channels = RGB16_ENCODINGS[encoding]
-        pixels = pixel_rows(msg, 2 * channels, channels, _uint16(msg))
-        return _to_8_bits(pixels[..., list(channel_order)])
+        layout, channels = RGB16_ENCODINGS[encoding]
+        pixels = _native(pixel_rows(msg, 2 * channels, channels, _uint16(msg)))
+        return _to_8_bits(_channels_to_rgb(pixels, layout))
     if encoding in BAYER_ENCODINGS:
-        pattern, bits = BAYER_ENCODINGS[encoding]
+        code, bits = BAYER_ENCODINGS[encoding]
         raw = pixel_rows(msg, bits // 8, 1, 'u1' if bits == 8 else _uint16(msg))[..., 0]
-        rgb = demosaic_bilinear(raw, pattern)
-        return rgb.astype(np.uint8) if bits == 8 else _to_8_bits(rgb)
+        if min(raw.shape) < 3:
+            raise MalformedMessageError(f'a Bayer image needs at least 3x3 pixels, got '
+                                        f'{raw.shape[1]}x{raw.shape[0]}')
+        rgb = cv2.cvtColor(_native(raw), code)
+        return rgb if bits == 8 else _to_8_bits(rgb)
     if encoding in YUV422_ENCODINGS:
-        return _yuv422_to_rgb(msg, YUV422_ENCODINGS[encoding])
+        if int(msg.width) % 2:
+            raise MalformedMessageError(
+                f'a YUV 4:2:2 image needs an even width, got {int(msg.width)}')
+        return cv2.cvtColor(pixel_rows(msg, 2, 2, 'u1'), YUV422_ENCODINGS[encoding])
     hint = ' (a 16UC1 image is depth: use depth_image_to_array)' if encoding == '16UC1' else ''
     raise UnsupportedEncodingError(
         f'cannot convert image encoding {encoding!r} to RGB{hint}; supported: '
@@ -204,62 +205,26 @@ def _uint16(msg: Any) -> str:
     return '>u2' if msg.is_bigendian else '<u2'
 
 
+def _native(pixels: np.ndarray) -> np.ndarray:
+    """Return ``pixels`` in the machine's byte order, which OpenCV reads (copied only then)."""
+    return pixels if pixels.dtype.isnative else pixels.astype(pixels.dtype.newbyteorder('='))
+
+
+def _channels_to_rgb(pixels: np.ndarray, layout: str) -> np.ndarray:
+    """
+    Return (H, W, C) pixels of ``layout`` (rgb, bgr, rgba, bgra, mono) as contiguous RGB.
+
+    OpenCV's channel moves: a pass over the pixels (numpy's fancy index is 50x slower).
+    """
+    if layout == 'rgb':
+        return np.ascontiguousarray(pixels)
+    return cv2.cvtColor(pixels if layout != 'mono' else pixels[..., 0],
+                        _TO_RGB_CONVERSIONS[layout])
+
+
 def _to_8_bits(values: np.ndarray) -> np.ndarray:
     """Scale 16-bit values to 8 bits as cv_bridge does (OpenCV convertTo, 255 / 65535)."""
     return np.ascontiguousarray(np.rint(values / 257.0).astype(np.uint8))
-
-
-def demosaic_bilinear(raw: np.ndarray, pattern: str) -> np.ndarray:
-    """
-    Return the ``(H, W, 3)`` RGB of a Bayer mosaic, by OpenCV's bilinear rule and rounding.
-
-    ``pattern``: the colours of the top-left 2x2 cell in raster order ('rggb', ...). A missing
-    colour is the rounded mean of the nearest two or four pixels that have it; the outermost
-    rows and columns repeat their neighbours, as OpenCV fills them.
-    """
-    height, width = raw.shape
-    if height < 3 or width < 3:
-        raise MalformedMessageError(f'a Bayer image needs at least 3x3 pixels, got '
-                                    f'{width}x{height}')
-    padded = np.pad(raw.astype(np.int64), 1, mode='reflect')
-    up, down = padded[:-2, 1:-1], padded[2:, 1:-1]
-    left, right = padded[1:-1, :-2], padded[1:-1, 2:]
-    cross = (up + down + left + right + 2) >> 2
-    diagonal = (padded[:-2, :-2] + padded[:-2, 2:] + padded[2:, :-2] + padded[2:, 2:] + 2) >> 2
-    across, along = (left + right + 1) >> 1, (up + down + 1) >> 1
-    value = raw.astype(np.int64)
-    rgb = np.empty((height, width, 3), np.int64)
-    index = {'r': 0, 'g': 1, 'b': 2}
-    for row in (0, 1):
-        for col in (0, 1):
-            cell = np.s_[row::2, col::2]
-            colour = pattern[2 * row + col]
-            rgb[cell + (index[colour],)] = value[cell]
-            if colour == 'g':  # the other two colours: one left and right, one above and below
-                rgb[cell + (index[pattern[2 * row + 1 - col]],)] = across[cell]
-                rgb[cell + (index[pattern[2 * (1 - row) + col]],)] = along[cell]
-            else:
-                rgb[cell + (1,)] = cross[cell]
-                rgb[cell + (2 - index[colour],)] = diagonal[cell]
-    rgb[:, 0], rgb[:, -1] = rgb[:, 1], rgb[:, -2]
-    rgb[0], rgb[-1] = rgb[1], rgb[-2]
-    return rgb
-
-
-def _yuv422_to_rgb(msg: Any, offsets: tuple[int, int, int, int]) -> np.ndarray:
-    """Convert packed YUV 4:2:2 (two pixels in four bytes) to RGB, as OpenCV's cvtColor."""
-    height, width = int(msg.height), int(msg.width)
-    if width % 2:
-        raise MalformedMessageError(f'a YUV 4:2:2 image needs an even width, got {width}')
-    pairs = np.ascontiguousarray(pixel_rows(msg, 2, 2, 'u1')).reshape(height, width // 2, 4)
-    y0, u, y1, v = (pairs[..., offset].astype(np.int64) for offset in offsets)
-    luma = np.maximum(np.stack([y0, y1], axis=-1).reshape(height, width) - 16, 0) * _YUV_CY
-    u = np.repeat(u - 128, 2, axis=1)
-    v = np.repeat(v - 128, 2, axis=1)
-    half = 1 << (_YUV_SHIFT - 1)
-    rgb = np.stack([luma + _YUV_CVR * v, luma + _YUV_CVG * v + _YUV_CUG * u,
-                    luma + _YUV_CUB * u], axis=-1)
-    return np.clip((rgb + half) >> _YUV_SHIFT, 0, 255).astype(np.uint8)
 
 
 def depth_image_to_array(msg: Any) -> np.ndarray:
