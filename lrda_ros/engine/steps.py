@@ -254,10 +254,8 @@ class StepRules:
             going, stops = self._guard(index, loss)
         else:  # 'paper': every step runs until the count (or an end rule asked for)
             going, stops = active, None
-        improved = going & (loss < self.best_loss)
-        if in_graph:
-            torch.bitwise_and(going, loss < self.best_loss, out=self._improved)
-        else:
+        improved = torch.bitwise_and(going, loss < self.best_loss, out=self._improved)
+        if not in_graph:  # a compiled step's are written after its graph (keep_best)
             for best, current in zip(self._best, self._current):
                 _select_into(best, improved, current, best)
         torch.where(improved, loss, self.best_loss, out=self.best_loss)
