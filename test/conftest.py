@@ -156,18 +156,28 @@ def pytest_collection_modifyitems(config, items):
 
 
 def tiny_config(depth_estimation_type: str = 'relative', swiglu: bool = False,
-                max_depth: int = 20):
-    """Return a Depth Anything V2 config small enough for unit tests (a few thousand weights)."""
+                max_depth: int = 20, levels: int = 4):
+    """
+    Return a Depth Anything V2 config small enough for unit tests (a few thousand weights).
+
+    ``levels``: the DPT decoder's feature levels, 4 as released, or 2 (reassembled at 2x, a
+    transposed convolution, and 1x) where a test compiles the decoder with Inductor: every
+    layer kind in about half the graph.
+    """
     from transformers import DepthAnythingConfig, Dinov2Config
 
-    backbone = Dinov2Config(hidden_size=32, num_attention_heads=2, num_hidden_layers=4,
-                            out_indices=[1, 2, 3, 4], reshape_hidden_states=False, image_size=56,
-                            patch_size=14, layerscale_value=1.0, use_swiglu_ffn=swiglu)
+    if levels not in (2, 4):
+        raise ValueError(f'levels must be 2 or 4, got {levels}')
+    backbone = Dinov2Config(hidden_size=32, num_attention_heads=2, num_hidden_layers=levels,
+                            out_indices=list(range(1, levels + 1)), reshape_hidden_states=False,
+                            image_size=56, patch_size=14, layerscale_value=1.0,
+                            use_swiglu_ffn=swiglu)
     extra = {'max_depth': max_depth} if depth_estimation_type == 'metric' else {}
-    return DepthAnythingConfig(backbone_config=backbone, neck_hidden_sizes=[8, 16, 32, 32],
-                               fusion_hidden_size=16, head_hidden_size=8,
-                               reassemble_hidden_size=32,
-                               depth_estimation_type=depth_estimation_type, **extra)
+    decoder = ({'neck_hidden_sizes': [8, 16, 32, 32]} if levels == 4 else
+               {'neck_hidden_sizes': [16, 32], 'reassemble_factors': [2, 1]})
+    return DepthAnythingConfig(backbone_config=backbone, fusion_hidden_size=16,
+                               head_hidden_size=8, reassemble_hidden_size=32,
+                               depth_estimation_type=depth_estimation_type, **decoder, **extra)
 
 
 def tiny_network(seed: int = 0, **config_options):

@@ -78,8 +78,8 @@ def test_a_band_resized_by_gathers_is_pytorchs_resize_and_its_gradient(dtype, si
     assert len(resizes._matrices) == (3 if dtype == torch.bfloat16 else 0)
 
 
-def _adapted_model(seed: int) -> tuple[DepthModel, list[torch.Tensor]]:
-    model = DepthModel(tiny_network(seed=seed))
+def _adapted_model(seed: int, levels: int = 4) -> tuple[DepthModel, list[torch.Tensor]]:
+    model = DepthModel(tiny_network(seed=seed, levels=levels))
     completer = DepthCompleter(model, TTOConfig(device='cpu'))
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():  # non-trivial adapters
@@ -88,10 +88,11 @@ def _adapted_model(seed: int) -> tuple[DepthModel, list[torch.Tensor]]:
     return model, completer.adaptation.parameters
 
 
-@pytest.mark.parametrize('processing_size', [None, 40])
+@pytest.mark.parametrize('processing_size, levels', [(None, 4), (40, 4), (40, 2)])
 @pytest.mark.parametrize('strips', [2, 5, 1000])
-def test_strip_decoding_matches_the_full_decode(processing_size, strips):
-    model, _ = _adapted_model(4)
+def test_strip_decoding_matches_the_full_decode(processing_size, levels, strips):
+    # Two levels: the tail's fusion layer is the decoder's first (nothing fused before it).
+    model, _ = _adapted_model(4, levels)
     image = smooth_image(2, 61, 83)
     encoded = model.encode(model.preprocess(image, processing_size), image.shape[:2])
     with torch.no_grad():

@@ -61,8 +61,9 @@ def run_play(args) -> int:
 
 
 def add_hold_rate(commands) -> None:
-    parser = add_command(commands, 'hold-rate', 'replay a bag in a loop into an in-process '
-                         'node with a time budget and report the output rate it holds')
+    parser = add_command(commands, 'hold-rate', 'replay a bag in a loop, from a second '
+                         'process that subscribes to every output, into a node with a time '
+                         'budget in this one, and report the output rate it holds')
     parser.add_argument('bag', type=Path, help='a rosbag2 folder (.mcap or .db3)')
     parser.add_argument('--budget', type=parameter('time_budget'), default=0.5,
                         help='time_budget of the node (s per frame; 0 = off)')

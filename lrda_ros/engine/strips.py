@@ -128,8 +128,10 @@ def tail_inputs(model: DepthModel, encoded: EncodedImage) -> TailInputs:
     network = model.network
     pyramid = model.neck_inputs(encoded, first_level=1)
     stage = network.neck.fusion_stage
-    fused = fuse_features(stage, pyramid, levels=len(pyramid) - 1)[-1]
-    coarse = fuse_level(stage.layers[len(pyramid) - 1], fused, pyramid[0])
+    fused = fuse_features(stage, pyramid, levels=len(pyramid) - 1)
+    # A two-level decoder has no fusion below the tail's: its first layer starts from none.
+    coarse = fuse_level(stage.layers[len(pyramid) - 1], fused[-1] if fused else None,
+                        pyramid[0])
     projected = model.reassembled(encoded, 0, resize=False)
     factor = network.neck.reassemble_stage.layers[0].resize.stride
     return TailInputs(coarse, projected, (projected.shape[2] * factor[0],

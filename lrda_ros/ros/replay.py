@@ -35,6 +35,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 import math
+import multiprocessing
 from pathlib import Path
 import statistics
 import threading
@@ -342,19 +343,51 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
         return frames, stats
 
 
+def _replay_and_listen(bag: Path, topics: BagTopics, namespace: str, rate: float,
+                       stop_at: float) -> None:
+    """
+    Replay ``bag`` in a loop into ``namespace`` until ``stop_at``, subscribed to every output.
+
+    The second process of :func:`hold_rate`: what a robot runs beside the node (the sensor
+    drivers, a recorder, rviz2), kept out of the node's process and its interpreter lock.
+    """
+    prefer_large_sample_transport()
+    with _private_context('lrda_rate_replay') as (context, _), \
+            RosbagSource(bag, topics) as source:
+        listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
+                                     context=context)
+        for msg_type, topic in HELD_OUTPUTS:  # the node builds only what is subscribed
+            listener.create_subscription(msg_type, topic, lambda _: None, 10)
+        executor = SingleThreadedExecutor(context=context)
+        executor.add_node(listener)
+        spinning = threading.Thread(target=executor.spin, daemon=True)
+        spinning.start()
+        player = rclpy.create_node('lrda_rate_player', context=context)
+        try:
+            play_timed(player, source, rate, True, prefix=namespace, stop_at=stop_at,
+                       wait_for_subscribers_s=10.0)
+        finally:
+            executor.shutdown()
+            for member in (listener, player):
+                member.destroy_node()
+
+
 def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
               rate: float = 1.0) -> dict[str, Any]:
     """
-    Replay ``bag`` in a loop at its recorded pace into an in-process node for ``seconds``.
+    Replay ``bag`` in a loop at its recorded pace into a node in this process for ``seconds``.
 
     Shows whether the node keeps an output rate while frames arrive faster than it
     completes them (the anytime mode, ``time_budget``), with every output subscribed
-    (HELD_OUTPUTS). Returns the publish times (s since the start) and, per published frame,
-    the node's frame time (synchronized set to publish), iterations and stage times (ms,
-    stage_times.py), plus its counters.
+    (HELD_OUTPUTS). The replay and the subscriber to the outputs run in a second process, as
+    a robot's drivers and viewers do: the node's stage times are its own work, not theirs.
+    Returns the publish times (s since the start) and, per published frame, the node's frame
+    time (synchronized set to publish), iterations and stage times (ms, stage_times.py), plus
+    its counters.
     """
     from .node import CompletionNode
 
+    prefer_large_sample_transport()  # before this process's participant, inherited below
     with _private_context('lrda_rate') as (context, namespace), \
             RosbagSource(bag, topics) as source:
         remaps = [f'{name}:={namespace}{topic}' for name, topic in (
@@ -364,35 +397,36 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
             context=context, namespace=namespace,
             cli_args=['--ros-args'] + [arg for rule in remaps for arg in ('-r', rule)],
             parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
-        listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
-                                     context=context)
-        for msg_type, topic in HELD_OUTPUTS:  # the node builds only what is subscribed
-            listener.create_subscription(msg_type, topic, lambda _: None, 10)
-        player = rclpy.create_node('lrda_rate_player', context=context)
         executor = SingleThreadedExecutor(context=context)
-        for member in (node, listener):
-            executor.add_node(member)
+        executor.add_node(node)
         start = time.monotonic()
-        thread = threading.Thread(target=play_timed, args=(player, source, rate, True),
-                                  kwargs={'prefix': namespace, 'stop_at': start + seconds,
-                                          'wait_for_subscribers_s': 10.0}, daemon=True)
-        thread.start()
+        # CLOCK_MONOTONIC is the machine's: the second process stops at the same instant.
+        replay = multiprocessing.get_context('spawn').Process(
+            target=_replay_and_listen, args=(bag, topics, namespace, rate, start + seconds),
+            name='lrda-rate-replay', daemon=True)
+        replay.start()
         published, processed = [], 0
-        while thread.is_alive() or time.monotonic() < start + seconds:
-            executor.spin_once(timeout_sec=0.01)
-            if node.stats.processed > processed:
-                processed = node.stats.processed
-                published.append({'t': time.monotonic() - start,
-                                  'frame_s': node.stats.last_frame_s,
-                                  'iterations': node.stats.last_iterations,
-                                  'stages_ms': node.stats.stages.milliseconds()})
+        try:
+            while replay.is_alive() or time.monotonic() < start + seconds:
+                executor.spin_once(timeout_sec=0.01)
+                if node.stats.processed > processed:
+                    processed = node.stats.processed
+                    published.append({'t': time.monotonic() - start,
+                                      'frame_s': node.stats.last_frame_s,
+                                      'iterations': node.stats.last_iterations,
+                                      'stages_ms': node.stats.stages.milliseconds()})
+        finally:
+            replay.join(timeout=10.0)
+            if replay.is_alive():
+                replay.kill()
+        if replay.exitcode != 0:
+            raise RuntimeError(f'the replay process ended with exit code {replay.exitcode}')
         stats = node.stats
         result = {'published': published, 'received': stats.received,
                   'processed': stats.processed, 'superseded': stats.replaced,
                   'stopped_at_budget': stats.stopped_at_budget}
         executor.shutdown()
-        for member in (node, listener, player):
-            member.destroy_node()
+        node.destroy_node()
         return result
 
 
