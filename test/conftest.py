@@ -57,12 +57,15 @@ def _set_threads(worker: str | None) -> None:
     ``LRDA_TEST_THREADS`` sets them (the CPU matrix in doc/performance.md runs 1 and 2: the
     thread count changes the order of reductions); without it an xdist worker takes one, so
     two workers share the cores instead of oversubscribing them, and a plain run keeps
-    torch's default.
+    torch's default. Inductor then compiles its kernels in the worker itself, not in a pool
+    of processes of its own (each imports torch: 12 s more CPU time for a compiling test,
+    measured, and no sooner done when the other worker holds the other core).
     """
     threads = int(os.environ.get('LRDA_TEST_THREADS') or (1 if worker else 0))
     if threads:
         os.environ['OMP_NUM_THREADS'] = str(threads)
         torch.set_num_threads(threads)
+        os.environ.setdefault('TORCHINDUCTOR_COMPILE_THREADS', str(threads))
 
 
 def _shared_inductor_cache() -> None:
