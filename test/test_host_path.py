@@ -257,6 +257,39 @@ def test_the_display_range_is_numpys_percentiles(shared_data):
             depth_map, *percentiles)
 
 
+def test_the_display_range_of_special_values_is_numpys_percentiles():
+    rng = np.random.default_rng(7)
+    tiny = np.float32(1e-41)  # subnormal: valid, with +0.0's top 16 bits
+    special = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, -3.0, tiny,
+                        np.finfo(np.float32).max, np.finfo(np.float32).tiny], np.float32)
+    for trial in range(60):
+        values = np.concatenate([rng.choice(special, int(rng.integers(0, 200))),
+                                 np.exp(rng.normal(1.0, 2.0, int(rng.integers(0, 300))))])
+        depth_map = rng.permutation(values).astype(np.float32).reshape(1, -1)
+        percentiles = rng.uniform(0.0, 100.0, 2) if trial % 3 else (0.0, 100.0)
+        assert depth_display_range(depth_map, *percentiles) == reference.depth_display_range(
+            depth_map, *percentiles)
+    empty = np.array([[0.0, np.nan, -1.0, np.inf]], np.float32)
+    assert depth_display_range(empty) == reference.depth_display_range(empty) == (1.0, 10.0)
+    assert depth_display_range(np.zeros((0, 3), np.float32)) == (1.0, 10.0)
+
+
+@pytest.mark.filterwarnings('ignore:overflow:RuntimeWarning')  # the replaced steps' 1 / 1e-44
+def test_colored_depth_at_level_ties_equals_the_replaced_steps():
+    near, far = 2.0, 60.0
+    # Depths whose closeness x 255 lands on and beside k + 0.5 in float32 (round half to even),
+    # and far outside the range (beyond int32 once scaled).
+    ties = (np.arange(256, dtype=np.float32) + np.float32(0.5)) / np.float32(255.0)
+    inverse = ties * np.float32(1.0 / near - 1.0 / far) + np.float32(1.0 / far)
+    depth = np.float32(1.0) / inverse
+    around = [np.nextafter(depth, np.float32(np.inf)), np.nextafter(depth, np.float32(0.0))]
+    extremes = np.array([1e-30, 1e-38, 1e-44, 1e30, 3e38, 0.0, -1.0, np.nan, np.inf],
+                        np.float32)
+    depth_map = np.concatenate([depth, *around, extremes]).reshape(1, -1)
+    np.testing.assert_array_equal(colorize_depth(depth_map, near, far),
+                                  reference.colorize_depth(depth_map, near, far))
+
+
 def cloud_with_times(count: int, rng) -> object:
     """Return an ouster-ros-like cloud: x, y, z, uint32 t (ns), some NaN points, padded rows."""
     from types import SimpleNamespace
