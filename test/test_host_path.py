@@ -28,15 +28,17 @@ import sys
 import cv2
 from lrda_ros.colormap import colorize_depth, depth_display_range
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, LidarCloud,
-    ProjectionConfig, RigidTransform)
+    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, InvalidConfigError,
+    InvalidPointsError, LidarCloud, ProjectionConfig, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence, lidar_distance, support_confidence
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import (
     finite_xyz_mask, point_times, read_cloud, TimeLayout, UINT32)
+from lrda_ros.ros.builders import depth_to_pointcloud2, xyz_to_pointcloud2
 import numpy as np
 from PIL import Image
 import pytest
+from std_msgs.msg import Header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
 import host_reference as reference  # noqa: E402, I100
@@ -218,6 +220,52 @@ def test_backprojection_equals_the_replaced_steps(shared_data, stride):
         for got, expected in zip(new, old):
             np.testing.assert_array_equal(got, expected)
             assert got.dtype == expected.dtype
+
+
+def assert_same_cloud(depth, camera, rgb, stride):
+    points, rows, cols = backproject_depth(depth, camera, stride)
+    old = xyz_to_pointcloud2(points, Header(frame_id='c'), rgb=colours_at(rgb, rows, cols))
+    new = depth_to_pointcloud2(depth, camera, rgb, stride, Header(frame_id='c'))
+    assert bytes(new.data) == bytes(old.data)
+    for field in ('header', 'height', 'width', 'fields', 'is_bigendian', 'point_step',
+                  'row_step', 'is_dense'):
+        assert getattr(new, field) == getattr(old, field), field
+    return new
+
+
+@pytest.mark.parametrize('stride', (1, 2, 3))
+def test_the_coloured_cloud_equals_back_projection_colours_and_message(shared_data, stride):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[0])
+    depth[100, 100], depth[101, 101], depth[102, 102] = np.inf, -1.0, 0.0
+    rgb = np.random.default_rng(8).integers(0, 256, depth.shape + (3,), dtype=np.uint8)
+    kitti = CameraModel(KITTI_K, 1242, 375)
+    for camera in (kitti, kitti.scaled(1242, 375), DISTORTED.scaled(1242, 375)):
+        assert assert_same_cloud(depth, camera, rgb, stride).is_dense
+    # Even sizes: the colours sampled by OpenCV's resize; float64 depth.
+    assert_same_cloud(depth[:374, :1240].astype(np.float64), CameraModel(
+        KITTI_K, 1240, 374), rgb[:374, :1240], stride)
+
+
+@pytest.mark.filterwarnings('ignore:overflow:RuntimeWarning')  # the general steps' 3e38 x 3
+def test_the_coloured_cloud_of_odd_inputs_equals_the_general_steps():
+    rng = np.random.default_rng(9)
+    rgb = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    depth = (1.0 + 50.0 * rng.random((40, 60))).astype(np.float32)
+    # A wide lens (|x / z| up to 3) and depths whose x overflows float32: not dense.
+    wide = CameraModel(np.array([[10.0, 0.0, 30.0], [0.0, 10.0, 20.0], [0.0, 0.0, 1.0]]), 60, 40)
+    huge = depth.copy()
+    huge[3, 0] = 3e38
+    assert not assert_same_cloud(huge, wide, rgb, 1).is_dense
+    assert assert_same_cloud(depth, wide, rgb, 2).is_dense
+    assert assert_same_cloud(np.full((40, 60), np.nan, np.float32), wide, rgb, 2).width == 0
+    # Colours of another size or type: the general steps' answer (or error).
+    assert_same_cloud(depth, wide, np.pad(rgb, ((0, 2), (0, 2), (0, 0))), 2)
+    with pytest.raises(ValueError, match='rgb must be a uint8'):
+        depth_to_pointcloud2(depth, wide, rgb.astype(np.int64), 2, Header())
+    with pytest.raises(InvalidConfigError):
+        depth_to_pointcloud2(depth, wide, rgb, 0, Header())
+    with pytest.raises(InvalidPointsError):
+        depth_to_pointcloud2(depth[:, :50], wide, rgb[:, :50], 2, Header())
 
 
 def test_point_colours_are_numpys_index_of_the_image():

@@ -272,6 +272,39 @@ def _occluded_mask(depth_map: np.ndarray, window: int, margin: float) -> np.ndar
     return (depth_map > 0) & (depth_map > box_min * (1.0 + margin))
 
 
+def _checked_depth(depth: np.ndarray, camera: CameraModel, stride: int) -> np.ndarray:
+    """Return ``depth`` as an array, after checking its size against the camera and the stride."""
+    depth_map = np.asarray(depth)
+    if depth_map.shape != (camera.height, camera.width):
+        raise InvalidPointsError(
+            f'depth shape {depth_map.shape} does not match the camera '
+            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
+    return depth_map
+
+
+def _separable_rays(camera: CameraModel, stride: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """
+    Return x / z of each sampled column and y / z of each sampled row, or None for this camera.
+
+    For a pinhole without skew x / z depends on the column alone and y / z on the row
+    (pixels_to_normalized's formula, computed once per column and row); with distortion or
+    skew they do not separate (None).
+    """
+    if camera.has_distortion or camera.K[0, 1] != 0.0:
+        return None
+    columns = np.arange(0, camera.width, stride)
+    rows = np.arange(0, camera.height, stride)
+    return (pixels_to_normalized(columns, np.zeros(columns.size), camera)[:, 0],
+            pixels_to_normalized(np.zeros(rows.size), rows, camera)[:, 1])
+
+
+def _valid_depth(depth: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid='ignore'):
+        return (depth > 0) & (depth < np.inf)
+
+
 def backproject_depth(depth: np.ndarray, camera: CameraModel,
                       stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
@@ -282,37 +315,54 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
     the camera size; pixels are undistorted through the camera's distortion model (the
     inverse of :func:`lidar_to_sparse_depth`).
     """
-    depth_map = np.asarray(depth)
-    if depth_map.shape != (camera.height, camera.width):
-        raise InvalidPointsError(
-            f'depth shape {depth_map.shape} does not match the camera '
-            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
-    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
-        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
-    sampled = depth_map[::stride, ::stride]
-    with np.errstate(invalid='ignore'):
-        valid = (sampled > 0) & (sampled < np.inf)
-    sampled_rows, sampled_cols = np.nonzero(valid)
+    sampled = _checked_depth(depth, camera, stride)[::stride, ::stride]
+    sampled_rows, sampled_cols = np.nonzero(_valid_depth(sampled))
     z = sampled[sampled_rows, sampled_cols].astype(np.float64)
     rows = sampled_rows * stride
     cols = sampled_cols * stride
-    if camera.has_distortion or camera.K[0, 1] != 0.0:
+    rays = _separable_rays(camera, stride)
+    if rays is None:
         normalized = pixels_to_normalized(cols, rows, camera)
         x_normalized, y_normalized = normalized[:, 0], normalized[:, 1]
     else:
-        # A pinhole without skew: x / z depends on the column alone and y / z on the row, so
-        # each is computed once per sampled column and row (pixels_to_normalized's formula).
-        height, width = depth_map.shape
-        columns, rows_sampled = np.arange(0, width, stride), np.arange(0, height, stride)
-        along_row = pixels_to_normalized(columns, np.zeros(columns.size), camera)
-        along_column = pixels_to_normalized(np.zeros(rows_sampled.size), rows_sampled, camera)
-        x_normalized = along_row[:, 0][sampled_cols]
-        y_normalized = along_column[:, 1][sampled_rows]
+        x_normalized, y_normalized = rays[0][sampled_cols], rays[1][sampled_rows]
     points = np.empty((z.size, 3), dtype=np.float32)
     points[:, 0] = x_normalized * z
     points[:, 1] = y_normalized * z
     points[:, 2] = z
     return points, rows, cols
+
+
+def backproject_depth_grid(depth: np.ndarray, camera: CameraModel, stride: int,
+                           fields: int = 3) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """
+    Lift every sampled pixel to a point: ``(grid, valid, finite)``, or None for this camera.
+
+    ``grid`` is a new float32 (rows, columns, ``fields``) array of the sampled pixels whose
+    first three fields hold x, y, z (the rest are left for the caller); ``valid`` marks the
+    valid pixels (finite, > 0), and ``finite`` says whether all their points are finite. On
+    the valid pixels the grid holds :func:`backproject_depth`'s points bit for bit, in the
+    same (row-major) order; elsewhere its values mean nothing. Whole-grid operations, no index
+    arrays: for a pinhole camera without skew only (None otherwise).
+    """
+    sampled = _checked_depth(depth, camera, stride)[::stride, ::stride]
+    rays = _separable_rays(camera, stride)
+    if rays is None:
+        return None
+    # Gathered once: the passes below then read it contiguously.
+    sampled = np.ascontiguousarray(sampled)
+    valid = _valid_depth(sampled)
+    grid = np.empty((*sampled.shape, max(fields, 3)), dtype=np.float32)
+    # float64 products rounded once to float32, as backproject_depth's; the invalid pixels'
+    # (inf x 0) and overflowing ones are let be (the latter make the cloud not finite).
+    with np.errstate(invalid='ignore', over='ignore'):
+        np.multiply(rays[0], sampled, out=grid[..., 0])
+        np.multiply(rays[1][:, None], sampled, out=grid[..., 1])
+    grid[..., 2] = sampled
+    # |x / z| and |y / z| <= 1: |x| and |y| are at most z, a finite float32, and so finite.
+    finite = (max(np.abs(rays[0]).max(initial=0.0), np.abs(rays[1]).max(initial=0.0)) <= 1.0
+              or bool(np.isfinite(grid[..., :2][valid]).all()))
+    return grid, valid, finite
 
 
 def colours_at(rgb: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
