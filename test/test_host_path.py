@@ -162,6 +162,21 @@ def test_projection_of_the_kitti_sweep_equals_the_replaced_steps(shared_data, co
     assert_same_projection([LidarCloud(points, transform)], DISTORTED, config)
 
 
+def test_a_transform_moves_points_as_the_broadcast_sums_did():
+    transform = RigidTransform.from_matrix(LIDAR_TO_CAMERA)
+    rotation, translation = transform.rotation, transform.translation
+    points = np.random.default_rng(10).normal(0.0, 30.0, (5000, 4))
+    points[::7, 1] = np.nan
+    points[1::11, 2] = np.inf
+    for cloud in (points[:, :3], points[:, :3].astype(np.float32), points[:0, :3]):
+        source = cloud.astype(np.float64)
+        summed = (source[:, 0:1] * rotation[:, 0] + source[:, 1:2] * rotation[:, 1]
+                  + source[:, 2:3] * rotation[:, 2] + translation)
+        moved = transform.apply(cloud)
+        np.testing.assert_array_equal(moved, summed)
+        assert moved.dtype == np.float64 and moved.flags.c_contiguous
+
+
 def points_on_the_image_border(camera: CameraModel, count: int, rng) -> np.ndarray:
     """Return camera-frame points on and just beside the pixel border, and behind the camera."""
     u = np.concatenate([np.full(count, -0.5), np.full(count, camera.width - 0.5),

@@ -147,7 +147,8 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
 
     pixels, depth, inside = _pixels_in_image(points_cam, camera)
     depth_map = _nearest_per_pixel(pixels, depth, height, width)
-    num_first_hits = int(np.count_nonzero(depth_map))
+    # Counted on the bits (depths are > 0 or +0.0): numpy counts float32 values one by one.
+    num_first_hits = int(np.count_nonzero(depth_map.view(np.uint32)))
     num_occluded, num_outliers = _remove_filtered(depth_map, config)
 
     return SparseProjection(
@@ -172,19 +173,50 @@ def _pixels_in_image(points_cam: np.ndarray,
     And which of ``points_cam`` those are. With distortion, points past the lens' fold count
     as outside.
     """
+    if not camera.has_distortion:
+        return _pixels_in_pinhole_image(as_points(points_cam, 'points_cam'), camera)
     uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
     # overflowing an integer cast for points projecting far outside.
     shifted = uv + 0.5
     inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < camera.width)
               & (shifted[:, 1] >= 0) & (shifted[:, 1] < camera.height))
-    if camera.has_distortion:
-        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
-        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
-                                     camera.distortion_model, camera.D)
+    # Past the lens' fold a point lands on a pixel of another direction: not in this image.
+    inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                 camera.distortion_model, camera.D)
     cols = np.floor(shifted[inside, 0]).astype(np.intp)
     rows = np.floor(shifted[inside, 1]).astype(np.intp)
     return rows * camera.width + cols, depth[inside], inside
+
+
+def _pixels_in_pinhole_image(points: np.ndarray,
+                             camera: CameraModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    :func:`_pixels_in_image` of an undistorted camera, one coordinate at a time.
+
+    project_points' float64 operations in its order (u = fx x/z + skew y/z + cx, v = fy y/z +
+    cy, then + 0.5), on whole columns: its (N, 2) arrays loop over two values at a time.
+    Points with z <= 0 (which project_points gives NaN) are outside.
+    """
+    x, y, z = points.T
+    in_front = z > 0
+    with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
+        safe_depth = np.where(in_front, z, 1.0)
+        x_normalized, y_normalized = x / safe_depth, y / safe_depth
+        u = camera.fx * x_normalized
+        u += camera.K[0, 1] * y_normalized
+        u += camera.cx
+        u += 0.5
+        v = camera.fy * y_normalized
+        v += camera.cy
+        v += 0.5
+    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
+    # overflowing an integer cast for points projecting far outside.
+    inside = (u >= 0) & (u < camera.width) & (v >= 0) & (v < camera.height) & in_front
+    at = np.flatnonzero(inside)
+    cols = np.floor(u[at]).astype(np.intp)
+    rows = np.floor(v[at]).astype(np.intp)
+    return rows * camera.width + cols, z[at], inside
 
 
 def _remove_filtered(depth_map: np.ndarray, config: ProjectionConfig) -> tuple[int, int]:
@@ -244,9 +276,12 @@ def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
                        height: int, width: int) -> np.ndarray:
     """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
     # float32 rounding is monotonic: the nearest of the rounded depths is the rounded nearest.
-    depth_map = np.full(height * width, np.inf, dtype=np.float32)
-    np.minimum.at(depth_map, pixel_index, depth.astype(np.float32))
-    depth_map[depth_map == np.inf] = 0.0
+    nearest = np.full(height * width, np.inf, dtype=np.float32)
+    np.minimum.at(nearest, pixel_index, depth.astype(np.float32))
+    # Only the hit pixels copied into a zeroed map: replacing the rest's inf would test and
+    # write every pixel.
+    depth_map = np.zeros(height * width, dtype=np.float32)
+    depth_map[pixel_index] = nearest[pixel_index]
     return depth_map.reshape(height, width)
 
 
