@@ -157,17 +157,22 @@ def _edge_factor(depth: np.ndarray) -> np.ndarray:
     """Return ``1 / (1 + step / EDGE_SCALE)``, step the largest log-depth step to a neighbour."""
     with np.errstate(invalid='ignore', divide='ignore'):
         log_depth = np.log(depth, dtype=np.float32)
-    unusable = ~np.isfinite(log_depth)  # no depth, or <= 0: its steps do not count
+    # No depth, or <= 0: its steps do not count.
+    unusable = np.isfinite(log_depth)
+    np.logical_not(unusable, out=unusable)
     kernel = np.ones((3, 3), np.uint8)
     # The largest step is to the largest or the smallest neighbour: 3x3 max and min filters;
-    # the unusable pixels' own steps (inf - inf) are set to 0 after.
+    # the unusable pixels' own steps (inf - inf) are set to 0 after. In place, one buffer per
+    # filter: a masked copy and a subtraction each, no temporaries.
     with np.errstate(invalid='ignore'):
-        log_depth[unusable] = -np.inf
-        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE) - log_depth
-        log_depth[unusable] = np.inf
-        np.maximum(step, log_depth - cv2.erode(log_depth, kernel,
-                                               borderType=cv2.BORDER_REPLICATE), out=step)
-    step[unusable] = 0.0
+        np.copyto(log_depth, np.float32(-np.inf), where=unusable)
+        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE)
+        np.subtract(step, log_depth, out=step)
+        np.copyto(log_depth, np.float32(np.inf), where=unusable)
+        down = cv2.erode(log_depth, kernel, borderType=cv2.BORDER_REPLICATE)
+        np.subtract(log_depth, down, out=down)
+        np.maximum(step, down, out=step)
+    np.copyto(step, np.float32(0.0), where=unusable)
     scale = np.float32(EDGE_SCALE)
     return np.divide(scale, np.add(step, scale, out=step), out=step)
 
