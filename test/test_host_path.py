@@ -30,6 +30,7 @@ from lrda_ros.colormap import colorize_depth, depth_display_range
 from lrda_ros.geometry import (
     backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, InvalidConfigError,
     InvalidPointsError, LidarCloud, ProjectionConfig, RigidTransform)
+from lrda_ros.geometry import confidence as confidence_module
 from lrda_ros.geometry.confidence import depth_confidence, lidar_distance, support_confidence
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import (
@@ -111,6 +112,19 @@ def test_confidence_of_odd_inputs_equals_the_replaced_steps():
         np.testing.assert_allclose(new, old, rtol=0, atol=CONFIDENCE_ATOL, err_msg=name)
         np.testing.assert_array_equal(lidar_distance(sparse_map),
                                       reference.lidar_distance(sparse_map), err_msg=name)
+
+
+def test_edge_factors_of_row_splits_are_the_whole_images():
+    rng = np.random.default_rng(11)
+    depth = (1.0 + 30.0 * rng.random((9, 13))).astype(np.float32)
+    depth[3:6, 4] = np.nan
+    depth[4, 5], depth[5, 6], depth[3, 7] = 0.0, -1.0, np.inf  # unusable beside the splits
+    for image in (depth, depth[:2], depth[:1]):
+        whole = confidence_module._edge_factor(image)
+        for split in range(image.shape[0] + 1):
+            parts = [confidence_module._edge_factor(image, slice(0, split)),
+                     confidence_module._edge_factor(image, slice(split, None))]
+            np.testing.assert_array_equal(np.concatenate(parts), whole, err_msg=str(split))
 
 
 def test_lidar_distance_is_opencvs_and_the_brute_force_chessboard_distance_rounded_up():

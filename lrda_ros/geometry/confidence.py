@@ -39,6 +39,8 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+import os
 
 import cv2
 import numpy as np
@@ -153,8 +155,21 @@ def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
     return np.divide(scale, np.add(local, scale, out=local), out=local)
 
 
-def _edge_factor(depth: np.ndarray) -> np.ndarray:
-    """Return ``1 / (1 + step / EDGE_SCALE)``, step the largest log-depth step to a neighbour."""
+def _edge_factor(depth: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+    """
+    Return ``1 / (1 + step / EDGE_SCALE)`` of ``depth``'s ``rows`` (a slice; all by default).
+
+    ``step`` is the largest log-depth step to a neighbour: the rows are computed with one row
+    more on each side where there is one, so any split of the rows gives the whole's values.
+    """
+    start, stop, _ = rows.indices(depth.shape[0])
+    low, high = max(start - 1, 0), min(stop + 1, depth.shape[0])
+    factor = _edge_factor_of(depth[low:high])
+    return factor[start - low:factor.shape[0] - (high - stop)]
+
+
+def _edge_factor_of(depth: np.ndarray) -> np.ndarray:
+    """Return :func:`_edge_factor` of the whole of ``depth``."""
     with np.errstate(invalid='ignore', divide='ignore'):
         log_depth = np.log(depth, dtype=np.float32)
     # No depth, or <= 0: its steps do not count.
@@ -188,6 +203,17 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return trust
 
 
+def _beside() -> ThreadPoolExecutor:
+    """Return the one worker thread that computes factors beside the caller's (started once)."""
+    # Per process: a forked child has none of its parent's threads.
+    return _worker_of(os.getpid())
+
+
+@lru_cache(maxsize=1)
+def _worker_of(process: int) -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix='confidence')
+
+
 def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
                      model_uncertainty: np.ndarray | None = None) -> np.ndarray:
     """
@@ -204,15 +230,18 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
         confidence = np.zeros(depth.shape, dtype=np.float32)
     else:
-        # The distance transform and the edges run beside the local fit: OpenCV and numpy
-        # release the GIL in each, so the three use two cores together, in about equal shares.
-        with ThreadPoolExecutor(max_workers=1) as beside:
-            support = beside.submit(_support, lidar, spacing)
-            edge = beside.submit(_edge_factor, depth)
-            fit = _fit_factor(depth, sparse_depth, lidar, spacing)
-            confidence = support.result()
-            confidence *= fit
-            confidence *= edge.result()
+        # The distance transform and the top half's edges run beside the local fit and the
+        # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
+        # the work in about equal parts.
+        half = depth.shape[0] // 2
+        support = _beside().submit(_support, lidar, spacing)
+        top = _beside().submit(_edge_factor, depth, slice(0, half))
+        fit = _fit_factor(depth, sparse_depth, lidar, spacing)
+        bottom = _edge_factor(depth, slice(half, None))
+        confidence = support.result()
+        confidence *= fit
+        confidence[:half] *= top.result()
+        confidence[half:] *= bottom
     if model_uncertainty is not None:
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
