@@ -38,12 +38,10 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
-import os
-
 import cv2
 import numpy as np
+
+from .workers import worker
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
 _RADII = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -203,17 +201,6 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return trust
 
 
-def _beside() -> ThreadPoolExecutor:
-    """Return the one worker thread that computes factors beside the caller's (started once)."""
-    # Per process: a forked child has none of its parent's threads.
-    return _worker_of(os.getpid())
-
-
-@lru_cache(maxsize=1)
-def _worker_of(process: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix='confidence')
-
-
 def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
                      model_uncertainty: np.ndarray | None = None) -> np.ndarray:
     """
@@ -234,8 +221,8 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
         # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
         # the work in about equal parts.
         half = depth.shape[0] // 2
-        support = _beside().submit(_support, lidar, spacing)
-        top = _beside().submit(_edge_factor, depth, slice(0, half))
+        support = worker('confidence').submit(_support, lidar, spacing)
+        top = worker('confidence').submit(_edge_factor, depth, slice(0, half))
         fit = _fit_factor(depth, sparse_depth, lidar, spacing)
         bottom = _edge_factor(depth, slice(half, None))
         confidence = support.result()

@@ -26,6 +26,7 @@ from .checks import as_points, InvalidConfigError, InvalidPointsError
 from .frustum import cull_points, select_rows
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
+from .workers import worker
 
 # Points closer than this to the image plane (metres of z) count as behind the camera.
 MIN_DEPTH_M = 1e-6
@@ -135,11 +136,18 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     height, width = camera.height, camera.width
     # in, non-finite, out of range, behind the camera, culled beside the image
     counts = np.zeros(5, dtype=np.int64)
+    checked = [_checked_points(cloud.points, 'points_lidar' if len(clouds) == 1
+                               else f'points_lidar of cloud {index}')
+               for index, cloud in enumerate(clouds)]
+    # The clouds after the first are moved into the camera on a second thread, beside the
+    # first (numpy releases the GIL in each whole-array step).
+    beside = [worker('projection').submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera,
+                                          config)
+              for points, cloud in zip(checked[1:], clouds[1:])]
     in_camera = []
-    for index, cloud in enumerate(clouds):
-        name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
-        points_cam, cloud_counts = _cloud_in_camera(_checked_points(cloud.points, name),
-                                                    cloud.T_cam_lidar, camera, config)
+    for result in [_cloud_in_camera(checked[0], clouds[0].T_cam_lidar, camera, config)] + [
+            future.result() for future in beside]:
+        points_cam, cloud_counts = result
         in_camera.append(points_cam)
         counts += cloud_counts
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
