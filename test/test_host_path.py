@@ -222,6 +222,17 @@ def test_projection_at_the_edges_of_what_is_culled_equals_the_replaced_steps():
     assert_same_projection(two, camera, config)
 
 
+def test_a_bad_cloud_among_several_is_named_as_before():
+    camera = CameraModel(KITTI_K, 1242, 375)
+    good = LidarCloud(np.ones((10, 3)), RigidTransform.identity())
+    bad = LidarCloud(np.ones((10, 2)), RigidTransform.identity())
+    for clouds, name in (([good, bad], 'cloud 1'), ([bad, bad], 'cloud 0')):
+        with pytest.raises(InvalidPointsError, match=name):
+            clouds_to_sparse_depth(clouds, camera, ProjectionConfig())
+        with pytest.raises(InvalidPointsError, match=name):
+            reference.clouds_to_sparse_depth(clouds, camera, ProjectionConfig())
+
+
 def test_projected_pixels_are_where_opencv_projects_the_points(shared_data):
     points, transform = kitti_cloud(shared_data)
     kitti = CameraModel(KITTI_K, 1242, 375)
