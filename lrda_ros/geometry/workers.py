@@ -23,15 +23,19 @@ thread start each time); a forked child starts its own, as it has none of its pa
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 import os
+
+#: Each purpose's worker, per process id.
+_WORKERS: dict[tuple[str, int], ThreadPoolExecutor] = {}
 
 
 def worker(purpose: str) -> ThreadPoolExecutor:
     """Return this process's worker thread for ``purpose`` (one task at a time)."""
-    return _worker(purpose, os.getpid())
-
-
-@lru_cache(maxsize=None)
-def _worker(purpose: str, process: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix=f'lrda_{purpose}')
+    key = (purpose, os.getpid())
+    found = _WORKERS.get(key)
+    if found is None:
+        # Two first callers at once may both build one: setdefault keeps the first (a pool
+        # starts its thread only with its first task).
+        found = _WORKERS.setdefault(key, ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix=f'lrda_{purpose}'))
+    return found
