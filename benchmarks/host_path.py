@@ -24,14 +24,15 @@ each, with an ouster-ros per-point time field), with every output built: the ste
 replaced (benchmarks/host_reference.py, the old cloud reading) beside the package's, and their
 ratio: the median run (what a frame takes on this machine as it is) and the best run (what the
 code costs when the machine lets it run: on a shared CPU the other processes' time slices land
-in some runs). The allocator is set as the node sets it (engine/allocator.py). No engine: its depth is a fixed map. The stages:
+in some runs). The allocator is set as the node sets it (engine/allocator.py). No engine: its
+depth is a fixed map. The stages:
 
 - read: the image and camera_info messages to arrays, and each cloud to points (with their
   times and validity where the cloud has a time field);
 - project: the clouds into the image and the z-buffer (``clouds_to_sparse_depth``);
 - confidence: ``depth_confidence`` and its 32FC1 message;
 - colored: ``colorize_depth`` (range picked per frame) and its rgb8 message;
-- points_dense: the depth back-projected at stride 2 with colours, and its PointCloud2;
+- points_dense: the depth back-projected at stride 2 with colours, as a PointCloud2;
 - depth: the depth and its camera_info messages.
 """
 
@@ -48,15 +49,15 @@ import host_reference as reference
 from lrda_ros.colormap import colorize_depth
 from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, LidarCloud,
-    ProjectionConfig, RigidTransform)
+    CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence
 from lrda_ros.messages.conversions import (
     camera_info_to_camera_model, image_to_rgb, pointcloud2_to_xyz)
 from lrda_ros.messages.point_times import (
     find_time_layout, finite_xyz_mask, point_times, read_cloud, UINT32)
 from lrda_ros.ros.builders import (
-    camera_model_to_camera_info, depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2)
+    camera_model_to_camera_info, depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg,
+    xyz_to_pointcloud2)
 from lrda_ros.speed.machine import machine_description, machine_line
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
@@ -197,7 +198,6 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
     sparse = clouds_to_sparse_depth(clouds, camera, config).depth
     project = reference.clouds_to_sparse_depth if old else clouds_to_sparse_depth
     confidence = reference.depth_confidence if old else depth_confidence
-    backproject = reference.backproject_depth if old else backproject_depth
 
     def read() -> None:
         camera_info_to_camera_model(frame.info)
@@ -213,9 +213,11 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
             rgb_to_image_msg(colorize_depth(frame.depth), header)
 
     def points_dense() -> None:
-        points, rows, cols = backproject(frame.depth, camera, POINTS_STRIDE)
-        colours = rgb[rows, cols] if old else colours_at(rgb, rows, cols)
-        xyz_to_pointcloud2(points, header, rgb=colours)
+        if old:
+            points, rows, cols = reference.backproject_depth(frame.depth, camera, POINTS_STRIDE)
+            xyz_to_pointcloud2(points, header, rgb=rgb[rows, cols])
+        else:
+            depth_to_pointcloud2(frame.depth, camera, rgb, POINTS_STRIDE, header)
 
     def depth() -> None:
         depth_to_image_msg(frame.depth, header)

@@ -26,7 +26,7 @@ from typing import Sequence
 from lrda_ros.colormap import _turbo_table
 from lrda_ros.geometry import (
     CameraModel, LidarCloud, projection, ProjectionConfig, RigidTransform, SparseProjection)
-from lrda_ros.geometry.camera import pixels_to_normalized
+from lrda_ros.geometry.camera import before_fold, pixels_to_normalized, project_points
 from lrda_ros.geometry.checks import as_points, InvalidConfigError, InvalidPointsError
 from lrda_ros.geometry.confidence import EDGE_SCALE, RESIDUAL_SCALE
 from lrda_ros.geometry.projection import MIN_DEPTH_M
@@ -143,8 +143,8 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
     num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
 
-    # Projecting into pixels and the occlusion and outlier filters are unchanged: shared.
-    pixels, depth, inside = projection._pixels_in_image(points_cam, camera)
+    # The occlusion and outlier filters are unchanged: shared.
+    pixels, depth, inside = _pixels_in_image(points_cam, camera)
     depth_map = _nearest_per_pixel(pixels, depth, height, width)
     num_first_hits = int(np.count_nonzero(depth_map))
     num_occluded, num_outliers = projection._remove_filtered(depth_map, config)
@@ -161,6 +161,21 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
         num_dropped_occluded=num_occluded,
         num_dropped_outliers=num_outliers,
     )
+
+
+def _pixels_in_image(points_cam: np.ndarray,
+                     camera: CameraModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Return the flat pixel index and depth of the points that land in the image, and which."""
+    uv, depth = project_points(points_cam, camera)
+    shifted = uv + 0.5
+    inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < camera.width)
+              & (shifted[:, 1] >= 0) & (shifted[:, 1] < camera.height))
+    if camera.has_distortion:
+        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                     camera.distortion_model, camera.D)
+    cols = np.floor(shifted[inside, 0]).astype(np.intp)
+    rows = np.floor(shifted[inside, 1]).astype(np.intp)
+    return rows * camera.width + cols, depth[inside], inside
 
 
 def _cloud_in_camera(points: np.ndarray, T_cam_lidar: RigidTransform,

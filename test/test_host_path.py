@@ -28,15 +28,18 @@ import sys
 import cv2
 from lrda_ros.colormap import colorize_depth, depth_display_range
 from lrda_ros.geometry import (
-    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, LidarCloud,
-    ProjectionConfig, RigidTransform)
+    backproject_depth, CameraModel, clouds_to_sparse_depth, colours_at, InvalidConfigError,
+    InvalidPointsError, LidarCloud, ProjectionConfig, RigidTransform)
+from lrda_ros.geometry import confidence as confidence_module
 from lrda_ros.geometry.confidence import depth_confidence, lidar_distance, support_confidence
 from lrda_ros.messages.conversions import pointcloud2_to_xyz
 from lrda_ros.messages.point_times import (
     finite_xyz_mask, point_times, read_cloud, TimeLayout, UINT32)
+from lrda_ros.ros.builders import depth_to_pointcloud2, xyz_to_pointcloud2
 import numpy as np
 from PIL import Image
 import pytest
+from std_msgs.msg import Header
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'benchmarks'))
 import host_reference as reference  # noqa: E402, I100
@@ -111,6 +114,19 @@ def test_confidence_of_odd_inputs_equals_the_replaced_steps():
                                       reference.lidar_distance(sparse_map), err_msg=name)
 
 
+def test_edge_factors_of_row_splits_are_the_whole_images():
+    rng = np.random.default_rng(11)
+    depth = (1.0 + 30.0 * rng.random((9, 13))).astype(np.float32)
+    depth[3:6, 4] = np.nan
+    depth[4, 5], depth[5, 6], depth[3, 7] = 0.0, -1.0, np.inf  # unusable beside the splits
+    for image in (depth, depth[:2], depth[:1]):
+        whole = confidence_module._edge_factor(image)
+        for split in range(image.shape[0] + 1):
+            parts = [confidence_module._edge_factor(image, slice(0, split)),
+                     confidence_module._edge_factor(image, slice(split, None))]
+            np.testing.assert_array_equal(np.concatenate(parts), whole, err_msg=str(split))
+
+
 def test_lidar_distance_is_opencvs_and_the_brute_force_chessboard_distance_rounded_up():
     sparse = np.zeros((70, 90), np.float32)
     rng = np.random.default_rng(3)
@@ -160,6 +176,21 @@ def test_projection_of_the_kitti_sweep_equals_the_replaced_steps(shared_data, co
     assert_same_projection([LidarCloud(points, transform)], DISTORTED, config)
 
 
+def test_a_transform_moves_points_as_the_broadcast_sums_did():
+    transform = RigidTransform.from_matrix(LIDAR_TO_CAMERA)
+    rotation, translation = transform.rotation, transform.translation
+    points = np.random.default_rng(10).normal(0.0, 30.0, (5000, 4))
+    points[::7, 1] = np.nan
+    points[1::11, 2] = np.inf
+    for cloud in (points[:, :3], points[:, :3].astype(np.float32), points[:0, :3]):
+        source = cloud.astype(np.float64)
+        summed = (source[:, 0:1] * rotation[:, 0] + source[:, 1:2] * rotation[:, 1]
+                  + source[:, 2:3] * rotation[:, 2] + translation)
+        moved = transform.apply(cloud)
+        np.testing.assert_array_equal(moved, summed)
+        assert moved.dtype == np.float64 and moved.flags.c_contiguous
+
+
 def points_on_the_image_border(camera: CameraModel, count: int, rng) -> np.ndarray:
     """Return camera-frame points on and just beside the pixel border, and behind the camera."""
     u = np.concatenate([np.full(count, -0.5), np.full(count, camera.width - 0.5),
@@ -191,6 +222,17 @@ def test_projection_at_the_edges_of_what_is_culled_equals_the_replaced_steps():
     assert_same_projection(two, camera, config)
 
 
+def test_a_bad_cloud_among_several_is_named_as_before():
+    camera = CameraModel(KITTI_K, 1242, 375)
+    good = LidarCloud(np.ones((10, 3)), RigidTransform.identity())
+    bad = LidarCloud(np.ones((10, 2)), RigidTransform.identity())
+    for clouds, name in (([good, bad], 'cloud 1'), ([bad, bad], 'cloud 0')):
+        with pytest.raises(InvalidPointsError, match=name):
+            clouds_to_sparse_depth(clouds, camera, ProjectionConfig())
+        with pytest.raises(InvalidPointsError, match=name):
+            reference.clouds_to_sparse_depth(clouds, camera, ProjectionConfig())
+
+
 def test_projected_pixels_are_where_opencv_projects_the_points(shared_data):
     points, transform = kitti_cloud(shared_data)
     kitti = CameraModel(KITTI_K, 1242, 375)
@@ -218,6 +260,52 @@ def test_backprojection_equals_the_replaced_steps(shared_data, stride):
         for got, expected in zip(new, old):
             np.testing.assert_array_equal(got, expected)
             assert got.dtype == expected.dtype
+
+
+def assert_same_cloud(depth, camera, rgb, stride):
+    points, rows, cols = backproject_depth(depth, camera, stride)
+    old = xyz_to_pointcloud2(points, Header(frame_id='c'), rgb=colours_at(rgb, rows, cols))
+    new = depth_to_pointcloud2(depth, camera, rgb, stride, Header(frame_id='c'))
+    assert bytes(new.data) == bytes(old.data)
+    for field in ('header', 'height', 'width', 'fields', 'is_bigendian', 'point_step',
+                  'row_step', 'is_dense'):
+        assert getattr(new, field) == getattr(old, field), field
+    return new
+
+
+@pytest.mark.parametrize('stride', (1, 2, 3))
+def test_the_coloured_cloud_equals_back_projection_colours_and_message(shared_data, stride):
+    _, depth = kitti_maps(shared_data, KITTI_FRAMES[0])
+    depth[100, 100], depth[101, 101], depth[102, 102] = np.inf, -1.0, 0.0
+    rgb = np.random.default_rng(8).integers(0, 256, depth.shape + (3,), dtype=np.uint8)
+    kitti = CameraModel(KITTI_K, 1242, 375)
+    for camera in (kitti, kitti.scaled(1242, 375), DISTORTED.scaled(1242, 375)):
+        assert assert_same_cloud(depth, camera, rgb, stride).is_dense
+    # Even sizes: the colours sampled by OpenCV's resize; float64 depth.
+    assert_same_cloud(depth[:374, :1240].astype(np.float64), CameraModel(
+        KITTI_K, 1240, 374), rgb[:374, :1240], stride)
+
+
+@pytest.mark.filterwarnings('ignore:overflow:RuntimeWarning')  # the general steps' 3e38 x 3
+def test_the_coloured_cloud_of_odd_inputs_equals_the_general_steps():
+    rng = np.random.default_rng(9)
+    rgb = rng.integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    depth = (1.0 + 50.0 * rng.random((40, 60))).astype(np.float32)
+    # A wide lens (|x / z| up to 3) and depths whose x overflows float32: not dense.
+    wide = CameraModel(np.array([[10.0, 0.0, 30.0], [0.0, 10.0, 20.0], [0.0, 0.0, 1.0]]), 60, 40)
+    huge = depth.copy()
+    huge[3, 0] = 3e38
+    assert not assert_same_cloud(huge, wide, rgb, 1).is_dense
+    assert assert_same_cloud(depth, wide, rgb, 2).is_dense
+    assert assert_same_cloud(np.full((40, 60), np.nan, np.float32), wide, rgb, 2).width == 0
+    # Colours of another size or type: the general steps' answer (or error).
+    assert_same_cloud(depth, wide, np.pad(rgb, ((0, 2), (0, 2), (0, 0))), 2)
+    with pytest.raises(ValueError, match='rgb must be a uint8'):
+        depth_to_pointcloud2(depth, wide, rgb.astype(np.int64), 2, Header())
+    with pytest.raises(InvalidConfigError):
+        depth_to_pointcloud2(depth, wide, rgb, 0, Header())
+    with pytest.raises(InvalidPointsError):
+        depth_to_pointcloud2(depth[:, :50], wide, rgb[:, :50], 2, Header())
 
 
 def test_point_colours_are_numpys_index_of_the_image():
@@ -255,6 +343,39 @@ def test_the_display_range_is_numpys_percentiles(shared_data):
         percentiles = rng.uniform(0.0, 100.0, 2)
         assert depth_display_range(depth_map, *percentiles) == reference.depth_display_range(
             depth_map, *percentiles)
+
+
+def test_the_display_range_of_special_values_is_numpys_percentiles():
+    rng = np.random.default_rng(7)
+    tiny = np.float32(1e-41)  # subnormal: valid, with +0.0's top 16 bits
+    special = np.array([0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, -3.0, tiny,
+                        np.finfo(np.float32).max, np.finfo(np.float32).tiny], np.float32)
+    for trial in range(60):
+        values = np.concatenate([rng.choice(special, int(rng.integers(0, 200))),
+                                 np.exp(rng.normal(1.0, 2.0, int(rng.integers(0, 300))))])
+        depth_map = rng.permutation(values).astype(np.float32).reshape(1, -1)
+        percentiles = rng.uniform(0.0, 100.0, 2) if trial % 3 else (0.0, 100.0)
+        assert depth_display_range(depth_map, *percentiles) == reference.depth_display_range(
+            depth_map, *percentiles)
+    empty = np.array([[0.0, np.nan, -1.0, np.inf]], np.float32)
+    assert depth_display_range(empty) == reference.depth_display_range(empty) == (1.0, 10.0)
+    assert depth_display_range(np.zeros((0, 3), np.float32)) == (1.0, 10.0)
+
+
+@pytest.mark.filterwarnings('ignore:overflow:RuntimeWarning')  # the replaced steps' 1 / 1e-44
+def test_colored_depth_at_level_ties_equals_the_replaced_steps():
+    near, far = 2.0, 60.0
+    # Depths whose closeness x 255 lands on and beside k + 0.5 in float32 (round half to even),
+    # and far outside the range (beyond int32 once scaled).
+    ties = (np.arange(256, dtype=np.float32) + np.float32(0.5)) / np.float32(255.0)
+    inverse = ties * np.float32(1.0 / near - 1.0 / far) + np.float32(1.0 / far)
+    depth = np.float32(1.0) / inverse
+    around = [np.nextafter(depth, np.float32(np.inf)), np.nextafter(depth, np.float32(0.0))]
+    extremes = np.array([1e-30, 1e-38, 1e-44, 1e30, 3e38, 0.0, -1.0, np.nan, np.inf],
+                        np.float32)
+    depth_map = np.concatenate([depth, *around, extremes]).reshape(1, -1)
+    np.testing.assert_array_equal(colorize_depth(depth_map, near, far),
+                                  reference.colorize_depth(depth_map, near, far))
 
 
 def cloud_with_times(count: int, rng) -> object:

@@ -228,9 +228,10 @@ def test_the_layer_check_catches_an_upward_edge():
 def test_geometry_is_numpy_only(name):
     third_party = {m.split('.')[0] for m in _imports(MODULES[name])} - {'lrda_ros', '__future__'}
     # OpenCV (a runtime dependency) for whole-image filters: distance transform, box sums;
-    # the standard library's thread pool to run two of them side by side.
+    # the standard library's thread pool to run two of them side by side (one per process:
+    # os for the process id).
     assert third_party <= {'numpy', 'cv2', 'dataclasses', 'collections', 'typing',
-                           'concurrent'}, third_party
+                           'concurrent', 'os'}, third_party
 
 
 #: The calibration check's core: pure numpy, no ROS and no files (its bag runner is bag/).

@@ -38,10 +38,10 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 import cv2
 import numpy as np
+
+from .workers import worker
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
 _RADII = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -115,6 +115,19 @@ def _box_sum(values: np.ndarray, radius: int) -> np.ndarray:
                          borderType=cv2.BORDER_CONSTANT)
 
 
+def _box_count(mask: np.ndarray, radius: int) -> np.ndarray:
+    """
+    Return how many pixels of bool ``mask`` each (2 radius + 1)^2 window holds, uint16.
+
+    Integer sums (exact) in 16 bits: fewer bytes to move than float32, and every window of the
+    radii used here (2 x 2 spacings) holds far fewer than 65536 pixels.
+    """
+    size = 2 * radius + 1
+    depth = cv2.CV_16U if size * size < 1 << 16 else cv2.CV_32F
+    return cv2.boxFilter(mask.view(np.uint8), depth, (size, size), normalize=False,
+                         borderType=cv2.BORDER_CONSTANT)
+
+
 def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
                 spacing: float) -> np.ndarray:
     lidar = lidar & np.isfinite(depth)
@@ -123,36 +136,56 @@ def _fit_factor(depth: np.ndarray, sparse_depth: np.ndarray, lidar: np.ndarray,
         return np.ones(depth.shape, dtype=np.float32)
     residual = np.zeros(depth.shape, dtype=np.float32)
     measured = sparse_depth.reshape(-1)[at]
-    residual.reshape(-1)[at] = np.abs(depth.reshape(-1)[at] - measured,
-                                      dtype=np.float32) / measured
+    values = np.abs(depth.reshape(-1)[at] - measured, dtype=np.float32)
+    values /= measured
+    residual.reshape(-1)[at] = values
     radius = int(min(max(2.0 * spacing, 1.0), max(depth.shape)))
     # float32 sums of at most a few hundred residuals: float32 rounding, the output's own.
     total = _box_sum(residual, radius)
-    count = _box_sum(lidar.view(np.uint8), radius)
-    fallback = np.float32(residual.sum(dtype=np.float64) / at.size)
+    count = _box_count(lidar, radius)
+    # The frame's mean residual, summed over the LiDAR pixels alone (the rest are zeros).
+    fallback = np.float32(values.sum(dtype=np.float64) / at.size)
     with np.errstate(invalid='ignore', divide='ignore'):
         local = np.divide(total, count, out=total)
-    local[count == 0] = fallback
+    np.copyto(local, fallback, where=count == 0)
     # 1 / (1 + local / scale), as scale / (scale + local): one pass fewer.
     scale = np.float32(RESIDUAL_SCALE)
     return np.divide(scale, np.add(local, scale, out=local), out=local)
 
 
-def _edge_factor(depth: np.ndarray) -> np.ndarray:
-    """Return ``1 / (1 + step / EDGE_SCALE)``, step the largest log-depth step to a neighbour."""
+def _edge_factor(depth: np.ndarray, rows: slice = slice(None)) -> np.ndarray:
+    """
+    Return ``1 / (1 + step / EDGE_SCALE)`` of ``depth``'s ``rows`` (a slice; all by default).
+
+    ``step`` is the largest log-depth step to a neighbour: the rows are computed with one row
+    more on each side where there is one, so any split of the rows gives the whole's values.
+    """
+    start, stop, _ = rows.indices(depth.shape[0])
+    low, high = max(start - 1, 0), min(stop + 1, depth.shape[0])
+    factor = _edge_factor_of(depth[low:high])
+    return factor[start - low:factor.shape[0] - (high - stop)]
+
+
+def _edge_factor_of(depth: np.ndarray) -> np.ndarray:
+    """Return :func:`_edge_factor` of the whole of ``depth``."""
     with np.errstate(invalid='ignore', divide='ignore'):
         log_depth = np.log(depth, dtype=np.float32)
-    unusable = ~np.isfinite(log_depth)  # no depth, or <= 0: its steps do not count
+    # No depth, or <= 0: its steps do not count.
+    unusable = np.isfinite(log_depth)
+    np.logical_not(unusable, out=unusable)
     kernel = np.ones((3, 3), np.uint8)
     # The largest step is to the largest or the smallest neighbour: 3x3 max and min filters;
-    # the unusable pixels' own steps (inf - inf) are set to 0 after.
+    # the unusable pixels' own steps (inf - inf) are set to 0 after. In place, one buffer per
+    # filter: a masked copy and a subtraction each, no temporaries.
     with np.errstate(invalid='ignore'):
-        log_depth[unusable] = -np.inf
-        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE) - log_depth
-        log_depth[unusable] = np.inf
-        np.maximum(step, log_depth - cv2.erode(log_depth, kernel,
-                                               borderType=cv2.BORDER_REPLICATE), out=step)
-    step[unusable] = 0.0
+        np.copyto(log_depth, np.float32(-np.inf), where=unusable)
+        step = cv2.dilate(log_depth, kernel, borderType=cv2.BORDER_REPLICATE)
+        np.subtract(step, log_depth, out=step)
+        np.copyto(log_depth, np.float32(np.inf), where=unusable)
+        down = cv2.erode(log_depth, kernel, borderType=cv2.BORDER_REPLICATE)
+        np.subtract(log_depth, down, out=down)
+        np.maximum(step, down, out=step)
+    np.copyto(step, np.float32(0.0), where=unusable)
     scale = np.float32(EDGE_SCALE)
     return np.divide(scale, np.add(step, scale, out=step), out=step)
 
@@ -184,15 +217,18 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
         confidence = np.zeros(depth.shape, dtype=np.float32)
     else:
-        # The distance transform runs beside the local fit and the edges: OpenCV and numpy
-        # release the GIL in each, so the three use the CPU's cores together.
-        with ThreadPoolExecutor(max_workers=1) as beside:
-            support = beside.submit(_support, lidar, spacing)
-            fit = _fit_factor(depth, sparse_depth, lidar, spacing)
-            edge = _edge_factor(depth)
-            confidence = support.result()
+        # The distance transform and the top half's edges run beside the local fit and the
+        # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
+        # the work in about equal parts.
+        half = depth.shape[0] // 2
+        support = worker('confidence').submit(_support, lidar, spacing)
+        top = worker('confidence').submit(_edge_factor, depth, slice(0, half))
+        fit = _fit_factor(depth, sparse_depth, lidar, spacing)
+        bottom = _edge_factor(depth, slice(half, None))
+        confidence = support.result()
         confidence *= fit
-        confidence *= edge
+        confidence[:half] *= top.result()
+        confidence[half:] *= bottom
     if model_uncertainty is not None:
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)

@@ -83,26 +83,32 @@ def cull_points(points: np.ndarray, T_cam_lidar: RigidTransform, camera: CameraM
                           (planes[:, :3] @ T_cam_lidar.translation + planes[:, 3])[:, None]])
     margins = _MARGIN * (np.abs(in_lidar[:, :3]).sum(axis=1) * max_range
                          + np.abs(in_lidar[:, 3]))
-    x, y, z = (np.ascontiguousarray(column, dtype=np.float32) for column in points.T)
+    # Each plane moved out by its margin: a point is clearly on its outer side where the
+    # moved plane's value is below 0 (the near plane's clearly-in-front test: above 2 margins).
+    in_lidar[:, 3] += margins
+    # The coordinates as three contiguous rows, in one transposing copy.
+    x, y, z = np.ascontiguousarray(points.T, dtype=np.float32)
     # Every plane's value for every point, (k, N): a row per plane, contiguous for the
     # comparisons. Written out, not a matrix product: a multi-threaded BLAS call this thin
     # can stall on a busy CPU (transforms.py). Its float32 rounding lies far inside the margins.
     planes32 = in_lidar.astype(np.float32)
     with np.errstate(invalid='ignore', over='ignore'):
-        values = planes32[:, 0:1] * x
-        values += planes32[:, 1:2] * y
-        values += planes32[:, 2:3] * z
+        values = np.multiply(planes32[:, 0:1], x)
+        term = np.multiply(planes32[:, 1:2], y)
+        values += term
+        values += np.multiply(planes32[:, 2:3], z, out=term)
         values += planes32[:, 3:4]
-        squared = x * x + y * y + z * z
+        squared = x * x
+        squared += y * y
+        squared += z * z
         in_range = ((squared >= np.float32(min_range ** 2 * (1 + _MARGIN)))
                     & (squared <= np.float32(max_range ** 2 * (1 - _MARGIN))))
-        behind = (values[0] < -margins[0]) & in_range
+        behind = (values[0] < 0) & in_range
         if len(values) == 1:
             return Culled(~behind, int(np.count_nonzero(behind)), 0)
-        beside = values[1] < -margins[1]
-        for plane in range(2, len(values)):
-            beside |= values[plane] < -margins[plane]
-        beside &= in_range & (values[0] > margins[0])
+        # Beside some side plane: the smallest of their values, one reduction over the rows.
+        beside = np.minimum.reduce(values[1:], axis=0) < 0
+        beside &= in_range & (values[0] > np.float32(2 * margins[0]))
     keep = ~(behind | beside)
     return Culled(keep, int(np.count_nonzero(behind)), int(np.count_nonzero(beside)))
 

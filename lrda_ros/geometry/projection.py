@@ -26,6 +26,7 @@ from .checks import as_points, InvalidConfigError, InvalidPointsError
 from .frustum import cull_points, select_rows
 from .outliers import outlier_mask, OutlierFilter
 from .transforms import RigidTransform
+from .workers import worker
 
 # Points closer than this to the image plane (metres of z) count as behind the camera.
 MIN_DEPTH_M = 1e-6
@@ -135,11 +136,18 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     height, width = camera.height, camera.width
     # in, non-finite, out of range, behind the camera, culled beside the image
     counts = np.zeros(5, dtype=np.int64)
+    checked = [_checked_points(cloud.points, 'points_lidar' if len(clouds) == 1
+                               else f'points_lidar of cloud {index}')
+               for index, cloud in enumerate(clouds)]
+    # The clouds after the first are moved into the camera on a second thread, beside the
+    # first (numpy releases the GIL in each whole-array step).
+    beside = [worker('projection').submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera,
+                                          config)
+              for points, cloud in zip(checked[1:], clouds[1:])]
     in_camera = []
-    for index, cloud in enumerate(clouds):
-        name = 'points_lidar' if len(clouds) == 1 else f'points_lidar of cloud {index}'
-        points_cam, cloud_counts = _cloud_in_camera(_checked_points(cloud.points, name),
-                                                    cloud.T_cam_lidar, camera, config)
+    for result in [_cloud_in_camera(checked[0], clouds[0].T_cam_lidar, camera, config)] + [
+            future.result() for future in beside]:
+        points_cam, cloud_counts = result
         in_camera.append(points_cam)
         counts += cloud_counts
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
@@ -147,7 +155,8 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
 
     pixels, depth, inside = _pixels_in_image(points_cam, camera)
     depth_map = _nearest_per_pixel(pixels, depth, height, width)
-    num_first_hits = int(np.count_nonzero(depth_map))
+    # Counted on the bits (depths are > 0 or +0.0): numpy counts float32 values one by one.
+    num_first_hits = int(np.count_nonzero(depth_map.view(np.uint32)))
     num_occluded, num_outliers = _remove_filtered(depth_map, config)
 
     return SparseProjection(
@@ -172,19 +181,50 @@ def _pixels_in_image(points_cam: np.ndarray,
     And which of ``points_cam`` those are. With distortion, points past the lens' fold count
     as outside.
     """
+    if not camera.has_distortion:
+        return _pixels_in_pinhole_image(as_points(points_cam, 'points_cam'), camera)
     uv, depth = project_points(points_cam, camera)
     # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
     # overflowing an integer cast for points projecting far outside.
     shifted = uv + 0.5
     inside = ((shifted[:, 0] >= 0) & (shifted[:, 0] < camera.width)
               & (shifted[:, 1] >= 0) & (shifted[:, 1] < camera.height))
-    if camera.has_distortion:
-        # Past the lens' fold a point lands on a pixel of another direction: not in this image.
-        inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
-                                     camera.distortion_model, camera.D)
+    # Past the lens' fold a point lands on a pixel of another direction: not in this image.
+    inside[inside] = before_fold(points_cam[inside, :2] / points_cam[inside, 2:3],
+                                 camera.distortion_model, camera.D)
     cols = np.floor(shifted[inside, 0]).astype(np.intp)
     rows = np.floor(shifted[inside, 1]).astype(np.intp)
     return rows * camera.width + cols, depth[inside], inside
+
+
+def _pixels_in_pinhole_image(points: np.ndarray,
+                             camera: CameraModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    :func:`_pixels_in_image` of an undistorted camera, one coordinate at a time.
+
+    project_points' float64 operations in its order (u = fx x/z + skew y/z + cx, v = fy y/z +
+    cy, then + 0.5), on whole columns: its (N, 2) arrays loop over two values at a time.
+    Points with z <= 0 (which project_points gives NaN) are outside.
+    """
+    x, y, z = points.T
+    in_front = z > 0
+    with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
+        safe_depth = np.where(in_front, z, 1.0)
+        x_normalized, y_normalized = x / safe_depth, y / safe_depth
+        u = camera.fx * x_normalized
+        u += camera.K[0, 1] * y_normalized
+        u += camera.cx
+        u += 0.5
+        v = camera.fy * y_normalized
+        v += camera.cy
+        v += 0.5
+    # floor(u + 0.5) lies in [0, W) exactly when u + 0.5 does; test in float to avoid
+    # overflowing an integer cast for points projecting far outside.
+    inside = (u >= 0) & (u < camera.width) & (v >= 0) & (v < camera.height) & in_front
+    at = np.flatnonzero(inside)
+    cols = np.floor(u[at]).astype(np.intp)
+    rows = np.floor(v[at]).astype(np.intp)
+    return rows * camera.width + cols, z[at], inside
 
 
 def _remove_filtered(depth_map: np.ndarray, config: ProjectionConfig) -> tuple[int, int]:
@@ -244,9 +284,12 @@ def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
                        height: int, width: int) -> np.ndarray:
     """Return an ``(H, W)`` float32 map holding the smallest depth that hit each pixel."""
     # float32 rounding is monotonic: the nearest of the rounded depths is the rounded nearest.
-    depth_map = np.full(height * width, np.inf, dtype=np.float32)
-    np.minimum.at(depth_map, pixel_index, depth.astype(np.float32))
-    depth_map[depth_map == np.inf] = 0.0
+    nearest = np.full(height * width, np.inf, dtype=np.float32)
+    np.minimum.at(nearest, pixel_index, depth.astype(np.float32))
+    # Only the hit pixels copied into a zeroed map: replacing the rest's inf would test and
+    # write every pixel.
+    depth_map = np.zeros(height * width, dtype=np.float32)
+    depth_map[pixel_index] = nearest[pixel_index]
     return depth_map.reshape(height, width)
 
 
@@ -272,6 +315,39 @@ def _occluded_mask(depth_map: np.ndarray, window: int, margin: float) -> np.ndar
     return (depth_map > 0) & (depth_map > box_min * (1.0 + margin))
 
 
+def _checked_depth(depth: np.ndarray, camera: CameraModel, stride: int) -> np.ndarray:
+    """Return ``depth`` as an array, after checking its size against the camera and the stride."""
+    depth_map = np.asarray(depth)
+    if depth_map.shape != (camera.height, camera.width):
+        raise InvalidPointsError(
+            f'depth shape {depth_map.shape} does not match the camera '
+            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
+    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
+    return depth_map
+
+
+def _separable_rays(camera: CameraModel, stride: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """
+    Return x / z of each sampled column and y / z of each sampled row, or None for this camera.
+
+    For a pinhole without skew x / z depends on the column alone and y / z on the row
+    (pixels_to_normalized's formula, computed once per column and row); with distortion or
+    skew they do not separate (None).
+    """
+    if camera.has_distortion or camera.K[0, 1] != 0.0:
+        return None
+    columns = np.arange(0, camera.width, stride)
+    rows = np.arange(0, camera.height, stride)
+    return (pixels_to_normalized(columns, np.zeros(columns.size), camera)[:, 0],
+            pixels_to_normalized(np.zeros(rows.size), rows, camera)[:, 1])
+
+
+def _valid_depth(depth: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid='ignore'):
+        return (depth > 0) & (depth < np.inf)
+
+
 def backproject_depth(depth: np.ndarray, camera: CameraModel,
                       stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """
@@ -282,37 +358,54 @@ def backproject_depth(depth: np.ndarray, camera: CameraModel,
     the camera size; pixels are undistorted through the camera's distortion model (the
     inverse of :func:`lidar_to_sparse_depth`).
     """
-    depth_map = np.asarray(depth)
-    if depth_map.shape != (camera.height, camera.width):
-        raise InvalidPointsError(
-            f'depth shape {depth_map.shape} does not match the camera '
-            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
-    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
-        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
-    sampled = depth_map[::stride, ::stride]
-    with np.errstate(invalid='ignore'):
-        valid = (sampled > 0) & (sampled < np.inf)
-    sampled_rows, sampled_cols = np.nonzero(valid)
+    sampled = _checked_depth(depth, camera, stride)[::stride, ::stride]
+    sampled_rows, sampled_cols = np.nonzero(_valid_depth(sampled))
     z = sampled[sampled_rows, sampled_cols].astype(np.float64)
     rows = sampled_rows * stride
     cols = sampled_cols * stride
-    if camera.has_distortion or camera.K[0, 1] != 0.0:
+    rays = _separable_rays(camera, stride)
+    if rays is None:
         normalized = pixels_to_normalized(cols, rows, camera)
         x_normalized, y_normalized = normalized[:, 0], normalized[:, 1]
     else:
-        # A pinhole without skew: x / z depends on the column alone and y / z on the row, so
-        # each is computed once per sampled column and row (pixels_to_normalized's formula).
-        height, width = depth_map.shape
-        columns, rows_sampled = np.arange(0, width, stride), np.arange(0, height, stride)
-        along_row = pixels_to_normalized(columns, np.zeros(columns.size), camera)
-        along_column = pixels_to_normalized(np.zeros(rows_sampled.size), rows_sampled, camera)
-        x_normalized = along_row[:, 0][sampled_cols]
-        y_normalized = along_column[:, 1][sampled_rows]
+        x_normalized, y_normalized = rays[0][sampled_cols], rays[1][sampled_rows]
     points = np.empty((z.size, 3), dtype=np.float32)
     points[:, 0] = x_normalized * z
     points[:, 1] = y_normalized * z
     points[:, 2] = z
     return points, rows, cols
+
+
+def backproject_depth_grid(depth: np.ndarray, camera: CameraModel, stride: int,
+                           fields: int = 3) -> tuple[np.ndarray, np.ndarray, bool] | None:
+    """
+    Lift every sampled pixel to a point: ``(grid, valid, finite)``, or None for this camera.
+
+    ``grid`` is a new float32 (rows, columns, ``fields``) array of the sampled pixels whose
+    first three fields hold x, y, z (the rest are left for the caller); ``valid`` marks the
+    valid pixels (finite, > 0), and ``finite`` says whether all their points are finite. On
+    the valid pixels the grid holds :func:`backproject_depth`'s points bit for bit, in the
+    same (row-major) order; elsewhere its values mean nothing. Whole-grid operations, no index
+    arrays: for a pinhole camera without skew only (None otherwise).
+    """
+    sampled = _checked_depth(depth, camera, stride)[::stride, ::stride]
+    rays = _separable_rays(camera, stride)
+    if rays is None:
+        return None
+    # Gathered once: the passes below then read it contiguously.
+    sampled = np.ascontiguousarray(sampled)
+    valid = _valid_depth(sampled)
+    grid = np.empty((*sampled.shape, max(fields, 3)), dtype=np.float32)
+    # float64 products rounded once to float32, as backproject_depth's; the invalid pixels'
+    # (inf x 0) and overflowing ones are let be (the latter make the cloud not finite).
+    with np.errstate(invalid='ignore', over='ignore'):
+        np.multiply(rays[0], sampled, out=grid[..., 0])
+        np.multiply(rays[1][:, None], sampled, out=grid[..., 1])
+    grid[..., 2] = sampled
+    # |x / z| and |y / z| <= 1: |x| and |y| are at most z, a finite float32, and so finite.
+    finite = (max(np.abs(rays[0]).max(initial=0.0), np.abs(rays[1]).max(initial=0.0)) <= 1.0
+              or bool(np.isfinite(grid[..., :2][valid]).all()))
+    return grid, valid, finite
 
 
 def colours_at(rgb: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:

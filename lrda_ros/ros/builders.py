@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import cv2
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image, PointCloud2, PointField
 
-from ..geometry import CameraModel
+from ..geometry import backproject_depth, CameraModel, colours_at
+from ..geometry.projection import backproject_depth_grid
 from ..messages.conversions import (
     depth_image_fields, FLOAT32_DATATYPE, to_byte_array, UnsupportedEncodingError)
 
@@ -139,6 +141,14 @@ def xyz_to_pointcloud2(points: np.ndarray, header: Any, rgb: np.ndarray | None =
         [(name, '<u4' if name == 'rgb' else '<f4') for name in names]))
     for name, values in columns.items():
         cloud[name] = values
+    msg = _pointcloud2(names, count, header)
+    msg.is_dense = bool(np.all(np.isfinite(xyz)))
+    msg.data = to_byte_array(cloud)
+    return msg
+
+
+def _pointcloud2(names: list[str], count: int, header: Any) -> Any:
+    """Return an unorganized little-endian PointCloud2 of ``count`` points, 4-byte ``names``."""
     msg = PointCloud2()
     msg.header = header
     msg.height = 1
@@ -148,6 +158,50 @@ def xyz_to_pointcloud2(points: np.ndarray, header: Any, rgb: np.ndarray | None =
     msg.is_bigendian = False
     msg.point_step = 4 * len(names)
     msg.row_step = msg.point_step * count
-    msg.is_dense = bool(np.all(np.isfinite(xyz)))
-    msg.data = to_byte_array(cloud)
+    return msg
+
+
+def _rgb_words(rgb: np.ndarray, stride: int) -> np.ndarray:
+    """
+    Return each sampled pixel's colour as 4 bytes b, g, r, 0: the little-endian ``0x00RRGGBB``.
+
+    OpenCV's nearest-neighbour resize picks exactly every ``stride``-th pixel when the sizes
+    divide (the pixels as one small image, with no strided copy); otherwise the whole image is
+    converted and sampled.
+    """
+    height, width = rgb.shape[:2]
+    if height % stride == 0 and width % stride == 0 and stride > 1:
+        rgb = cv2.resize(rgb, (width // stride, height // stride),
+                         interpolation=cv2.INTER_NEAREST)
+        stride = 1
+    words = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2BGRA)
+    words[..., 3] = 0
+    return words.view(np.uint32)[::stride, ::stride, 0]
+
+
+def depth_to_pointcloud2(depth: np.ndarray, camera: CameraModel, rgb: np.ndarray,
+                         stride: int, header: Any) -> Any:
+    """
+    Build the coloured ``PointCloud2`` of ``depth`` back-projected at ``stride``.
+
+    The message of ``xyz_to_pointcloud2(points, header, rgb=colours_at(rgb, rows, cols))`` with
+    ``points, rows, cols = backproject_depth(depth, camera, stride)``, byte for byte. For a
+    pinhole camera without skew each sampled pixel's x, y, z and colour are written into one
+    16-byte record of a grid and the valid records are gathered at once into the message's
+    bytes: no index arrays, per-field copies or structured array.
+    """
+    pixels = np.asarray(rgb)
+    lifted = (backproject_depth_grid(depth, camera, stride, fields=4)
+              if pixels.dtype == np.uint8 and pixels.shape == (*np.shape(depth), 3) else None)
+    if lifted is None:  # another camera model, or an image that is not the depth's
+        points, rows, cols = backproject_depth(depth, camera, stride)
+        return xyz_to_pointcloud2(points, header, rgb=colours_at(pixels, rows, cols))
+    records, valid, finite = lifted
+    records.view(np.uint32)[..., 3] = _rgb_words(pixels, stride)
+    # Each record as one 16-byte item: the gather moves records, not single values.
+    gathered = records.view(np.dtype((np.void, 16))).reshape(-1)[valid.reshape(-1)]
+    points = gathered.view(np.float32).reshape(-1, 4)
+    msg = _pointcloud2(['x', 'y', 'z', 'rgb'], len(points), header)
+    msg.is_dense = finite
+    msg.data = to_byte_array(gathered)
     return msg

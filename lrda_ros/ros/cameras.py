@@ -30,13 +30,12 @@ from typing import Any, Hashable
 
 from sensor_msgs.msg import CameraInfo, Image
 
-from .builders import depth_to_image_msg, rgb_to_image_msg, xyz_to_pointcloud2
+from .builders import depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg
 from .diagnostics import NodeStatistics
 from .subscriptions import SynchronizedSubscriptions
 from ..colormap import colorize_depth
 from ..engine import EncodedFrame
 from ..errors import InputError
-from ..geometry import backproject_depth, colours_at
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
 from ..settings import NodeSettings
 
@@ -109,10 +108,8 @@ class Camera:
             colored.publish(rgb_to_image_msg(colorize_depth(outputs.depth, near, far), header))
         if settings.publish_points_dense and publisher('pub_points').get_subscription_count() > 0:
             inputs = outputs.prepared.inputs
-            points, rows, cols = backproject_depth(outputs.depth, inputs.camera,
-                                                   settings.points_stride)
-            publisher('pub_points').publish(xyz_to_pointcloud2(
-                points, header, rgb=colours_at(inputs.rgb, rows, cols)))
+            publisher('pub_points').publish(depth_to_pointcloud2(
+                outputs.depth, inputs.camera, inputs.rgb, settings.points_stride, header))
 
 
 @dataclass
