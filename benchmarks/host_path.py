@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 import statistics
 import time
@@ -51,6 +52,7 @@ from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence
+from lrda_ros.geometry.second_thread import new_second_thread
 from lrda_ros.messages.conversions import (
     camera_info_to_camera_model, image_to_rgb, pointcloud2_to_xyz)
 from lrda_ros.messages.point_times import (
@@ -196,8 +198,11 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
     clouds = [LidarCloud(read_cloud(msg).points, transform)
               for msg, transform in zip(frame.clouds, frame.transforms)]
     sparse = clouds_to_sparse_depth(clouds, camera, config).depth
-    project = reference.clouds_to_sparse_depth if old else clouds_to_sparse_depth
-    confidence = reference.depth_confidence if old else depth_confidence
+    # The node's pipeline keeps its second thread from frame to frame, as here.
+    beside = new_second_thread()
+    project = (reference.clouds_to_sparse_depth if old else
+               partial(clouds_to_sparse_depth, beside=beside))
+    confidence = reference.depth_confidence if old else partial(depth_confidence, beside=beside)
 
     def read() -> None:
         camera_info_to_camera_model(frame.info)

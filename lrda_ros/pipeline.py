@@ -25,6 +25,7 @@ same temporal fusion with the previous frame (geometry/temporal_fusion.py).
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
@@ -36,6 +37,7 @@ from .geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
     SparseProjection)
 from .geometry.confidence import depth_confidence
+from .geometry.second_thread import new_second_thread
 from .geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 
 
@@ -184,6 +186,8 @@ class FrameOutputs:
     completion: CompletionResult
     #: Share of the depth's valid pixels averaged with the previous frame (temporal fusion).
     fused_fraction: float = 0.0
+    #: The pipeline's second thread, for the confidence (geometry/second_thread.py).
+    beside: Executor | None = field(default=None, repr=False, compare=False)
 
     @property
     def sparse_depth(self) -> np.ndarray:
@@ -198,15 +202,21 @@ class FrameOutputs:
         From the LiDAR input's support and fit and the depth's edges, for every model; a
         model's own confidence output (UniDepthV2) reorders it (geometry/confidence.py).
         """
-        return depth_confidence(self.depth, self.sparse_depth, self.completion.confidence)
+        return depth_confidence(self.depth, self.sparse_depth, self.completion.confidence,
+                                self.beside)
 
 
 def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
-                  holdout: HoldoutRule = HoldoutRule()) -> PreparedFrame:
-    """Check a frame, project its LiDAR and withhold the hold-out pixels (the engine's input)."""
+                  holdout: HoldoutRule = HoldoutRule(),
+                  beside: Executor | None = None) -> PreparedFrame:
+    """
+    Check a frame, project its LiDAR and withhold the hold-out pixels (the engine's input).
+
+    ``beside``: the caller's second thread (geometry/second_thread.py), else one per call.
+    """
     height, width = inputs.rgb.shape[:2]
     check_camera_matches_image(inputs.camera, width, height)
-    projected = clouds_to_sparse_depth(inputs.clouds, inputs.camera, projection)
+    projected = clouds_to_sparse_depth(inputs.clouds, inputs.camera, projection, beside)
     sparse, heldout = projected.depth, None
     if holdout.fraction > 0:
         sparse, heldout = holdout_split(sparse, holdout.fraction,
@@ -248,6 +258,8 @@ class CompletionPipeline:
         self.holdout = holdout
         self.fusion = fusion
         self._fusion_states: dict[Hashable, TemporalFusion] = {}
+        #: Kept from frame to frame: a thread started per frame costs time (second_thread.py).
+        self._beside = new_second_thread()
 
     def reconfigure(self, config: TTOConfig, projection: ProjectionConfig,
                     holdout: HoldoutRule) -> None:
@@ -272,7 +284,7 @@ class CompletionPipeline:
 
     def prepare(self, inputs: FrameInputs) -> PreparedFrame:
         """Check the frame, project its LiDAR and withhold the hold-out pixels."""
-        return prepare_frame(inputs, self.projection, self.holdout)
+        return prepare_frame(inputs, self.projection, self.holdout, self._beside)
 
     def encode(self, prepared: Sequence[PreparedFrame]) -> list[EncodedFrame]:
         """
@@ -298,10 +310,10 @@ class CompletionPipeline:
         depth, result = complete_sparse(self.completer, inputs.rgb, prepared.sparse_depth,
                                         deadline, should_stop, inputs.camera.K, stream, encoded)
         if not self.fusion.enabled:
-            return FrameOutputs(depth, prepared, result)
+            return FrameOutputs(depth, prepared, result, beside=self._beside)
         fused = self._fusion_state(stream).fuse(depth, inputs.camera.K, inputs.T_world_cam,
                                                 restart=result.scene_cut)
-        return FrameOutputs(fused.depth, prepared, result, fused.fused_fraction)
+        return FrameOutputs(fused.depth, prepared, result, fused.fused_fraction, self._beside)
 
     def process(self, inputs: FrameInputs, deadline: float | None = None,
                 should_stop: Callable[[], bool] | None = None) -> FrameOutputs:

@@ -228,10 +228,9 @@ def test_the_layer_check_catches_an_upward_edge():
 def test_geometry_is_numpy_only(name):
     third_party = {m.split('.')[0] for m in _imports(MODULES[name])} - {'lrda_ros', '__future__'}
     # OpenCV (a runtime dependency) for whole-image filters: distance transform, box sums;
-    # the standard library's thread pool to run two of them side by side (one per process:
-    # os for the process id).
+    # the standard library's thread pool to run two of them side by side.
     assert third_party <= {'numpy', 'cv2', 'dataclasses', 'collections', 'typing',
-                           'concurrent', 'os'}, third_party
+                           'concurrent', 'contextlib'}, third_party
 
 
 #: The calibration check's core: pure numpy, no ROS and no files (its bag runner is bag/).

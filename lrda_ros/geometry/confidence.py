@@ -38,10 +38,13 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
+
 import cv2
 import numpy as np
 
-from .workers import worker
+from .second_thread import second_thread
+
 
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
 _RADII = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
@@ -202,12 +205,14 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 
 def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
-                     model_uncertainty: np.ndarray | None = None) -> np.ndarray:
+                     model_uncertainty: np.ndarray | None = None,
+                     beside: Executor | None = None) -> np.ndarray:
     """
     Return the (H, W) float32 confidence of ``depth`` given the LiDAR input the engine saw.
 
     ``model_uncertainty``: a model's own per-pixel output where larger means less reliable
     (UniDepthV2's), or None. Values in [0, 1]; NaN exactly where ``depth`` is NaN.
+    ``beside``: the caller's second thread (second_thread.py), else one for this call.
     """
     if depth.shape != sparse_depth.shape:
         raise ValueError(f'depth is {depth.shape} but the sparse input is {sparse_depth.shape}')
@@ -221,14 +226,15 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
         # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
         # the work in about equal parts.
         half = depth.shape[0] // 2
-        support = worker('confidence').submit(_support, lidar, spacing)
-        top = worker('confidence').submit(_edge_factor, depth, slice(0, half))
-        fit = _fit_factor(depth, sparse_depth, lidar, spacing)
-        bottom = _edge_factor(depth, slice(half, None))
-        confidence = support.result()
-        confidence *= fit
-        confidence[:half] *= top.result()
-        confidence[half:] *= bottom
+        with second_thread(beside) as second:
+            support = second.submit(_support, lidar, spacing)
+            top = second.submit(_edge_factor, depth, slice(0, half))
+            fit = _fit_factor(depth, sparse_depth, lidar, spacing)
+            bottom = _edge_factor(depth, slice(half, None))
+            confidence = support.result()
+            confidence *= fit
+            confidence[:half] *= top.result()
+            confidence[half:] *= bottom
     if model_uncertainty is not None:
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)

@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -25,8 +27,9 @@ from .camera import before_fold, CameraModel, pixels_to_normalized, project_poin
 from .checks import as_points, InvalidConfigError, InvalidPointsError
 from .frustum import cull_points, select_rows
 from .outliers import outlier_mask, OutlierFilter
+from .second_thread import second_thread
 from .transforms import RigidTransform
-from .workers import worker
+
 
 # Points closer than this to the image plane (metres of z) count as behind the camera.
 MIN_DEPTH_M = 1e-6
@@ -121,7 +124,8 @@ def lidar_to_sparse_depth(points_lidar: np.ndarray, T_cam_lidar: RigidTransform,
 
 
 def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
-                           config: ProjectionConfig) -> SparseProjection:
+                           config: ProjectionConfig,
+                           beside: Executor | None = None) -> SparseProjection:
     """
     Project several LiDARs' clouds into one sparse z-depth map, as one scan.
 
@@ -129,7 +133,9 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     own transform; the points are then merged, so the z-buffer and the occlusion test see all
     of them: a near point of one LiDAR hides a far point of another at the same pixel or
     beside it. The counts are the merged scan's. One cloud gives exactly
-    :func:`lidar_to_sparse_depth`'s result (the merge of one array is that array).
+    :func:`lidar_to_sparse_depth`'s result (the merge of one array is that array). ``beside``:
+    the caller's second thread for the clouds after the first (second_thread.py), else one
+    for this call.
     """
     if not clouds:
         raise InvalidPointsError('no LiDAR cloud to project')
@@ -139,17 +145,17 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     checked = [_checked_points(cloud.points, 'points_lidar' if len(clouds) == 1
                                else f'points_lidar of cloud {index}')
                for index, cloud in enumerate(clouds)]
-    # The clouds after the first are moved into the camera on a second thread, beside the
-    # first (numpy releases the GIL in each whole-array step).
-    beside = [worker('projection').submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera,
-                                          config)
-              for points, cloud in zip(checked[1:], clouds[1:])]
     in_camera = []
-    for result in [_cloud_in_camera(checked[0], clouds[0].T_cam_lidar, camera, config)] + [
-            future.result() for future in beside]:
-        points_cam, cloud_counts = result
-        in_camera.append(points_cam)
-        counts += cloud_counts
+    # The clouds after the first are moved into the camera on a second thread, beside the
+    # first (numpy releases the GIL in each whole-array step); one cloud needs no thread.
+    with second_thread(beside) if len(clouds) > 1 else nullcontext() as second:
+        beside = [second.submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera, config)
+                  for points, cloud in zip(checked[1:], clouds[1:])]
+        for result in [_cloud_in_camera(checked[0], clouds[0].T_cam_lidar, camera, config)] + [
+                future.result() for future in beside]:
+            points_cam, cloud_counts = result
+            in_camera.append(points_cam)
+            counts += cloud_counts
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
     num_in, num_non_finite, num_out_of_range, num_behind, num_beside = (int(n) for n in counts)
 
