@@ -29,7 +29,8 @@ depth is a fixed map. The stages:
 
 - read: the image and camera_info messages to arrays, and each cloud to points (with their
   times and validity where the cloud has a time field);
-- project: the clouds into the image and the z-buffer (``clouds_to_sparse_depth``);
+- project: the clouds into the image, the z-buffer and the occlusion test
+  (``clouds_to_sparse_depth`` with the node's default settings);
 - confidence: ``depth_confidence`` and its 32FC1 message;
 - colored: ``colorize_depth`` (range picked per frame) and its rgb8 message;
 - points_dense: the depth back-projected at stride 2 with colours, as a PointCloud2;
@@ -50,7 +51,7 @@ import host_reference as reference
 from lrda_ros.colormap import colorize_depth
 from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
-    CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform)
+    CameraModel, clouds_to_sparse_depth, LidarCloud, RigidTransform)
 from lrda_ros.geometry.confidence import depth_confidence
 from lrda_ros.geometry.second_thread import new_second_thread
 from lrda_ros.messages.conversions import (
@@ -60,6 +61,7 @@ from lrda_ros.messages.point_times import (
 from lrda_ros.ros.builders import (
     camera_model_to_camera_info, depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg,
     xyz_to_pointcloud2)
+from lrda_ros.settings.node_settings import NodeSettings
 from lrda_ros.speed.machine import machine_description, machine_line
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
@@ -194,7 +196,8 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
     """Return each stage of ``frame`` as a call, the replaced steps' (``old``) or today's."""
     camera = camera_info_to_camera_model(frame.info)
     rgb = image_to_rgb(frame.image)
-    header, config = frame.image.header, ProjectionConfig()
+    # The node's default projection settings (occluded points removed among them).
+    header, config = frame.image.header, NodeSettings.from_values({}).projection
     clouds = [LidarCloud(read_cloud(msg).points, transform)
               for msg, transform in zip(frame.clouds, frame.transforms)]
     sparse = clouds_to_sparse_depth(clouds, camera, config).depth

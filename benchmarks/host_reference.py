@@ -126,6 +126,36 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
 
 # --- projection and z-buffer -------------------------------------------------------------
 
+def _occluded_mask(depth_map: np.ndarray, window: int, margin: float) -> np.ndarray:
+    """Mark sparse pixels with a clearly nearer pixel in the window (box minimum by slices)."""
+    height, width = depth_map.shape
+    nearest = np.where(depth_map > 0, depth_map, np.inf)
+    padded = np.pad(nearest, window // 2, mode='constant', constant_values=np.inf)
+    row_min = padded[:height].copy()
+    for offset in range(1, window):
+        np.minimum(row_min, padded[offset:offset + height], out=row_min)
+    box_min = row_min[:, :width].copy()
+    for offset in range(1, window):
+        np.minimum(box_min, row_min[:, offset:offset + width], out=box_min)
+    return (depth_map > 0) & (depth_map > box_min * (1.0 + margin))
+
+
+def _remove_filtered(depth_map: np.ndarray, config: ProjectionConfig) -> tuple[int, int]:
+    """Zero the occluded points (the old box minimum) and the outliers; return their counts."""
+    num_occluded = 0
+    if config.remove_occluded:
+        occluded = _occluded_mask(depth_map, config.occlusion_window, config.occlusion_margin)
+        depth_map[occluded] = 0.0
+        num_occluded = int(np.count_nonzero(occluded))
+    num_outliers = 0
+    if config.outlier_filter is not None:
+        # The outlier filter is unchanged: shared.
+        outliers = projection.outlier_mask(depth_map, config.outlier_filter)
+        depth_map[outliers] = 0.0
+        num_outliers = int(np.count_nonzero(outliers))
+    return num_occluded, num_outliers
+
+
 def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
                            config: ProjectionConfig) -> SparseProjection:
     """Project several LiDARs' clouds into one sparse z-depth map (the old steps)."""
@@ -143,11 +173,10 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     points_cam = in_camera[0] if len(in_camera) == 1 else np.concatenate(in_camera)
     num_in, num_non_finite, num_out_of_range, num_behind = (int(n) for n in counts)
 
-    # The occlusion and outlier filters are unchanged: shared.
     pixels, depth, inside = _pixels_in_image(points_cam, camera)
     depth_map = _nearest_per_pixel(pixels, depth, height, width)
     num_first_hits = int(np.count_nonzero(depth_map))
-    num_occluded, num_outliers = projection._remove_filtered(depth_map, config)
+    num_occluded, num_outliers = _remove_filtered(depth_map, config)
 
     return SparseProjection(
         depth=depth_map,

@@ -176,6 +176,26 @@ def test_projection_of_the_kitti_sweep_equals_the_replaced_steps(shared_data, co
     assert_same_projection([LidarCloud(points, transform)], DISTORTED, config)
 
 
+@pytest.mark.parametrize('window, margin', [(3, 0.0), (7, 0.1), (51, 0.1)])
+def test_the_occlusion_test_is_the_replaced_box_minimum(window, margin):
+    # OpenCV's erosion at the hit pixels against the shifted slices over the whole map: two
+    # LiDARs (points of one hide the other's), a scene of near posts before a far wall, on a
+    # pinhole and on the distorted camera; windows from the smallest to the largest allowed.
+    rng = np.random.default_rng(12)
+    wall = np.column_stack([rng.uniform(-40, 40, 60_000), rng.uniform(-3, 6, 60_000),
+                            np.full(60_000, 60.0)])
+    posts = np.column_stack([rng.uniform(-8, 8, 20_000), rng.uniform(-2, 3, 20_000),
+                             rng.uniform(4.0, 12.0, 20_000)])
+    to_lidar = RigidTransform.from_matrix(LIDAR_TO_CAMERA).inverse()
+    clouds = [LidarCloud(to_lidar.apply(points), RigidTransform.from_matrix(LIDAR_TO_CAMERA))
+              for points in (wall, posts)]
+    config = ProjectionConfig(remove_occluded=True, occlusion_window=window,
+                              occlusion_margin=margin)
+    for camera in (CameraModel(KITTI_K, 1242, 375), DISTORTED):
+        projected = assert_same_projection(clouds, camera, config)
+        assert projected.num_dropped_occluded > 1000
+
+
 def test_a_transform_moves_points_as_the_broadcast_sums_did():
     transform = RigidTransform.from_matrix(LIDAR_TO_CAMERA)
     rotation, translation = transform.rotation, transform.translation

@@ -358,18 +358,21 @@ def _replay_and_listen(bag: Path, topics: BagTopics, namespace: str, rate: float
                                      context=context)
         for msg_type, topic in HELD_OUTPUTS:  # the node builds only what is subscribed
             listener.create_subscription(msg_type, topic, lambda _: None, 10)
+        player = rclpy.create_node('lrda_rate_player', context=context)
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(listener)
-        spinning = threading.Thread(target=executor.spin, daemon=True)
-        spinning.start()
-        player = rclpy.create_node('lrda_rate_player', context=context)
-        try:
-            play_timed(player, source, rate, True, prefix=namespace, stop_at=stop_at,
-                       wait_for_subscribers_s=10.0)
-        finally:
-            executor.shutdown()
-            for member in (listener, player):
-                member.destroy_node()
+        # The replay paces itself on a thread; this one takes the outputs as they come, and
+        # ends only after it (a thread left waiting in rclpy aborts the process at exit).
+        playing = threading.Thread(
+            target=play_timed, args=(player, source, rate, True),
+            kwargs={'prefix': namespace, 'stop_at': stop_at, 'wait_for_subscribers_s': 10.0},
+            daemon=True)
+        playing.start()
+        while playing.is_alive():
+            executor.spin_once(timeout_sec=0.05)
+        executor.shutdown()
+        for member in (listener, player):
+            member.destroy_node()
 
 
 def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
