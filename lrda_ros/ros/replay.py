@@ -344,12 +344,13 @@ def complete_bag_in_process(bag: Path, topics: BagTopics, parameters: dict[str, 
 
 
 def _replay_and_listen(bag: Path, topics: BagTopics, namespace: str, rate: float,
-                       stop_at: float) -> None:
+                       finish: Any) -> None:
     """
-    Replay ``bag`` in a loop into ``namespace`` until ``stop_at``, subscribed to every output.
+    Replay ``bag`` in a loop into ``namespace`` until ``finish`` is set, taking every output.
 
     The second process of :func:`hold_rate`: what a robot runs beside the node (the sensor
     drivers, a recorder, rviz2), kept out of the node's process and its interpreter lock.
+    ``finish``: a multiprocessing Event the node's process sets.
     """
     prefer_large_sample_transport()
     with _private_context('lrda_rate_replay') as (context, _), \
@@ -363,16 +364,23 @@ def _replay_and_listen(bag: Path, topics: BagTopics, namespace: str, rate: float
         executor.add_node(listener)
         # The replay paces itself on a thread; this one takes the outputs as they come, and
         # ends only after it (a thread left waiting in rclpy aborts the process at exit).
+        stop = threading.Event()
         playing = threading.Thread(
             target=play_timed, args=(player, source, rate, True),
-            kwargs={'prefix': namespace, 'stop_at': stop_at, 'wait_for_subscribers_s': 10.0},
+            kwargs={'prefix': namespace, 'stop': stop, 'wait_for_subscribers_s': 10.0},
             daemon=True)
         playing.start()
         while playing.is_alive():
             executor.spin_once(timeout_sec=0.05)
+            if finish.is_set():
+                stop.set()
         executor.shutdown()
         for member in (listener, player):
             member.destroy_node()
+
+
+#: Seconds :func:`hold_rate` waits for the node's first synchronized set before it gives up.
+_FIRST_SET_TIMEOUT_S = 60.0
 
 
 def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
@@ -384,9 +392,10 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
     completes them (the anytime mode, ``time_budget``), with every output subscribed
     (HELD_OUTPUTS). The replay and the subscriber to the outputs run in a second process, as
     a robot's drivers and viewers do: the node's stage times are its own work, not theirs.
-    Returns the publish times (s since the start) and, per published frame, the node's frame
-    time (synchronized set to publish), iterations and stage times (ms, stage_times.py), plus
-    its counters.
+    The ``seconds`` count from the node's first synchronized set (the second process starts
+    in seconds of its own). Returns the publish times (s since that set) and, per published
+    frame, the node's frame time (synchronized set to publish), iterations and stage times
+    (ms, stage_times.py), plus its counters.
     """
     from .node import CompletionNode
 
@@ -402,23 +411,31 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
             parameter_overrides=[Parameter(k, value=v) for k, v in parameters.items()])
         executor = SingleThreadedExecutor(context=context)
         executor.add_node(node)
-        start = time.monotonic()
-        # CLOCK_MONOTONIC is the machine's: the second process stops at the same instant.
-        replay = multiprocessing.get_context('spawn').Process(
-            target=_replay_and_listen, args=(bag, topics, namespace, rate, start + seconds),
+        processes = multiprocessing.get_context('spawn')
+        finish = processes.Event()
+        replay = processes.Process(
+            target=_replay_and_listen, args=(bag, topics, namespace, rate, finish),
             name='lrda-rate-replay', daemon=True)
+        spawned = time.monotonic()
         replay.start()
-        published, processed = [], 0
+        published, processed, start = [], 0, None
         try:
-            while replay.is_alive() or time.monotonic() < start + seconds:
+            while replay.is_alive():
                 executor.spin_once(timeout_sec=0.01)
+                now = time.monotonic()
+                if start is None and node.stats.received:
+                    start = now
+                if (now > start + seconds) if start is not None else (
+                        now > spawned + _FIRST_SET_TIMEOUT_S):
+                    finish.set()
                 if node.stats.processed > processed:
                     processed = node.stats.processed
-                    published.append({'t': time.monotonic() - start,
+                    published.append({'t': now - start,
                                       'frame_s': node.stats.last_frame_s,
                                       'iterations': node.stats.last_iterations,
                                       'stages_ms': node.stats.stages.milliseconds()})
         finally:
+            finish.set()
             replay.join(timeout=10.0)
             if replay.is_alive():
                 replay.kill()
