@@ -117,6 +117,32 @@ def test_lrda_play_stops_between_messages(tmp_path, ros_context, namespace, sign
 
 
 @pytest.mark.slow
+def test_lrda_hold_rate_stops_its_replay_process_and_prints_what_it_measured(tmp_path):
+    # The node runs in lrda's process, the replay in a second one (which leaves SIGINT to the
+    # first): SIGINT ends both, with the summary line, long before --seconds.
+    from lrda_ros import world
+    from test_bag_inputs import write_scene_bag
+
+    config = world.SequenceConfig('indoor', num_frames=3, width=160, height=120, seed=4,
+                                  lidar=world.LidarConfig.indoor(beams=16))
+    bag = write_scene_bag(tmp_path / 'bag', world.make_sequence(config))
+    program = python('-m', 'lrda_ros.cli', 'hold-rate', str(bag), '--seconds', '600',
+                     '--budget', '0.05', '--processing-size', '56')
+    try:
+        program.wait_for("model 'demo'", 120)
+        start = time.monotonic()
+        program.process.send_signal(signal.SIGINT)
+        code = program.finish(timeout=60)
+        seconds = time.monotonic() - start
+    finally:
+        program.end()
+    assert code == 0, program.output
+    assert seconds < 15.0, f'{seconds:.1f} s to exit:\n{program.output}'  # HOLD_RATE_GRACE_S
+    assert ' Hz out (' in program.output and 'Traceback' not in program.output, program.output
+    assert wait_until(lambda: session_members(program.process.pid) == [], 1.0), program.output
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize('signum', SIGNALS)
 def test_lrda_eval_stops_in_a_long_frame_and_keeps_what_it_finished(tmp_path, signum):
     pytest.importorskip('cv2', reason='opencv-python-headless is not installed')

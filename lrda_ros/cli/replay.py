@@ -21,6 +21,9 @@ from pathlib import Path
 
 from .options import add_command, add_model, add_topics, EXIT_GRACE_S, number, parameter
 
+#: Seconds ``lrda hold-rate`` has after a signal to stop its replay process and print.
+HOLD_RATE_GRACE_S = 15.0
+
 
 def add_play(commands) -> None:
     parser = add_command(commands, 'play', 'replay a rosbag2 over rclpy (without ros2cli)')
@@ -80,7 +83,9 @@ def add_hold_rate(commands) -> None:
 
 def run_hold_rate(args) -> int:
     import json
+    import threading
 
+    from ..interrupts import exit_within
     from ..messages.rosbag import BagTopics, RosbagSource
     from ..ros.replay import held_rate, hold_rate
 
@@ -92,7 +97,11 @@ def run_hold_rate(args) -> int:
                   'processing_size': args.processing_size, 'warm_start': True,
                   'publish.points_dense': True,  # every output subscribed and built
                   'lidar_to_camera.matrix': [float(v) for v in T_cam_lidar.as_matrix().ravel()]}
-    result = hold_rate(args.bag, BagTopics(), parameters, args.seconds, args.rate)
+    # SIGINT and SIGTERM end the replay early: the summary of what was measured, exit code 0.
+    stop = threading.Event()
+    with exit_within(HOLD_RATE_GRACE_S, on_signal=stop.set,
+                     farewell='lrda hold-rate: stopped before its summary'):
+        result = hold_rate(args.bag, BagTopics(), parameters, args.seconds, args.rate, stop)
     rate, summary = held_rate(result)
     print(f'budget {args.budget:g} s: {summary}')
     if args.output:

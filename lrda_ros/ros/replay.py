@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import math
 import multiprocessing
 from pathlib import Path
+import signal
 import statistics
 import threading
 import time
@@ -292,10 +293,18 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
 
 
 @contextmanager
-def _private_context(prefix: str) -> Iterator[tuple[rclpy.Context, str]]:
-    """Yield an initialized rclpy context of its own and a unique namespace; shut it down."""
+def _private_context(prefix: str, signal_handlers: bool = True
+                     ) -> Iterator[tuple[rclpy.Context, str]]:
+    """
+    Yield an initialized rclpy context of its own and a unique namespace; shut it down.
+
+    ``signal_handlers``: False leaves SIGINT and SIGTERM to the caller's handlers.
+    """
     context = rclpy.Context()
-    rclpy.init(context=context)
+    if signal_handlers:
+        rclpy.init(context=context)
+    else:
+        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
     try:
         yield context, f'/{prefix}_{uuid.uuid4().hex[:8]}'
     finally:
@@ -352,8 +361,10 @@ def _replay_and_listen(bag: Path, topics: BagTopics, namespace: str, rate: float
     drivers, a recorder, rviz2), kept out of the node's process and its interpreter lock.
     ``finish``: a multiprocessing Event the node's process sets.
     """
+    # A terminal's Ctrl-C reaches the whole process group: the node's process decides.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     prefer_large_sample_transport()
-    with _private_context('lrda_rate_replay') as (context, _), \
+    with _private_context('lrda_rate_replay', signal_handlers=False) as (context, _), \
             RosbagSource(bag, topics) as source:
         listener = rclpy.create_node('lrda_rate_listener', namespace=namespace,
                                      context=context)
@@ -384,7 +395,7 @@ _FIRST_SET_TIMEOUT_S = 60.0
 
 
 def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds: float,
-              rate: float = 1.0) -> dict[str, Any]:
+              rate: float = 1.0, stop: threading.Event | None = None) -> dict[str, Any]:
     """
     Replay ``bag`` in a loop at its recorded pace into a node in this process for ``seconds``.
 
@@ -393,14 +404,16 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
     (HELD_OUTPUTS). The replay and the subscriber to the outputs run in a second process, as
     a robot's drivers and viewers do: the node's stage times are its own work, not theirs.
     The ``seconds`` count from the node's first synchronized set (the second process starts
-    in seconds of its own). Returns the publish times (s since that set) and, per published
-    frame, the node's frame time (synchronized set to publish), iterations and stage times
-    (ms, stage_times.py), plus its counters.
+    in seconds of its own); ``stop`` (set by a signal handler) ends it sooner, with what was
+    measured. Signals are left to the caller. Returns the publish times (s since that set)
+    and, per published frame, the node's frame time (synchronized set to publish),
+    iterations and stage times (ms, stage_times.py), plus its counters.
     """
     from .node import CompletionNode
 
     prefer_large_sample_transport()  # before this process's participant, inherited below
-    with _private_context('lrda_rate') as (context, namespace), \
+    stop = stop or threading.Event()
+    with _private_context('lrda_rate', signal_handlers=False) as (context, namespace), \
             RosbagSource(bag, topics) as source:
         remaps = [f'{name}:={namespace}{topic}' for name, topic in (
             ('image', source.topics.image), ('camera_info', source.topics.camera_info),
@@ -425,8 +438,8 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
                 now = time.monotonic()
                 if start is None and node.stats.received:
                     start = now
-                if (now > start + seconds) if start is not None else (
-                        now > spawned + _FIRST_SET_TIMEOUT_S):
+                if stop.is_set() or ((now > start + seconds) if start is not None else (
+                        now > spawned + _FIRST_SET_TIMEOUT_S)):
                     finish.set()
                 if node.stats.processed > processed:
                     processed = node.stats.processed
@@ -439,7 +452,7 @@ def hold_rate(bag: Path, topics: BagTopics, parameters: dict[str, Any], seconds:
             replay.join(timeout=10.0)
             if replay.is_alive():
                 replay.kill()
-        if replay.exitcode != 0:
+        if replay.exitcode != 0 and not stop.is_set():
             raise RuntimeError(f'the replay process ended with exit code {replay.exitcode}')
         stats = node.stats
         result = {'published': published, 'received': stats.received,
