@@ -27,7 +27,7 @@ from lrda_ros.colormap import _turbo_table
 from lrda_ros.geometry import (
     CameraModel, LidarCloud, projection, ProjectionConfig, RigidTransform, SparseProjection)
 from lrda_ros.geometry.camera import before_fold, pixels_to_normalized, project_points
-from lrda_ros.geometry.checks import as_points, InvalidConfigError, InvalidPointsError
+from lrda_ros.geometry.checks import as_points, InvalidPointsError
 from lrda_ros.geometry.confidence import EDGE_SCALE, RESIDUAL_SCALE
 from lrda_ros.geometry.projection import MIN_DEPTH_M
 import numpy as np
@@ -243,13 +243,7 @@ def _nearest_per_pixel(pixel_index: np.ndarray, depth: np.ndarray,
 def backproject_depth(depth: np.ndarray, camera: CameraModel,
                       stride: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Lift valid depth pixels to 3-D camera points (the old steps)."""
-    depth_map = np.asarray(depth)
-    if depth_map.shape != (camera.height, camera.width):
-        raise InvalidPointsError(
-            f'depth shape {depth_map.shape} does not match the camera '
-            f'({camera.height}, {camera.width}); use CameraModel.scaled for resized images')
-    if isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
-        raise InvalidConfigError(f'stride must be a positive integer, got {stride!r}')
+    depth_map = projection._checked_depth(depth, camera, stride)  # unchanged checks: shared
     sampled = depth_map[::stride, ::stride].astype(np.float64)
     with np.errstate(invalid='ignore'):
         valid = np.isfinite(sampled) & (sampled > 0)

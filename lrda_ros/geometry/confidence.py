@@ -45,7 +45,6 @@ import numpy as np
 
 from .second_thread import second_thread
 
-
 #: Radii (pixels) at which the distance to the nearest LiDAR pixel is resolved.
 _RADII = (0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 #: Relative residual (|depth - lidar| / lidar) at which the local-fit factor is 0.5.

@@ -31,7 +31,6 @@ from .outliers import outlier_mask, OutlierFilter
 from .second_thread import second_thread
 from .transforms import RigidTransform
 
-
 # Points closer than this to the image plane (metres of z) count as behind the camera.
 MIN_DEPTH_M = 1e-6
 
@@ -150,10 +149,10 @@ def clouds_to_sparse_depth(clouds: Sequence[LidarCloud], camera: CameraModel,
     # The clouds after the first are moved into the camera on a second thread, beside the
     # first (numpy releases the GIL in each whole-array step); one cloud needs no thread.
     with second_thread(beside) if len(clouds) > 1 else nullcontext() as second:
-        beside = [second.submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera, config)
+        others = [second.submit(_cloud_in_camera, points, cloud.T_cam_lidar, camera, config)
                   for points, cloud in zip(checked[1:], clouds[1:])]
         for result in [_cloud_in_camera(checked[0], clouds[0].T_cam_lidar, camera, config)] + [
-                future.result() for future in beside]:
+                future.result() for future in others]:
             points_cam, cloud_counts = result
             in_camera.append(points_cam)
             counts += cloud_counts

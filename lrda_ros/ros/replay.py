@@ -240,8 +240,7 @@ class _Pacer:
 
 def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False,
                prefix: str = '', wait_for_subscribers_s: float = 0.0,
-               clock_hz: float = 0.0, stop_at: float | None = None,
-               stop: threading.Event | None = None,
+               clock_hz: float = 0.0, stop: threading.Event | None = None,
                delivery: DeliveryTracker | None = None) -> int:
     """
     Publish the bag's image, camera_info, points and transforms at the recorded pace.
@@ -253,8 +252,8 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
     input topic to have a subscriber (messages published before discovery are lost), and says
     which has none. Publishers are reliable with a deep history (``REPLAY_QOS``); ``delivery``
     records what subscribers acknowledged. Returns the number of messages published; ``rate``
-    scales the speed. ``stop_at`` (``time.monotonic()``) ends a looping replay, ``stop`` (set
-    by a signal handler) any replay, between messages.
+    scales the speed. ``stop`` (set by a signal handler, or by :func:`hold_rate`'s other
+    process) ends any replay, between messages.
     """
     if rate <= 0:
         raise ValueError('rate must be > 0')
@@ -280,7 +279,7 @@ def play_timed(node, source: RosbagSource, rate: float = 1.0, loop: bool = False
         pacer.restart()
         for topic, msgtype, log_ns, raw in source.raw_messages(list(publishers)):
             pacer.wait_for(log_ns)
-            if stop.is_set() or (stop_at is not None and time.monotonic() > stop_at):
+            if stop.is_set():
                 return published
             publisher = publishers[topic]
             stamp_ns = log_ns if topic in TF_TOPICS else cdr_header_stamp(raw)
