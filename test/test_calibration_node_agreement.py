@@ -19,10 +19,14 @@ The shared KITTI bag replayed over DDS into a node whose extrinsic is turned by 
 pitch and -0.6 deg of roll (camera frame): the node's monitor checks the window it gathered;
 ``lrda calibrate``'s function, handed the same frames of the bag and the same extrinsic, must
 give the same verdict and the same correction to 0.01 deg. The test waits on the monitor's
-events, never on time.
+events, never on time: the monitor's clock is the test's, moved on by one sampling interval
+per frame offered, so a slow machine can neither check a part of the window (a window that
+stopped filling for half a period) nor pass frames over.
 """
 
 from __future__ import annotations
+
+import time
 
 from conftest import SHARED_DATA, spin_until
 import numpy as np
@@ -47,6 +51,16 @@ ERROR_DEG = np.array([0.8, 0.0, -0.6])
 WINDOW = 8
 
 
+class SteppedClock:
+    """A monotonic clock that moves only when the test moves it."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
 @pytest.mark.slow
 def test_the_node_and_lrda_calibrate_agree_on_one_window(ros_context, namespace,
                                                          tiny_model_dir, tmp_path):
@@ -63,6 +77,12 @@ def test_the_node_and_lrda_calibrate_agree_on_one_window(ros_context, namespace,
     node = CompletionNode(context=ros_context, namespace=namespace, parameter_overrides=[
         Parameter(name, value=value) for name, value in values.items()])
     monitor = node._calibration[node.cameras[0].name]
+    clock = SteppedClock(time.monotonic())
+    monitor._clock = clock
+    # A little over one sampling interval per offer: every offer is due, while the window
+    # keeps filling well inside half a period (the partial-window check's wait).
+    step_s = 1.01 * monitor.settings.sample_interval_s
+    assert 2 * step_s < monitor.settings.partial_after_s
     player = rclpy.create_node('player', namespace=namespace, context=ros_context)
     source = RosbagSource(BAG)
     replay = LockstepReplay(player, source, outputs=('depth',))
@@ -78,6 +98,7 @@ def test_the_node_and_lrda_calibrate_agree_on_one_window(ros_context, namespace,
             # A frame joins once per period / window: sent again until it has (or a check ran).
             while len(monitor.window()) == held and not monitor.checked.is_set():
                 monitor.frame_added.clear()
+                clock.now += step_s
                 for name in ('image', 'camera_info', 'points'):
                     replay.publishers[name].publish(inputs[name])
                 spin_until(executor, monitor.frame_added.is_set, 60)
