@@ -154,8 +154,10 @@ def test_a_stalled_reliable_subscriber_gets_every_message_once_it_resumes(
     time.sleep(5.0)
     os.kill(subscriber.process.pid, signal.SIGCONT)
     assert play.finish(120) == 0, play.output
-    time.sleep(1.0)
-    assert subscriber.counts() == {'image': 3, 'camera_info': 3, 'points': 3}, play.output
+    deadline = time.monotonic() + 10  # acknowledged: received; the count is printed after
+    while subscriber.counts() != {'image': 3, 'camera_info': 3, 'points': 3}:
+        assert time.monotonic() < deadline, (subscriber.counts(), play.output)
+        time.sleep(0.1)
     assert 'each acknowledged by every subscriber' in play.output, play.output
 
 
