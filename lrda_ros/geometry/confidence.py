@@ -66,8 +66,11 @@ def _distance_codes(lidar: np.ndarray) -> np.ndarray:
     """
     elsewhere = (~lidar).view(np.uint8)  # 0 on the LiDAR pixels
     exact = cv2.distanceTransform(elsewhere, cv2.DIST_C, 3)
-    # Without a LiDAR pixel OpenCV leaves float32's largest value: 255, beyond every radius.
-    return np.minimum(exact, 255, out=exact).astype(np.uint8)
+    # Without a LiDAR pixel OpenCV leaves float32's largest value: capped at 255 (beyond every
+    # radius) first, as OpenCV's conversion to uint8 saturates only within int32; both OpenCV
+    # passes take a third of numpy's minimum and cast.
+    cv2.threshold(exact, 255, 255, cv2.THRESH_TRUNC, dst=exact)
+    return cv2.convertScaleAbs(exact)
 
 
 def _resolved_table(shape: tuple[int, ...]) -> np.ndarray:
@@ -220,10 +223,11 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     spacing = _spacing(lidar)
     if not np.isfinite(spacing):  # no LiDAR: nothing supports any pixel
         confidence = np.zeros(depth.shape, dtype=np.float32)
+        np.copyto(confidence, np.float32(np.nan), where=~valid)
     else:
         # The distance transform and the top half's edges run beside the local fit and the
         # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
-        # the work in about equal parts.
+        # the work in about equal parts; then each thread multiplies one half.
         half = depth.shape[0] // 2
         with second_thread(beside) as second:
             support = second.submit(_support, lidar, spacing)
@@ -231,13 +235,21 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
             fit = _fit_factor(depth, sparse_depth, lidar, spacing)
             bottom = _edge_factor(depth, slice(half, None))
             confidence = support.result()
-            confidence *= fit
-            confidence[:half] *= top.result()
-            confidence[half:] *= bottom
-    if model_uncertainty is not None:
+            upper = second.submit(_multiply_rows, confidence[:half], fit[:half], top.result(),
+                                  valid[:half])
+            _multiply_rows(confidence[half:], fit[half:], bottom, valid[half:])
+            upper.result()
+    if model_uncertainty is not None:  # NaN stays NaN
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
             model_uncertainty, valid & np.isfinite(model_uncertainty)))).astype(np.float32)
     # Each factor lies in [0, 1] by its form (1 / (1 + x^2), s / (s + x) with x >= 0, a
     # percentile's 0.5 + 0.5 (1 - rank)), and so does their product: no clip is needed.
-    np.copyto(confidence, np.float32(np.nan), where=~valid)
     return confidence
+
+
+def _multiply_rows(support: np.ndarray, fit: np.ndarray, edges: np.ndarray,
+                   valid: np.ndarray) -> None:
+    """Multiply rows of the support by the fit, then the edges, in place; NaN where invalid."""
+    support *= fit
+    support *= edges
+    np.copyto(support, np.float32(np.nan), where=~valid)
