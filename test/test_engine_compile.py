@@ -115,7 +115,7 @@ def test_a_new_image_size_compiles_the_step_and_the_decode_once_more(monkeypatch
     monkeypatch.setattr(tto, 'compiled', partial(compiled, backend='eager'))
     torch._dynamo.reset()
     torch._dynamo.utils.counters.clear()
-    engine = completer(compile=True, sparse_head=True, iterations=6)
+    engine = completer(COMPACT_NETWORK, compile=True, sparse_head=True, iterations=6)
     image = smooth_image(2, 42, 56)
     for count, first_row in ((150, 9), (170, 14)):
         assert engine.complete(image, sparse_of(image.shape, count, 0, first_row)).iterations == 6
