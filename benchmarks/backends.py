@@ -34,8 +34,9 @@ import time
 
 from lrda_ros.engine import DepthCompleter, TTOConfig
 from lrda_ros.engine.precision import native_bfloat16
-from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.inputs import panning_frames, random_model
 from lrda_ros.speed.machine import machine_description, machine_line
+from lrda_ros.speed.options import LidarPattern, RESOLUTIONS
 import torch
 
 

@@ -48,8 +48,9 @@ from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.engine.lora_paths import median_seconds
 from lrda_ros.speed import SpeedOptions
 from lrda_ros.speed.flops import counted_flops
-from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.inputs import panning_frames, random_model
 from lrda_ros.speed.machine import machine_description, machine_line
+from lrda_ros.speed.options import LidarPattern, RESOLUTIONS
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 

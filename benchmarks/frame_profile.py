@@ -36,10 +36,11 @@ from dataclasses import replace
 from lrda_ros.engine import DepthCompleter
 from lrda_ros.engine.config import SCHEDULES
 from lrda_ros.speed import SpeedOptions
-from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+from lrda_ros.speed.inputs import panning_frames, random_model
 from lrda_ros.speed.launches import engine_step_launches
 from lrda_ros.speed.machine import machine_description, machine_line
 from lrda_ros.speed.op_kinds import kind_table, profile_by_kind
+from lrda_ros.speed.options import LidarPattern, RESOLUTIONS
 
 
 def main() -> None:

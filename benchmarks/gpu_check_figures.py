@@ -139,7 +139,8 @@ def step_figures(backbone: str, resolution: str, dtype: str, device: str,
     from lrda_ros.engine import DepthCompleter
     from lrda_ros.eval.profiling import Measure
     from lrda_ros.speed import SpeedOptions
-    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model
+    from lrda_ros.speed.options import RESOLUTIONS
 
     options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
                            iterations=sizes.iterations, schedule=SCHEDULE, device=device,
@@ -257,7 +258,8 @@ def camera_figures(backbone: str, resolution: str, dtype: str, device: str, came
     """
     from lrda_ros.engine import DepthCompleter
     from lrda_ros.speed import SpeedOptions
-    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model, RESOLUTIONS
+    from lrda_ros.speed.inputs import panning_frames, panning_intrinsics, random_model
+    from lrda_ros.speed.options import RESOLUTIONS
 
     options = SpeedOptions(backbones=(backbone,), resolutions=(resolution,),
                            iterations=sizes.iterations, warm_iterations=sizes.warm_iterations,

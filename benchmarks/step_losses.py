@@ -34,7 +34,8 @@ import sys
 
 from lrda_ros.engine import DepthCompleter
 from lrda_ros.speed import SpeedOptions
-from lrda_ros.speed.inputs import LidarPattern, panning_frames, random_model
+from lrda_ros.speed.inputs import panning_frames, random_model
+from lrda_ros.speed.options import LidarPattern
 import torch
 
 

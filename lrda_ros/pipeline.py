@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence
+from typing import Callable, Hashable, Sequence, TYPE_CHECKING
 
 import numpy as np
 
-from .engine import CompletionResult, DepthCompleter, EncodedFrame, TTOConfig
 from .errors import InputError
 from .geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
@@ -39,6 +38,9 @@ from .geometry import (
 from .geometry.confidence import depth_confidence
 from .geometry.second_thread import new_second_thread
 from .geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
+
+if TYPE_CHECKING:  # the engine is handed in: torch loads with it, not with the hold-out rules
+    from .engine import CompletionResult, DepthCompleter, EncodedFrame, TTOConfig
 
 
 class FrameMismatchError(InputError):

@@ -16,6 +16,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from lrda_ros import cli
 from lrda_ros.paper import run as paper_run
 from lrda_ros.speed import run as speed_run
@@ -48,3 +51,21 @@ def test_a_former_name_runs_its_successor_and_says_so_in_one_line(capsys, monkey
     assert len(ran) == 1
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f'lrda {former} is now lrda {current}: running lrda {current}']
+
+
+def test_the_commands_parse_and_the_replay_loads_without_torch():
+    # torch takes seconds to import and hundreds of MB: the parser of every command, and
+    # `lrda play` on a robot, do without it; it loads when a command's work starts.
+    program = ('import sys\n'
+               'from lrda_ros.cli.commands import command_line\n'
+               'command_line().parse_args(["play", "bag"])\n'
+               'import lrda_ros.cli.replay\n'
+               'try:\n'
+               '    import lrda_ros.ros.replay\n'
+               'except ImportError:\n'  # rclpy absent: the parser alone is checked
+               '    pass\n'
+               'print(sorted(name for name in sys.modules if name.split(".")[0] == "torch"))\n')
+    completed = subprocess.run([sys.executable, '-c', program], capture_output=True,
+                               text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == '[]', completed.stdout[:500]

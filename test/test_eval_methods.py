@@ -21,7 +21,7 @@ from lrda_ros.cli import main as lrda_main
 from lrda_ros.engine import DepthModel, Scope, TTOConfig
 from lrda_ros.eval.methods import METHODS, STRIPS_METHOD_TAIL_STRIPS, TTOMethod
 from lrda_ros.eval.options import DEFAULT_METHODS
-from lrda_ros.speed.inputs import LidarPattern
+from lrda_ros.speed.options import LidarPattern
 from lrda_ros.speed.run import _plan, DEFAULT_SPEED_METHODS, measure_classical, SpeedOptions
 import pytest
 

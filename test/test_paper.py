@@ -23,8 +23,9 @@ import sys
 import time
 
 from lrda_ros.errors import ConfigError
-from lrda_ros.paper import PaperOptions, run_paper
+from lrda_ros.paper import PaperOptions
 from lrda_ros.paper.published import backbone_of, paper_row
+from lrda_ros.paper.run import run_paper
 import numpy as np
 from PIL import Image
 import pytest

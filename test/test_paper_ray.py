@@ -34,7 +34,8 @@ import pytest
 from test_paper import _ibims_samples, _void_release
 
 from lrda_ros.cli import main as lrda_main  # noqa: I100
-from lrda_ros.paper import PaperOptions, run_paper
+from lrda_ros.paper import PaperOptions
+from lrda_ros.paper.run import run_paper
 
 METHODS = ('scale-shift', 'lrda', 'lrda-warm')
 

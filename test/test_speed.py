@@ -27,8 +27,9 @@ from lrda_ros.cli import main
 from lrda_ros.engine import Scope, TTOConfig
 from lrda_ros.speed import run as speed_run
 from lrda_ros.speed.against import measure_in_checkout
-from lrda_ros.speed.inputs import LidarPattern, panning_frames, RESOLUTIONS
+from lrda_ros.speed.inputs import panning_frames
 from lrda_ros.speed.machine import machine_description, machine_line
+from lrda_ros.speed.options import LidarPattern, RESOLUTIONS
 from lrda_ros.speed.report import speed_plot, speed_table
 from lrda_ros.speed.run import _summarize, measure_configuration, SpeedOptions
 import numpy as np

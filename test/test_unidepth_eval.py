@@ -23,7 +23,7 @@ from lrda_ros.engine import TTOConfig
 from lrda_ros.engine.unidepth import UniDepthModel
 from lrda_ros.eval.run import EvalOptions, run_evaluation
 from lrda_ros.speed import inputs as speed_inputs, run as speed_run
-from lrda_ros.speed.inputs import LidarPattern
+from lrda_ros.speed.options import LidarPattern
 from lrda_ros.speed.run import measure_configuration, SpeedOptions
 import numpy as np
 from PIL import Image

@@ -57,13 +57,14 @@ def run_demo(args) -> int:
 
 
 def add_train_prior(commands) -> None:
-    from ..demo.prior import PriorTrainingConfig
+    from ..demo.prior_config import PriorTrainingConfig
 
     defaults = PriorTrainingConfig()
     parser = add_command(commands, 'train-prior',
                          'train the embedded demo prior on synthetic scenes')
     parser.add_argument('--output', type=Path, default=defaults.output,
-                        help="folder of the prior's weights (the package's embedded prior)")
+                        help="folder of the prior's weights (default: the package's embedded "
+                        'prior, lrda_ros/weights/demo_prior)')
     parser.add_argument('--views', type=number(int, 1), default=defaults.num_views,
                         help='synthetic views rendered for training')
     parser.add_argument('--steps', type=number(int, 1), default=defaults.steps,

@@ -26,7 +26,7 @@ from .options import add_command, add_engine_options, add_long_run, csv, number
 def add_paper(commands, name: str = 'paper') -> None:
     from ..eval.methods import METHODS
     from ..paper.published import PAPER_BACKBONES
-    from ..paper.run import PaperOptions, PROTOCOLS
+    from ..paper.options import PaperOptions, PROTOCOLS
 
     defaults = PaperOptions(roots={})
     parser = add_command(commands, name, "the paper's accuracy table: its benchmarks on "
@@ -51,7 +51,8 @@ def add_paper(commands, name: str = 'paper') -> None:
 
 
 def run_paper(args) -> int:
-    from ..paper.run import PaperOptions, PROTOCOLS, run_paper as table
+    from ..paper.options import PaperOptions, PROTOCOLS
+    from ..paper.run import run_paper as table
 
     roots = {key: getattr(args, key) for key in PROTOCOLS if getattr(args, key) is not None}
     try:

@@ -17,18 +17,20 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
 import sys
+from types import SimpleNamespace
 
 from .options import add_command, add_schedule, csv, EXIT_GRACE_S, parameter
 
 
 def add_speed(commands, name: str = 'speed') -> None:
     from ..eval.methods import METHODS
-    from ..speed.inputs import RESOLUTIONS
-    from ..speed.run import SpeedOptions
+    from ..speed.options import RESOLUTIONS, SpeedOptions
 
-    defaults = SpeedOptions()
+    # The declared defaults (an instance would check them, which loads torch).
+    defaults = SimpleNamespace(**{option.name: option.default for option in fields(SpeedOptions)})
     parser = add_command(commands, name, 'time and peak memory of test-time optimization, '
                          'methods side by side')
     parser.add_argument('--backbones', type=csv, default=defaults.backbones,

@@ -26,7 +26,7 @@ Reproduce the shipped weights with ``lrda train-prior`` (defaults are the shippe
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, replace
 import json
 import math
 from pathlib import Path
@@ -36,28 +36,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from .prior_config import PriorTrainingConfig
 from .. import world
 from ..engine.alignment import fit_scale_shift
 from ..engine.loading import demo_prior_dir
 from ..engine.model import IMAGENET_MEAN, IMAGENET_STD
-
-
-@dataclass
-class PriorTrainingConfig:
-    """A training run of the demo prior (the defaults reproduce the shipped weights)."""
-
-    output: Path = demo_prior_dir()
-    num_views: int = 4000
-    width: int = 224
-    height: int = 168
-    steps: int = 700
-    batch_size: int = 16
-    learning_rate: float = 5e-4
-    warmup_steps: int = 40
-    weight_decay: float = 0.01
-    indoor_fraction: float = 0.5
-    seed: int = 0
-    threads: int = 2
 
 
 def prior_architecture():
@@ -132,6 +115,8 @@ def _learning_rate(config: PriorTrainingConfig, step: int) -> float:
 
 def train_prior(config: PriorTrainingConfig) -> dict:
     """Render views, train, and save the network (fp16, Hugging Face layout) to ``output``."""
+    output = Path(config.output) if config.output is not None else demo_prior_dir()
+    config = replace(config, output=output)
     torch.set_num_threads(config.threads)
     start = time.perf_counter()
     rgb, disparity = render_training_views(config)
@@ -166,7 +151,6 @@ def train_prior(config: PriorTrainingConfig) -> dict:
         'final_loss': float(np.mean(losses[-50:])),
         'parameters': sum(p.numel() for p in network.parameters()),
     }
-    output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     network.eval().to(torch.float16).save_pretrained(output)
     (output / 'training.json').write_text(json.dumps(report, indent=2) + '\n')

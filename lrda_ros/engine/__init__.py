@@ -28,18 +28,62 @@ of it) takes the camera, ``complete(rgb, sparse_depth, intrinsics=K)``, and also
 ``result.confidence``.
 """
 
-from .alignment import (
-    aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
-    ScaleShift)
-from .completion import CompletionResult, CompletionStatus, EncodedFrame, InputTypeError
-from .config import FewPointsPolicy, Scope, TTOConfig
-from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError
-from .lora import LoraAdapters
-from .model import DepthModel, EncodedImage, resolve_device
-from .precision import UnsupportedPrecisionError
-from .tto import (
-    CompletionCancelledError, DepthCompleter, InsufficientSparseDepthError, NonFiniteDepthError)
-from .unidepth import UniDepthModel
+from importlib import import_module
+from typing import Any, TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as type checkers and readers see them
+    from .alignment import (  # noqa: F401
+        aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
+        ScaleShift)
+    from .completion import (  # noqa: F401
+        CompletionResult, CompletionStatus, EncodedFrame, InputTypeError)
+    from .config import FewPointsPolicy, Scope, TTOConfig  # noqa: F401
+    from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError  # noqa: F401
+    from .lora import LoraAdapters  # noqa: F401
+    from .model import DepthModel, EncodedImage, resolve_device  # noqa: F401
+    from .precision import UnsupportedPrecisionError  # noqa: F401
+    from .tto import (  # noqa: F401
+        CompletionCancelledError, DepthCompleter, InsufficientSparseDepthError,
+        NonFiniteDepthError)
+    from .unidepth import UniDepthModel  # noqa: F401
+
+#: Where each public name lives, imported on first use (PEP 562): the configuration, and the
+#: settings and command lines built on it, load without torch's seconds of import.
+_HOMES = {
+    'aligned_to_depth': 'alignment', 'alignment_loss': 'alignment',
+    'depth_to_target': 'alignment', 'fit_scale_shift': 'alignment',
+    'PredictionSpace': 'alignment', 'ScaleShift': 'alignment',
+    'CompletionResult': 'completion', 'CompletionStatus': 'completion',
+    'EncodedFrame': 'completion', 'InputTypeError': 'completion',
+    'FewPointsPolicy': 'config', 'Scope': 'config', 'TTOConfig': 'config',
+    'DEFAULT_MODEL': 'loading', 'load_depth_model': 'loading', 'ModelLoadError': 'loading',
+    'LoraAdapters': 'lora',
+    'DepthModel': 'model', 'EncodedImage': 'model', 'resolve_device': 'model',
+    'UnsupportedPrecisionError': 'precision',
+    'CompletionCancelledError': 'tto', 'DepthCompleter': 'tto',
+    'InsufficientSparseDepthError': 'tto', 'NonFiniteDepthError': 'tto',
+    'UniDepthModel': 'unidepth',
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name's module on its first use (PEP 562), or a submodule."""
+    home = _HOMES.get(name)
+    if home is None:  # a submodule (``engine.tto``), as the eager imports had made them
+        try:
+            return import_module(f'.{name}', __name__)
+        except ModuleNotFoundError as error:
+            if error.name != f'{__name__}.{name}':
+                raise
+            raise AttributeError(f'module {__name__!r} has no attribute {name!r}') from None
+    value = getattr(import_module(f'.{home}', __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))
+
 
 __all__ = [
     'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',

@@ -27,16 +27,19 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, replace
 import time
-from typing import Protocol, Sequence
+from typing import Protocol, Sequence, TYPE_CHECKING
 
 import numpy as np
 
 from .classical import ip_basic_complete
-from ..engine import DepthCompleter, DepthModel, Scope, TTOConfig
+from ..engine.config import Scope, TTOConfig
 from ..errors import ConfigError, InputError
 from ..geometry import agree_with_lidar, LidarAgreement
 from ..geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 from ..pipeline import complete_sparse
+
+if TYPE_CHECKING:
+    from ..engine import DepthModel
 
 
 #: Bands of rows of the decoder's high-resolution tail for ``lrda-strips`` (engine/strips.py).
@@ -158,6 +161,8 @@ class TTOMethod:
     """A test-time optimization method on its own copy of the network."""
 
     def __init__(self, spec: MethodSpec, model: DepthModel, config: TTOConfig) -> None:
+        from ..engine import DepthCompleter  # torch: with the first network, not the registry
+
         network = copy.deepcopy(model.network)  # LoRA injection modifies the network
         self.name = spec.name
         self.completer = DepthCompleter(type(model)(network, model.device),

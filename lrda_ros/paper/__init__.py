@@ -15,12 +15,12 @@
 """
 The paper's table: its benchmarks on their protocols, our numbers beside its (``lrda paper``).
 
-:mod:`.run` opens each dataset under its protocol and runs the methods on every frame
-(resumable, locally or on Ray through :mod:`.worker`); :mod:`.report` sets the results beside
-the paper's published rows (:mod:`.published`). Frames, methods and metrics are those of
-:mod:`lrda_ros.datasets` and :mod:`lrda_ros.eval`.
+:mod:`.run` (``run_paper``) opens each dataset under its protocol (:mod:`.options`) and runs
+the methods on every frame (resumable, locally or on Ray through :mod:`.worker`);
+:mod:`.report` sets the results beside the paper's published rows (:mod:`.published`).
+Frames, methods and metrics are those of :mod:`lrda_ros.datasets` and :mod:`lrda_ros.eval`.
 """
 
-from .run import PaperOptions, PROTOCOLS, run_paper
+from .options import PaperOptions, PROTOCOLS
 
-__all__ = ['PaperOptions', 'PROTOCOLS', 'run_paper']
+__all__ = ['PaperOptions', 'PROTOCOLS']

@@ -30,7 +30,7 @@ import numpy as np
 
 from .parameters import InvalidParameterError, PARAMETERS, SPECS
 from ..calibration import CheckConfig
-from ..engine import FewPointsPolicy, resolve_device, TTOConfig
+from ..engine.config import FewPointsPolicy, TTOConfig
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
@@ -224,6 +224,7 @@ class NodeSettings:
         if v['min_depth'] >= v['max_depth']:
             raise InvalidParameterError(
                 'max_depth', f"must exceed min_depth ({v['min_depth']}), got {v['max_depth']}")
+        from ..engine.model import resolve_device  # torch: once the cheaper checks passed
         try:
             resolve_device(v['device'])
         except ValueError as error:

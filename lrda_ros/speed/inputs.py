@@ -21,42 +21,17 @@ panning crop of a smooth image with LiDAR returns below the LiDAR's top beam, as
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import torch
 
+from .options import backbone_names, LidarPattern, UNIDEPTH_BACKBONES
 from ..engine import DepthModel
-from ..engine.checkpoint import build_config, VARIANTS
+from ..engine.checkpoint import build_config
 from ..engine.da3 import DA3Model, DA3Network, preset, PRESETS as DA3_PRESETS
 from ..engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
 
-#: (height, width) of the named resolutions.
-RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
-#: UniDepthV2 backbones by ``--backbones`` name (the official sizes, random weights).
-UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
 #: Every backbone name ``--backbones`` takes.
-BACKBONES = tuple(VARIANTS) + tuple(UNIDEPTH_BACKBONES) + tuple(DA3_PRESETS)
-
-
-@dataclass(frozen=True)
-class LidarPattern:
-    """Where the frames have LiDAR depth."""
-
-    #: Share of all pixels with a return (KITTI's projected HDL-64: about 4 %).
-    fraction: float = 0.04
-    #: Share of the image's rows above the LiDAR's top beam, which have none (KITTI's HDL-64
-    #: in its colour camera: rows 122 to 129 of 375 are the first, so about a third; 0: the
-    #: returns spread over the whole image).
-    top: float = 0.33
-
-    def mask(self, height: int, width: int, rng: np.random.Generator) -> np.ndarray:
-        """Return a random (height, width) mask of returns, none in the rows above the LiDAR."""
-        first = int(round(self.top * height))
-        mask = np.zeros((height, width), bool)
-        mask[first:] = rng.random((height - first, width)) < self.fraction * height / max(
-            height - first, 1)
-        return mask
+BACKBONES = backbone_names()
 
 
 def random_network(variant: str, seed: int):

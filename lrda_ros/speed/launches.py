@@ -191,7 +191,8 @@ def engine_step_launches(backbone: str, resolution: str, dtype: str, sparse_head
     from dataclasses import replace
 
     from ..engine import DepthCompleter
-    from .inputs import LidarPattern, panning_frames, random_model, RESOLUTIONS
+    from .inputs import panning_frames, random_model
+    from .options import LidarPattern, RESOLUTIONS
     from .run import SpeedOptions
 
     height, width = RESOLUTIONS[resolution]

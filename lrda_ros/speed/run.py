@@ -41,101 +41,24 @@ from pathlib import Path
 
 import numpy as np
 
-from .against import check_checkout, measure_in_checkout
+from .against import measure_in_checkout
 from .compilation import compilation_cache, compile_times
-from .inputs import (
-    BACKBONES, LidarPattern, panning_frames, panning_intrinsics, random_model, RESOLUTIONS,
-    UNIDEPTH_BACKBONES)
+from .inputs import panning_frames, panning_intrinsics, random_model
 from .machine import machine_description, machine_line
+from .options import (
+    DEFAULT_SPEED_METHODS, LidarPattern, RESOLUTIONS, SpeedOptions, UNIDEPTH_BACKBONES)
 from .report import speed_plot, speed_table
 from .structure import allocator_ablation, in_fresh_process, steps_in_this_process, STRUCTURE_KEYS
 from ..engine import DepthCompleter, TTOConfig
 from ..engine.model import resolve_device
 from ..engine.precision import resolve_precision
 from ..eval.classical import ip_basic_complete
-from ..eval.methods import check_method_names, METHODS
+from ..eval.methods import METHODS
 from ..eval.profiling import Measure
 from ..eval.report import engine_line, engine_metadata, json_ready
 
-#: Methods timed unless ``--methods`` says otherwise: names of the registry (eval/methods.py).
-DEFAULT_SPEED_METHODS = ('lrda', 'lrda-warm', 'lrda-strips', 'encoder-lora', 'prompt')
-
-
-@dataclass
-class SpeedOptions:
-    """What ``lrda speed`` measures."""
-
-    backbones: tuple[str, ...] = ('vits',)
-    resolutions: tuple[str, ...] = ('224', 'vga')
-    methods: tuple[str, ...] = DEFAULT_SPEED_METHODS
-    iterations: int = 40
-    warm_iterations: int = 10
-    schedule: str = TTOConfig.schedule
-    device: str = 'auto'
-    #: 'auto' (as the node): bfloat16 where the hardware computes it natively.
-    dtype: str = 'auto'
-    #: Share of pixels with a LiDAR return (KITTI's projected HDL-64: about 4 %).
-    lidar_fraction: float = LidarPattern.fraction
-    #: Share of the rows above the LiDAR's top beam (LidarPattern.top).
-    lidar_top: float = LidarPattern.top
-    #: Timed frames per configuration (after one untimed warm-up frame); medians reported.
-    frames: int = 3
-    sparse_head: bool = True
-    #: torch.compile the steps and the final decode (the node's compile).
-    compile: bool = False  # noqa: A003 (the option is named compile)
-    #: Also time the cost structure (an encoder pass, a decoder step) in its own process.
-    structure: bool = True
-    #: Also time lrda with each optimization off, and the CPU allocator setting.
-    ablations: bool = True
-    output: Path = Path('out/speed')
-    seed: int = 0
-    #: Another checkout of the package: each frame is timed with it too, right after
-    #: (speed/against.py), for speed-ups measured side by side.
-    against: Path | None = None
-
-    def __post_init__(self) -> None:
-        """Reject unknown names and out-of-range numbers before anything runs."""
-        for option, given, known in (('--backbones', self.backbones, BACKBONES),
-                                     ('--resolutions', self.resolutions, RESOLUTIONS)):
-            unknown = [name for name in given if name not in known]
-            if unknown or not given:
-                raise ValueError(f'{option}: unknown {", ".join(unknown) or "(empty)"}; choose '
-                                 f'from {", ".join(known)}')
-        check_method_names(self.methods)  # as lrda eval does
-        posed = [name for name in self.methods if METHODS[name].temporal_fusion]
-        if posed:
-            raise ValueError(f'--methods: {", ".join(posed)} fuses frames by the camera pose, '
-                             'which the panning frames have not: time lrda-warm')
-        for option, value in (('--iterations', self.iterations), ('--frames', self.frames)):
-            if value < 1:
-                raise ValueError(f'{option} must be at least 1, got {value}')
-        if self.against is not None:
-            self.against = check_checkout(self.against)
-        if not 0 <= self.lidar_top < 1:
-            raise ValueError(f'--lidar-top must be in [0, 1), got {self.lidar_top}')
-        if not 0 < self.lidar_fraction <= 1 - self.lidar_top:
-            raise ValueError(f'--lidar-fraction must be in (0, 1 - --lidar-top], got '
-                             f'{self.lidar_fraction}')
-
-    @property
-    def lidar(self) -> LidarPattern:
-        """Return the LiDAR pattern of the frames."""
-        return LidarPattern(self.lidar_fraction, self.lidar_top)
-
-    def tto_config(self) -> TTOConfig:
-        """
-        Return the engine configuration the methods start from.
-
-        Every frame runs its configured steps: on random weights the loss means nothing, so
-        neither a divergence stop nor an undone collapse (a step without backward) may change
-        the work timed.
-        """
-        return TTOConfig(iterations=self.iterations, warm_iterations=self.warm_iterations,
-                         schedule=self.schedule,
-                         device=str(resolve_device(self.device)), dtype=self.dtype,
-                         processing_size=None, sparse_head=self.sparse_head, seed=self.seed,
-                         divergence_factor=math.inf, backtrack_fraction=1.0,
-                         compile=self.compile)
+__all__ = ['DEFAULT_SPEED_METHODS', 'measure_configuration', 'measure_speed', 'run_speed',
+           'SpeedOptions']
 
 
 def measure_configuration(variant: str, resolution: str, config: TTOConfig, warm: bool,

@@ -29,7 +29,8 @@ import time
 import numpy as np
 import torch
 
-from .inputs import LidarPattern, panning_frames, panning_intrinsics, random_model, RESOLUTIONS
+from .inputs import panning_frames, panning_intrinsics, random_model
+from .options import LidarPattern, RESOLUTIONS
 from ..engine import DepthCompleter, DepthModel, TTOConfig
 from ..engine.model import sample_prediction
 from ..engine.sparse_head import SparseHeadPlan
