@@ -85,14 +85,4 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_HOMES))
 
 
-__all__ = [
-    'aligned_to_depth', 'alignment_loss', 'CompletionCancelledError', 'CompletionResult',
-    'CompletionStatus',
-    'DEFAULT_MODEL', 'depth_to_target', 'DepthCompleter', 'DepthModel', 'EncodedFrame',
-    'EncodedImage',
-    'FewPointsPolicy', 'fit_scale_shift', 'InputTypeError', 'InsufficientSparseDepthError',
-    'load_depth_model',
-    'LoraAdapters', 'ModelLoadError', 'NonFiniteDepthError', 'PredictionSpace', 'resolve_device',
-    'ScaleShift', 'Scope',
-    'TTOConfig', 'UniDepthModel', 'UnsupportedPrecisionError',
-]
+__all__ = sorted(_HOMES, key=str.lower)

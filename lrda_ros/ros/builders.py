@@ -200,8 +200,7 @@ def depth_to_pointcloud2(depth: np.ndarray, camera: CameraModel, rgb: np.ndarray
     records.view(np.uint32)[..., 3] = _rgb_words(pixels, stride)
     # Each record as one 16-byte item: the gather moves records, not single values.
     gathered = records.view(np.dtype((np.void, 16))).reshape(-1)[valid.reshape(-1)]
-    points = gathered.view(np.float32).reshape(-1, 4)
-    msg = _pointcloud2(['x', 'y', 'z', 'rgb'], len(points), header)
+    msg = _pointcloud2(['x', 'y', 'z', 'rgb'], gathered.size, header)
     msg.is_dense = finite
     msg.data = to_byte_array(gathered)
     return msg

@@ -17,10 +17,9 @@ Speed measurement: the time and memory of test-time optimization (``lrda speed``
 
 :mod:`.run` measures methods side by side (what it measures: :mod:`.options`, which loads
 without torch), each configuration in a fresh process, on official-size networks with random
-weights and synthetic frames (:mod:`.inputs`), with the
-cost structure (:mod:`.structure`) and a report (:mod:`.report`) that opens with the machine
-(:mod:`.machine`). :mod:`.host_sync` counts what makes the host wait for the device. Accuracy
-is measured in :mod:`lrda_ros.eval`.
+weights and synthetic frames (:mod:`.inputs`), with the cost structure (:mod:`.structure`) and
+a report (:mod:`.report`) that opens with the machine (:mod:`.machine`). :mod:`.host_sync`
+counts what makes the host wait for the device. Accuracy is measured in :mod:`lrda_ros.eval`.
 """
 
 from .options import SpeedOptions

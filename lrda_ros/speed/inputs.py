@@ -24,14 +24,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .options import backbone_names, LidarPattern, UNIDEPTH_BACKBONES
+from .options import LidarPattern, UNIDEPTH_BACKBONES
 from ..engine import DepthModel
 from ..engine.checkpoint import build_config
 from ..engine.da3 import DA3Model, DA3Network, preset, PRESETS as DA3_PRESETS
 from ..engine.unidepth import UniDepthModel, UniDepthV2Config, UniDepthV2Network
-
-#: Every backbone name ``--backbones`` takes.
-BACKBONES = backbone_names()
 
 
 def random_network(variant: str, seed: int):
