@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -69,3 +70,43 @@ def test_the_commands_parse_and_the_replay_loads_without_torch():
                                text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout.strip() == '[]', completed.stdout[:500]
+
+
+def test_bad_inputs_are_refused_before_torch_loads(tmp_path):
+    # The one-line errors of a missing input, an unknown name or a missing model file come
+    # before torch's seconds of import: each command runs in one process, torch is looked for
+    # at its end.
+    import numpy as np
+    from PIL import Image
+
+    folder = tmp_path / 'folder'
+    for part, image in (('rgb', np.zeros((8, 8, 3), np.uint8)),
+                        ('sparse', np.full((8, 8), 512, np.uint16)),
+                        ('gt', np.full((8, 8), 512, np.uint16))):
+        (folder / part).mkdir(parents=True)
+        Image.fromarray(image).save(folder / part / '0000.png')
+    (tmp_path / 'empty').mkdir()
+    out = str(tmp_path / 'out')
+    cases = [
+        (['eval', '--bag', str(tmp_path / 'missing'), '--output', out], 'no rosbag2 at'),
+        (['eval', '--dataset', 'kitti_dc', '--root', str(tmp_path / 'empty'), '--output', out],
+         'no folder image/'),
+        (['eval', '--dataset', 'folder', '--root', str(folder), '--output', out,
+          '--methods', 'lrda,magic'], '--methods: unknown magic'),
+        (['eval', '--dataset', 'folder', '--root', str(folder), '--output', out,
+          '--methods', 'lrda', '--model', str(tmp_path / 'none.pth')], 'does not exist'),
+        (['demo', '--model', str(tmp_path / 'none.pth'), '--output', out], 'does not exist'),
+        (['paper', '--output', out], 'no dataset given'),
+    ]
+    program = ('import sys\n'
+               'from lrda_ros.cli import main\n'
+               f'codes = [main(arguments) for arguments in {[a for a, _ in cases]!r}]\n'
+               'print(codes, "torch" in sys.modules)\n')
+    completed = subprocess.run([sys.executable, '-c', program], capture_output=True,
+                               text=True, timeout=120, env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == f'{[1] * len(cases)} False', completed.stdout
+    errors = completed.stderr.strip().splitlines()
+    assert len(errors) == len(cases), completed.stderr
+    for line, (arguments, says) in zip(errors, cases):
+        assert line.startswith(f'lrda {arguments[0]}: error:') and says in line, line

@@ -16,11 +16,18 @@
 
 from __future__ import annotations
 
+import re
+
 from conftest import smooth_image, tiny_config, tiny_network
 from lrda_ros.engine import (
     DepthCompleter, DepthModel, load_depth_model, ModelLoadError, PredictionSpace, TTOConfig)
 from lrda_ros.engine.checkpoint import (
     build_config, official_to_transformers, transformers_to_official)
+from lrda_ros.engine.da3 import HUB_IDS as DA3_HUB_IDS, PRESETS as DA3_PRESETS
+from lrda_ros.engine.model import resolve_device
+from lrda_ros.engine.names import (
+    check_model_path, DEFAULT_MODEL, looks_like_path, TORCH_DEVICE_TYPES, unknown_device)
+from lrda_ros.engine.unidepth import HUB_IDS as UNIDEPTH_HUB_IDS
 import numpy as np
 import pytest
 import torch
@@ -118,6 +125,44 @@ def test_metric_checkpoint_is_recognized_by_name(official_vits_file):
 def test_missing_path_says_what_to_pass(tmp_path):
     with pytest.raises(ModelLoadError, match='does not exist.*local Hugging Face directory'):
         load_depth_model(tmp_path / 'nowhere' / 'depth_anything_v2_vits.pth')
+
+
+def test_a_missing_path_is_refused_before_torch_as_the_loader_refuses_it(tmp_path):
+    # Nodes and commands check a model path before torch loads (engine/names.py).
+    missing = str(tmp_path / 'nowhere' / 'depth_anything_v2_vits.pth')
+    with pytest.raises(ModelLoadError) as loader:
+        load_depth_model(missing)
+    with pytest.raises(ModelLoadError) as early:
+        check_model_path(missing, 'auto')
+    assert str(early.value) == str(loader.value)
+    check_model_path(missing, 'cuda')  # the loader checks a device first: it decides
+    check_model_path(tmp_path, 'cpu')  # a folder: the loader reads it
+    # A spec that looks like a path names no model of any family: missing, it is no model.
+    names = [*UNIDEPTH_HUB_IDS, *DA3_HUB_IDS, *DA3_PRESETS, DEFAULT_MODEL, 'demo', 'auto']
+    assert not [name for name in names if looks_like_path(name)]
+
+
+@pytest.mark.parametrize('name', ['tpu', 'Cuda', 'cuda:01', 'cuda:', '', ' cpu', 'cpu:0',
+                                  'cuda', 'cuda:3', 'mps', 'meta', 'auto', 'cpu'])
+def test_device_names_refused_without_torch_are_those_torch_cannot_parse(name):
+    try:
+        resolve_device(name)
+        refused = None
+    except ValueError as error:
+        refused = str(error)
+    unknown = unknown_device(name)
+    if unknown is not None:
+        assert unknown == refused
+    else:
+        assert refused is None or not refused.startswith('unknown device'), refused
+
+
+def test_every_device_type_torch_parses_is_known_without_torch():
+    with pytest.raises(RuntimeError) as error:
+        torch.device('no_such_type')
+    listed = re.search(r'Expected one of (.*) device type', str(error.value))
+    assert listed, str(error.value)
+    assert set(listed.group(1).split(', ')) <= TORCH_DEVICE_TYPES
 
 
 def test_directory_without_config_is_rejected(tmp_path):

@@ -116,6 +116,30 @@ def test_a_missing_params_file_is_one_line(tmp_path):
                           'nope.yaml', 'does not exist')
 
 
+#: The node's executable, then whether it imported torch, printed at its exit.
+_NODE_THEN_TORCH = (
+    'import runpy, sys\n'
+    'try:\n'
+    '    runpy.run_module("lrda_ros.ros.node", run_name="__main__", alter_sys=True)\n'
+    'finally:\n'
+    '    print("torch imported:", "torch" in sys.modules)\n')
+
+
+@pytest.mark.parametrize('arguments, fragment', [
+    (['-p', 'model:=demo', '-p', 'device:=tpu'], "unknown device 'tpu'"),
+    (['-p', 'iterations:=5000'], "'iterations'"),
+    (['-p', 'model:=/nowhere/depth_anything_v2_vits.pth'], 'does not exist'),
+])
+def test_a_bad_parameter_is_refused_before_torch_loads(arguments, fragment):
+    # torch takes seconds to import: a parameter the node cannot run with is refused first.
+    completed = subprocess.run(
+        [sys.executable, '-c', _NODE_THEN_TORCH, '--ros-args', *arguments],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, 'HF_HUB_OFFLINE': '1'})
+    assert_one_fatal_line(completed, fragment)
+    assert 'torch imported: False' in completed.stdout, completed.stdout + completed.stderr
+
+
 @pytest.fixture
 def large_data_transport(monkeypatch):
     """Use Fast DDS's large-data transports in this process too (the node defaults to them)."""

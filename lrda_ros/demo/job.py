@@ -37,7 +37,7 @@ from .. import world
 from ..colormap import colorize_depth, depth_display_range
 from ..datasets import Frame
 from ..engine import TTOConfig
-from ..engine.loading import load_depth_model
+from ..engine.names import check_model_path
 from ..eval.figures import frame_figure
 from ..eval.harness import EvalResult, FrameRecord, score_confidence
 from ..eval.metrics import compute_metrics
@@ -165,7 +165,10 @@ def _animation(frames: list[Frame], predictions: list[np.ndarray], path: Path) -
 def run_demo(options: DemoOptions) -> dict:
     """Run the demo end to end; return the summary table (also written to the output)."""
     # The nodes load the model themselves; loading it here first makes a bad spec fail at once
-    # with the loader's message instead of after the rendering.
+    # with the loader's message instead of after the rendering; a missing path, before torch.
+    check_model_path(options.model, options.device)
+    from ..engine.loading import load_depth_model
+
     model = load_depth_model(options.model, options.device)
     output = Path(options.output)
     (output / 'frames').mkdir(parents=True, exist_ok=True)

@@ -35,33 +35,35 @@ if TYPE_CHECKING:  # the names as type checkers and readers see them
     from .alignment import (  # noqa: F401
         aligned_to_depth, alignment_loss, depth_to_target, fit_scale_shift, PredictionSpace,
         ScaleShift)
-    from .completion import (  # noqa: F401
-        CompletionResult, CompletionStatus, EncodedFrame, InputTypeError)
+    from .completion import CompletionResult, CompletionStatus, EncodedFrame  # noqa: F401
     from .config import FewPointsPolicy, Scope, TTOConfig  # noqa: F401
-    from .loading import DEFAULT_MODEL, load_depth_model, ModelLoadError  # noqa: F401
+    from .errors import (  # noqa: F401
+        CompletionCancelledError, InputTypeError, InsufficientSparseDepthError, ModelLoadError,
+        NonFiniteDepthError, UnsupportedPrecisionError)
+    from .loading import load_depth_model  # noqa: F401
     from .lora import LoraAdapters  # noqa: F401
     from .model import DepthModel, EncodedImage, resolve_device  # noqa: F401
-    from .precision import UnsupportedPrecisionError  # noqa: F401
-    from .tto import (  # noqa: F401
-        CompletionCancelledError, DepthCompleter, InsufficientSparseDepthError,
-        NonFiniteDepthError)
+    from .names import DEFAULT_MODEL  # noqa: F401
+    from .tto import DepthCompleter  # noqa: F401
     from .unidepth import UniDepthModel  # noqa: F401
 
-#: Where each public name lives, imported on first use (PEP 562): the configuration, and the
-#: settings and command lines built on it, load without torch's seconds of import.
+#: Where each public name lives, imported on first use (PEP 562): the configuration, the errors
+#: and the settings and command lines built on them load without torch's seconds of import.
 _HOMES = {
     'aligned_to_depth': 'alignment', 'alignment_loss': 'alignment',
     'depth_to_target': 'alignment', 'fit_scale_shift': 'alignment',
     'PredictionSpace': 'alignment', 'ScaleShift': 'alignment',
     'CompletionResult': 'completion', 'CompletionStatus': 'completion',
-    'EncodedFrame': 'completion', 'InputTypeError': 'completion',
+    'EncodedFrame': 'completion',
     'FewPointsPolicy': 'config', 'Scope': 'config', 'TTOConfig': 'config',
-    'DEFAULT_MODEL': 'loading', 'load_depth_model': 'loading', 'ModelLoadError': 'loading',
+    'CompletionCancelledError': 'errors', 'InputTypeError': 'errors',
+    'InsufficientSparseDepthError': 'errors', 'ModelLoadError': 'errors',
+    'NonFiniteDepthError': 'errors', 'UnsupportedPrecisionError': 'errors',
+    'load_depth_model': 'loading',
     'LoraAdapters': 'lora',
     'DepthModel': 'model', 'EncodedImage': 'model', 'resolve_device': 'model',
-    'UnsupportedPrecisionError': 'precision',
-    'CompletionCancelledError': 'tto', 'DepthCompleter': 'tto',
-    'InsufficientSparseDepthError': 'tto', 'NonFiniteDepthError': 'tto',
+    'DEFAULT_MODEL': 'names',
+    'DepthCompleter': 'tto',
     'UniDepthModel': 'unidepth',
 }
 

@@ -24,13 +24,13 @@ import numpy as np
 import torch
 
 from .config import TTOConfig
+# The errors live in a torch-free module (error handlers import them before torch); named here
+# too, where the engine raises them.
+from .errors import (  # noqa: F401
+    CompletionCancelledError, InputTypeError, InsufficientSparseDepthError, NonFiniteDepthError)
 from .model import check_rgb_image, EncodedImage, resize_prediction
 from .transfers import to_device
-from ..errors import ConfigError, InputError, LrdaError
-
-
-class InputTypeError(InputError, TypeError):
-    """An input is not of the type the engine takes (a NumPy array)."""
+from ..errors import ConfigError, InputError
 
 
 class CompletionStatus(str, Enum):
@@ -43,18 +43,6 @@ class CompletionStatus(str, Enum):
     ALIGNMENT_ONLY = 'alignment_only'
     #: The loss diverged; the best weights seen were kept.
     DIVERGED = 'diverged'
-
-
-class InsufficientSparseDepthError(InputError):
-    """Too few valid sparse depths to anchor the metric scale."""
-
-
-class CompletionCancelledError(LrdaError, RuntimeError):
-    """``should_stop`` asked the optimization to stop (e.g. the node is shutting down)."""
-
-
-class NonFiniteDepthError(InputError, FloatingPointError):
-    """The network produced non-finite values for a frame (e.g. a corrupt image)."""
 
 
 def check_finite(dense: torch.Tensor, last_iterate_steps: int, config: TTOConfig) -> None:

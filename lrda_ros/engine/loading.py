@@ -45,30 +45,17 @@ from .checkpoint import (
     build_config, CheckpointError, inspect_checkpoint, official_to_transformers,
     read_official_state_dict)
 from .da3.loading import is_da3_source
+# The error and the spec names are torch-free (checked before torch loads); named here too.
+from .errors import ModelLoadError
 from .model import DepthModel, resolve_device
+from .names import (  # noqa: F401
+    AUTO, DEFAULT_MODEL, DEMO, HOW_TO_PASS, is_demo_prior_source, looks_like_path,
+    missing_path_error)
 from .unidepth.loading import is_unidepth_source
 from ..errors import ModelError
 
-DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
-AUTO = 'auto'
-DEMO = 'demo'
 #: Seconds the hub probe waits for a TCP connection (DNS included).
 HUB_PROBE_TIMEOUT_S = 1.5
-
-_HOW_TO_PASS = ('Pass the model as a local Hugging Face directory (config.json + '
-                'model.safetensors, as written by save_pretrained), an official Depth Anything V2 '
-                'checkpoint file (depth_anything_v2_vits.pth, ..._metric_hypersim_vitl.pth), '
-                'a UniDepthV2 hub id (lpiccinelli/unidepth-v2-vits14, -vitb14, -vitl14) or a '
-                'folder or weights file of one, a Depth Anything 3 model (da3-small, da3-base, '
-                'da3-large, da3metric-large, da3mono-large, or its hub id) or a folder or '
-                'weights file of one, '
-                "'demo' for the embedded demonstration prior, or a hub id that is reachable or "
-                f'already cached (default {DEFAULT_MODEL!r}).')
-
-
-class ModelLoadError(ModelError):
-    """The depth model could not be loaded; the message says what to pass instead."""
-
 
 #: What safetensors and torch.load say of a weights file cut short or damaged.
 _DAMAGED_FILE_SIGNS = ('deserializing header', 'file not fully covered', 'header too small',
@@ -198,20 +185,10 @@ def _network_of(family: str, load, text: str, local_files_only: bool) -> torch.n
         if damaged is not None:
             raise damaged from error
         if isinstance(error, ModelError):
-            raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {_HOW_TO_PASS}'
+            raise ModelLoadError(f'cannot load {family} {text!r}: {error}. {HOW_TO_PASS}'
                                  ) from error
         raise ModelLoadError(f'cannot load {family} {text!r} ({type(error).__name__}: '
-                             f'{error}). {_HOW_TO_PASS}') from error
-
-
-def is_demo_prior_source(source: str | None) -> bool:
-    """
-    Return whether a model's ``source`` names the demonstration prior.
-
-    ``source`` as a loaded model records it and /diagnostics and reports name it: ``demo``
-    for the prior (only ever loaded when asked for).
-    """
-    return source == DEMO
+                             f'{error}). {HOW_TO_PASS}') from error
 
 
 def _demo_prior(device: torch.device) -> DepthModel:
@@ -250,10 +227,10 @@ def _load_network(text: str, depth_estimation_type: str | None, max_depth: float
             network = _load_official(path, depth_estimation_type, max_depth)
         elif path.is_dir():
             if not (path / 'config.json').is_file():
-                raise ModelLoadError(f'model directory {path} has no config.json. {_HOW_TO_PASS}')
+                raise ModelLoadError(f'model directory {path} has no config.json. {HOW_TO_PASS}')
             network = _load_pretrained(str(path), local_files_only=True)
-        elif _looks_like_path(text):
-            raise ModelLoadError(f'model path {text!r} does not exist. {_HOW_TO_PASS}')
+        elif looks_like_path(text):
+            raise missing_path_error(text)
         else:
             network = _load_hub(text, local_files_only)
     except ModelLoadError:
@@ -264,12 +241,12 @@ def _load_network(text: str, depth_estimation_type: str | None, max_depth: float
             raise damaged from error
         if isinstance(error, CheckpointError):
             raise ModelLoadError(
-                f'cannot convert checkpoint {text!r}: {error}. {_HOW_TO_PASS}') from error
+                f'cannot convert checkpoint {text!r}: {error}. {HOW_TO_PASS}') from error
         raise ModelLoadError(f'cannot load model {text!r} ({type(error).__name__}: {error}). '
-                             f'{_HOW_TO_PASS}') from error
+                             f'{HOW_TO_PASS}') from error
     if getattr(network.config, 'model_type', None) != 'depth_anything':
         raise ModelLoadError(f'{text!r} is a {network.config.model_type!r} model, not Depth '
-                             f'Anything. {_HOW_TO_PASS}')
+                             f'Anything. {HOW_TO_PASS}')
     return network
 
 
@@ -280,11 +257,11 @@ def _load_hub(hub_id: str, local_files_only: bool) -> torch.nn.Module:
     except OSError:  # not cached (transformers raises OSError / EnvironmentError)
         if local_files_only:
             raise ModelLoadError(f'model {hub_id!r} is not in the local Hugging Face cache. '
-                                 f'{_HOW_TO_PASS}') from None
+                                 f'{HOW_TO_PASS}') from None
     offline = hub_unreachable_reason()
     if offline:
         raise ModelLoadError(f'model {hub_id!r} is not in the local Hugging Face cache and '
-                             f'{offline}. {_HOW_TO_PASS}')
+                             f'{offline}. {HOW_TO_PASS}')
     return _load_pretrained(hub_id, local_files_only=False)
 
 
@@ -344,9 +321,4 @@ def _check_loading_info(source: str, info: dict) -> None:
         counts = ', '.join(f'{len(keys)} {kind.replace("_keys", "").replace("_", " ")} '
                            f'{[str(k) for k in keys[:3]]}' for kind, keys in problems.items())
         raise ModelLoadError(f'{source}: the weights do not fit the Depth Anything V2 model '
-                             f'its config.json describes ({counts}). {_HOW_TO_PASS}')
-
-
-def _looks_like_path(source: str) -> bool:
-    return (source.startswith(('/', './', '../', '~')) or source.count('/') > 1
-            or source.endswith(('.pth', '.pt', '.safetensors', '.bin')))
+                             f'its config.json describes ({counts}). {HOW_TO_PASS}')

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from .alignment import PredictionSpace
 from .lora import DECODER_PREFIXES, ENCODER_PREFIXES
 from .lora_paths import low_rank_term
+from .names import unknown_device_message
 from .precision import autocast, full_precision, hold_frozen_weights
 from .transfers import to_device
 from ..errors import ConfigError
@@ -91,8 +92,7 @@ def resolve_device(name: str) -> torch.device:
     try:
         device = torch.device(name)
     except (RuntimeError, TypeError) as error:
-        raise ValueError(f"unknown device {name!r}: use 'auto', 'cpu', 'cuda' or 'cuda:N'"
-                         ) from error
+        raise ValueError(unknown_device_message(name)) from error
     if device.type == 'cuda' and not torch.cuda.is_available():
         raise ValueError(f'device {name!r} requested but CUDA is not available; '
                          "use 'auto' or 'cpu'")

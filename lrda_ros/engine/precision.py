@@ -33,11 +33,8 @@ import torch
 from torch import nn
 
 from .config import DTYPES, PRECISIONS
-from ..errors import ConfigError
-
-
-class UnsupportedPrecisionError(ConfigError):
-    """The configured ``dtype`` cannot run on the configured device; the message says why."""
+# Torch-free, for handlers that refuse a setting before torch loads; raised here.
+from .errors import UnsupportedPrecisionError
 
 
 def autocast_dtype(name: str) -> torch.dtype:

@@ -23,7 +23,8 @@ spikes shorter than the sampling period. The period is a trade-off: ``mallinfo2`
 heap's free lists under its lock, so sampling every 10 ms slowed a VGA TTO frame by about 4 %,
 every 50 ms by about 1 %, while a TTO step's peak lasts through its backward pass (tens to
 hundreds of milliseconds) and recurs every step. Without glibc it falls back to resident-set
-growth.
+growth. torch is imported for a CUDA device only: a process that measures on the CPU, or never
+measures (a node or command that stops at a bad parameter), does without its seconds of import.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ from dataclasses import dataclass
 import os
 import threading
 import time
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 _PAGE_BYTES = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
 
@@ -69,6 +72,11 @@ def resident_bytes() -> int:
         return 0
 
 
+def _is_cuda(device: torch.device | str) -> bool:
+    """Return whether a device (a torch.device or its name: 'cuda', 'cuda:1') is CUDA."""
+    return str(getattr(device, 'type', device)).split(':')[0] == 'cuda'
+
+
 @dataclass
 class Measurement:
     """Result of :class:`Measure`."""
@@ -86,7 +94,13 @@ class Measure:
     """Context manager timing a block and recording its peak memory on ``device``."""
 
     def __init__(self, device: torch.device | str = 'cpu', sample_period_s: float = 0.05):
-        self.device = torch.device(device)
+        self._cuda = _is_cuda(device)
+        if self._cuda:  # the allocator's peak; the CPU's heap is read without torch
+            import torch
+
+            device = torch.device(device)
+        #: A torch.device on CUDA; on the CPU the device as given.
+        self.device = device
         self._cpu_bytes = _heap_reader() or resident_bytes
         self.sample_period_s = sample_period_s
         self.result = Measurement()
@@ -100,7 +114,9 @@ class Measure:
             self._peak = max(self._peak, self._cpu_bytes())
 
     def __enter__(self) -> Measurement:
-        if self.device.type == 'cuda':
+        if self._cuda:
+            import torch
+
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
             self._baseline = torch.cuda.memory_allocated(self.device)
@@ -112,7 +128,9 @@ class Measure:
         return self.result
 
     def __exit__(self, *exc: object) -> None:
-        if self.device.type == 'cuda':
+        if self._cuda:
+            import torch
+
             torch.cuda.synchronize(self.device)
             peak = torch.cuda.max_memory_allocated(self.device)
         else:

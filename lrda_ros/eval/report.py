@@ -37,7 +37,7 @@ import numpy as np
 
 from .figures import sparsification_plot, speed_accuracy_plot
 from .harness import EvalResult, METRIC_NAMES
-from ..engine.loading import is_demo_prior_source
+from ..engine.names import is_demo_prior_source
 
 FRAMES_CSV = 'frames.csv'
 SUMMARY_JSON = 'summary.json'

@@ -29,7 +29,7 @@ from dataclasses import asdict, replace
 import json
 from pathlib import Path
 import sys
-from typing import Iterator
+from typing import Iterator, TYPE_CHECKING
 
 import numpy as np
 
@@ -40,14 +40,17 @@ from .options import check_options, DEFAULT_HOLDOUT, EvalOptions, source_setting
 from .report import (engine_metadata, figure_path, json_ready, report_metadata, report_title,
                      write_report)
 from ..datasets import DEFAULT_PROTOCOLS, Frame, FrameDataset, open_dataset, SamplingProtocol
-from ..engine import DepthModel, TTOConfig
-from ..engine.loading import load_depth_model
+from ..engine import TTOConfig
+from ..engine.names import check_model_path
 from ..geometry import SPARSE_INPUT_FILTER
 from ..messages.sweep_alignment import (
     MOVED, MOVED_WITHOUT_POINT_TIMES, NO_FIXED_FRAME_POSE, NOTHING_TO_MOVE, OUTCOMES,
     UNREADABLE_TIME_FIELD)
 from ..messages.sync_losses import LOSS_REASONS
 from ..settings import InvalidParameterError, OFFLINE_POINT_TOPICS
+
+if TYPE_CHECKING:
+    from ..engine import DepthModel
 
 
 def open_source(options: EvalOptions) -> FrameDataset:
@@ -90,6 +93,14 @@ def open_source(options: EvalOptions) -> FrameDataset:
     return open_dataset(options.kind, options.root, **extra)
 
 
+def _load_model(spec: str, device: str) -> DepthModel:
+    """Load the depth model; a model path that does not exist is refused before torch loads."""
+    check_model_path(spec, device)
+    from ..engine.loading import load_depth_model  # torch: seconds of import, for a model only
+
+    return load_depth_model(spec, device)
+
+
 def _given(option, parameter):
     """Return the option where given, else the node's parameter."""
     return parameter if option is None else option
@@ -111,8 +122,7 @@ def run_evaluation(options: EvalOptions) -> tuple[EvalResult, dict]:
     settings = source_settings(options)
     config = options.engine_config(settings)
     needs_model = any(METHODS[m].needs_network for m in options.methods)
-    model = load_depth_model(options.model_spec(settings), config.device) if needs_model \
-        else None
+    model = _load_model(options.model_spec(settings), config.device) if needs_model else None
     if model is not None and model.warning:
         print(f'warning: {model.warning}', file=sys.stderr)
     methods = [build_method(name, model, config) for name in options.methods]
@@ -211,7 +221,7 @@ def _write_budget_curve(options: EvalOptions, dataset, model: DepthModel | None,
     from .budget import budget_curve, curve_plot, curve_table
 
     if model is None:
-        model = load_depth_model(options.model_spec(source_settings(options)), config.device)
+        model = _load_model(options.model_spec(source_settings(options)), config.device)
     frames = list(dataset)[:options.max_frames]
     rows = budget_curve(frames, model, config, options.budgets, options.max_depth,
                         options.progress)

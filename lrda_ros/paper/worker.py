@@ -29,7 +29,7 @@ from typing import Any
 
 from ..datasets import Frame
 from ..engine import TTOConfig
-from ..engine.loading import is_demo_prior_source, load_depth_model
+from ..engine.names import is_demo_prior_source
 from ..errors import InputError
 from ..eval.methods import build_methods, Method, METHODS
 from ..eval.metrics import compute_metrics
@@ -52,8 +52,12 @@ class PaperWorker:
     """Load the model once; run the methods on the frames of one unit after another."""
 
     def __init__(self, model: str, device: str, methods: tuple[str, ...]) -> None:
-        needs_model = any(METHODS[m].scope is not None for m in methods)
-        self.model = load_depth_model(model, device) if needs_model else None
+        self.model = None
+        if any(METHODS[m].scope is not None for m in methods):
+            # torch loads here, for a model: the command refuses bad options without it.
+            from ..engine.loading import load_depth_model
+
+            self.model = load_depth_model(model, device)
         self.device = str(self.model.device) if self.model is not None else 'cpu'
         self._key: tuple | None = None
         self._methods: dict[str, Method] = {}

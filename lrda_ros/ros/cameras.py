@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Hashable, TYPE_CHECKING
 
 from sensor_msgs.msg import CameraInfo, Image
 
@@ -34,10 +34,12 @@ from .builders import depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg
 from .diagnostics import NodeStatistics
 from .subscriptions import SynchronizedSubscriptions
 from ..colormap import colorize_depth
-from ..engine import EncodedFrame
 from ..errors import InputError
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
 from ..settings import NodeSettings
+
+if TYPE_CHECKING:  # a name of torch's engine: the node starts, and checks, without torch
+    from ..engine import EncodedFrame
 
 
 @dataclass

@@ -41,7 +41,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TYPE_CHECKING
 
 from diagnostic_msgs.msg import DiagnosticArray
 import numpy as np
@@ -68,10 +68,9 @@ from .subscriptions import create_synchronized_subscriptions
 from .sync_report import report_sync_losses
 from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
 from .warning_throttle import WarningThrottle
-from ..engine import (
-    CompletionCancelledError, DepthCompleter, DepthModel, EncodedFrame,
-    InsufficientSparseDepthError, NonFiniteDepthError, UnsupportedPrecisionError)
-from ..engine.loading import load_depth_model
+from ..engine.errors import (CompletionCancelledError, InsufficientSparseDepthError,
+                             NonFiniteDepthError, UnsupportedPrecisionError)
+from ..engine.names import check_model_path
 from ..engine.warm_up import WarmUp
 from ..errors import InputError
 from ..eval.profiling import Measure
@@ -82,6 +81,9 @@ from ..messages.sync_losses import SUPERSEDED
 from ..pipeline import CompletionPipeline, FrameInputs, FrameOutputs, HoldoutRule
 from ..settings import InvalidParameterError, NodeSettings, PARAMETERS
 from ..settings.changes import changed_settings
+
+if TYPE_CHECKING:
+    from ..engine import DepthModel, EncodedFrame
 
 NODE_NAME = 'completion_node'
 #: attribute -> (type, topic) of every output but /diagnostics.
@@ -159,6 +161,10 @@ class CompletionCore:
     def _load(self, create_publisher: Callable[..., Any]) -> None:
         """Load the model, create the outputs and start the worker (idle until subscribed)."""
         settings = self.settings
+        # torch loads here, once the parameters passed: a bad one costs no seconds of import.
+        check_model_path(settings.model, settings.tto.device)
+        from ..engine import DepthCompleter, load_depth_model
+
         choice = load_depth_model(settings.model, settings.tto.device)
         if choice.warning:
             self.get_logger().warning(choice.warning)

@@ -42,7 +42,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 from .transport import prefer_large_sample_transport
-from ..engine import ModelLoadError
+from ..engine.errors import ModelLoadError  # torch-free: start-up errors come first
 from ..errors import ConfigError
 from ..interrupts import exit_now, exit_within
 from ..settings.parameters import InvalidParameterError

@@ -31,6 +31,7 @@ import numpy as np
 from .parameters import InvalidParameterError, PARAMETERS, SPECS
 from ..calibration import CheckConfig
 from ..engine.config import FewPointsPolicy, TTOConfig
+from ..engine.names import ALWAYS_AVAILABLE_DEVICES, unknown_device
 from ..errors import ConfigError
 from ..geometry import ProjectionConfig, RigidTransform
 from ..geometry.temporal_fusion import TemporalFusionConfig
@@ -224,11 +225,15 @@ class NodeSettings:
         if v['min_depth'] >= v['max_depth']:
             raise InvalidParameterError(
                 'max_depth', f"must exceed min_depth ({v['min_depth']}), got {v['max_depth']}")
-        from ..engine.model import resolve_device  # torch: once the cheaper checks passed
-        try:
-            resolve_device(v['device'])
-        except ValueError as error:
-            raise InvalidParameterError('device', str(error)) from error
+        unknown = unknown_device(v['device'])  # a name torch cannot parse: refused without it
+        if unknown:
+            raise InvalidParameterError('device', unknown)
+        if v['device'] not in ALWAYS_AVAILABLE_DEVICES:
+            from ..engine.model import resolve_device  # torch: once the cheaper checks passed
+            try:
+                resolve_device(v['device'])
+            except ValueError as error:
+                raise InvalidParameterError('device', str(error)) from error
         try:
             tto = TTOConfig(
                 iterations=v['iterations'], learning_rate=v['learning_rate'],
