@@ -25,7 +25,7 @@ same temporal fusion with the previous frame (geometry/temporal_fusion.py).
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence, TYPE_CHECKING
 
@@ -35,7 +35,7 @@ from .errors import InputError
 from .geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, ProjectionConfig, RigidTransform,
     SparseProjection)
-from .geometry.confidence import depth_confidence
+from .geometry.confidence import depth_confidence, support_confidence
 from .geometry.second_thread import new_second_thread
 from .geometry.temporal_fusion import TemporalFusion, TemporalFusionConfig
 
@@ -175,6 +175,9 @@ class PreparedFrame:
     sparse_depth: np.ndarray
     #: (H, W) float32 metres withheld for evaluation (0 elsewhere), or None without hold-out.
     heldout_depth: np.ndarray | None
+    #: The confidence's support factor of ``sparse_depth``, computing beside the engine
+    #: (:meth:`CompletionPipeline.start_support`), or None: computed with the confidence.
+    support: Future | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass
@@ -204,8 +207,9 @@ class FrameOutputs:
         From the LiDAR input's support and fit and the depth's edges, for every model; a
         model's own confidence output (UniDepthV2) reorders it (geometry/confidence.py).
         """
+        support = self.prepared.support
         return depth_confidence(self.depth, self.sparse_depth, self.completion.confidence,
-                                self.beside)
+                                self.beside, None if support is None else support.result())
 
 
 def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,
@@ -287,6 +291,16 @@ class CompletionPipeline:
     def prepare(self, inputs: FrameInputs) -> PreparedFrame:
         """Check the frame, project its LiDAR and withhold the hold-out pixels."""
         return prepare_frame(inputs, self.projection, self.holdout, self._beside)
+
+    def start_support(self, prepared: PreparedFrame) -> None:
+        """
+        Start the confidence's support factor of a prepared frame on the second thread.
+
+        It needs only the sparse map: computed while the engine runs (on a GPU, beside it;
+        on the CPU, sharing the cores with it), it leaves the confidence's other factors after
+        the engine. For a frame whose confidence will be published.
+        """
+        prepared.support = self._beside.submit(support_confidence, prepared.sparse_depth)
 
     def encode(self, prepared: Sequence[PreparedFrame]) -> list[EncodedFrame]:
         """

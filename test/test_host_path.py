@@ -114,6 +114,23 @@ def test_confidence_of_odd_inputs_equals_the_replaced_steps():
                                       reference.lidar_distance(sparse_map), err_msg=name)
 
 
+def test_a_support_factor_computed_ahead_gives_the_same_confidence_and_is_kept():
+    # The node computes the support while the engine runs (pipeline.start_support).
+    rng = np.random.default_rng(5)
+    depth = (1.0 + 30.0 * rng.random((90, 130))).astype(np.float32)
+    depth[5:9, 7:20] = np.nan
+    sparse = np.where(rng.random(depth.shape) < 0.03, depth * 1.05, 0.0).astype(np.float32)
+    uncertainty = rng.random(depth.shape).astype(np.float32)
+    for model in (None, uncertainty):
+        support = support_confidence(sparse)
+        kept = support.copy()
+        ahead = depth_confidence(depth, sparse, model, support=support)
+        np.testing.assert_array_equal(ahead, depth_confidence(depth, sparse, model))
+        np.testing.assert_array_equal(support, kept)
+    with pytest.raises(ValueError, match='same sparse map'):
+        depth_confidence(depth, sparse, support=support[1:])
+
+
 def test_edge_factors_of_row_splits_are_the_whole_images():
     rng = np.random.default_rng(11)
     depth = (1.0 + 30.0 * rng.random((9, 13))).astype(np.float32)

@@ -38,7 +38,7 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 
 import cv2
 import numpy as np
@@ -208,13 +208,16 @@ def _rank_trust(uncertainty: np.ndarray, valid: np.ndarray) -> np.ndarray:
 
 def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
                      model_uncertainty: np.ndarray | None = None,
-                     beside: Executor | None = None) -> np.ndarray:
+                     beside: Executor | None = None,
+                     support: np.ndarray | None = None) -> np.ndarray:
     """
     Return the (H, W) float32 confidence of ``depth`` given the LiDAR input the engine saw.
 
     ``model_uncertainty``: a model's own per-pixel output where larger means less reliable
     (UniDepthV2's), or None. Values in [0, 1]; NaN exactly where ``depth`` is NaN.
     ``beside``: the caller's second thread (second_thread.py), else one for this call.
+    ``support``: :func:`support_confidence` of ``sparse_depth``, computed ahead (it needs no
+    depth: the node computes it while the engine runs), read and left unchanged.
     """
     if depth.shape != sparse_depth.shape:
         raise ValueError(f'depth is {depth.shape} but the sparse input is {sparse_depth.shape}')
@@ -230,14 +233,16 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
         # the work in about equal parts; then each thread multiplies one half.
         half = depth.shape[0] // 2
         with second_thread(beside) as second:
-            support = second.submit(_support, lidar, spacing)
+            supported = (second.submit(_support, lidar, spacing) if support is None
+                         else _given(support, depth.shape))
             top = second.submit(_edge_factor, depth, slice(0, half))
-            fit = _fit_factor(depth, sparse_depth, lidar, spacing)
+            # The products go into the fit (the support may be the caller's, kept unchanged).
+            confidence = _fit_factor(depth, sparse_depth, lidar, spacing)
             bottom = _edge_factor(depth, slice(half, None))
-            confidence = support.result()
-            upper = second.submit(_multiply_rows, confidence[:half], fit[:half], top.result(),
-                                  valid[:half])
-            _multiply_rows(confidence[half:], fit[half:], bottom, valid[half:])
+            factor = supported.result()
+            upper = second.submit(_multiply_rows, confidence[:half], factor[:half],
+                                  top.result(), valid[:half])
+            _multiply_rows(confidence[half:], factor[half:], bottom, valid[half:])
             upper.result()
     if model_uncertainty is not None:  # NaN stays NaN
         confidence = (confidence * (0.5 + 0.5 * _rank_trust(
@@ -247,9 +252,24 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     return confidence
 
 
-def _multiply_rows(support: np.ndarray, fit: np.ndarray, edges: np.ndarray,
+def _multiply_rows(fit: np.ndarray, support: np.ndarray, edges: np.ndarray,
                    valid: np.ndarray) -> None:
-    """Multiply rows of the support by the fit, then the edges, in place; NaN where invalid."""
-    support *= fit
-    support *= edges
-    np.copyto(support, np.float32(np.nan), where=~valid)
+    """
+    Multiply rows of the fit by the support, then the edges, in place; NaN where invalid.
+
+    ``support * fit`` and ``fit * support`` are the same float32 (a product is commutative),
+    then times the edges: the values of the support's rows multiplied in place.
+    """
+    fit *= support
+    fit *= edges
+    np.copyto(fit, np.float32(np.nan), where=~valid)
+
+
+def _given(support: np.ndarray, shape: tuple[int, ...]) -> Future:
+    """Return a support factor computed ahead as a done future, checked against ``shape``."""
+    if support.shape != shape or support.dtype != np.float32:
+        raise ValueError(f'the support factor is {support.dtype} {support.shape}, the depth '
+                         f'{shape}: it must be support_confidence of the same sparse map')
+    done: Future = Future()
+    done.set_result(support)
+    return done

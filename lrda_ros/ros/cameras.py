@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Hashable, TYPE_CHECKING
 
+import numpy as np
 from sensor_msgs.msg import CameraInfo, Image
 
 from .builders import depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg
@@ -88,30 +89,65 @@ class Camera:
                    for attribute in ('pub_depth', 'pub_colored', 'pub_points', 'pub_info',
                                      'pub_confidence'))
 
+    def wants_confidence(self) -> bool:
+        """Return whether this camera's confidence output has a subscriber."""
+        confidence = self.publisher('pub_confidence')
+        return confidence is not None and confidence.get_subscription_count() > 0
+
     def deadline(self, received_at: float, budget: float) -> float | None:
         """Return when the optimization must end so the frame publishes within its budget."""
         return received_at + budget - self.publish_seconds if budget > 0 else None
 
+    def publish_lidar_maps(self, prepared: PreparedFrame, header: Any,
+                           settings: NodeSettings) -> None:
+        """Publish a prepared frame's hold-out and (when subscribed) sparse LiDAR maps."""
+        if prepared.heldout_depth is not None:
+            self.publisher('pub_holdout').publish(
+                _lidar_map_image(prepared.heldout_depth, header))
+        sparse = self.publisher('pub_sparse')
+        if sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
+            sparse.publish(_lidar_map_image(prepared.sparse_depth, header))
+
     def publish_outputs(self, image: Image, info: CameraInfo, outputs: FrameOutputs,
                         settings: NodeSettings) -> None:
-        """Publish a completed frame on this camera's outputs that have subscribers."""
+        """
+        Publish a completed frame on this camera's outputs that have subscribers.
+
+        Every message is built before the first is published: a subscriber on this machine
+        woken by the depth would take a core from the confidence and the rest still being
+        built (``lrda hold-rate``: the publish stage 24-29 -> 17-18 ms a frame on 2 cores).
+        """
+        for publisher, message in self._output_messages(image, info, outputs, settings):
+            publisher.publish(message)
+
+    def _output_messages(self, image: Image, info: CameraInfo, outputs: FrameOutputs,
+                         settings: NodeSettings) -> list[tuple[Any, Any]]:
+        """Return (publisher, message) of each output with subscribers, in publishing order."""
         header, publisher = image.header, self.publisher
+        messages = []
         if publisher('pub_depth').get_subscription_count() > 0:
-            publisher('pub_depth').publish(depth_to_image_msg(outputs.depth, header))
-        confidence = publisher('pub_confidence')
-        if confidence is not None and confidence.get_subscription_count() > 0:
-            confidence.publish(depth_to_image_msg(outputs.confidence, header))
+            messages.append((publisher('pub_depth'), depth_to_image_msg(outputs.depth, header)))
+        if self.wants_confidence():
+            messages.append((publisher('pub_confidence'),
+                             depth_to_image_msg(outputs.confidence, header)))
         if publisher('pub_info').get_subscription_count() > 0:
             info.header = header
-            publisher('pub_info').publish(info)
+            messages.append((publisher('pub_info'), info))
         colored = publisher('pub_colored')
         if settings.publish_depth_colored and colored.get_subscription_count() > 0:
             near, far = settings.colormap_range
-            colored.publish(rgb_to_image_msg(colorize_depth(outputs.depth, near, far), header))
+            messages.append((colored, rgb_to_image_msg(
+                colorize_depth(outputs.depth, near, far), header)))
         if settings.publish_points_dense and publisher('pub_points').get_subscription_count() > 0:
             inputs = outputs.prepared.inputs
-            publisher('pub_points').publish(depth_to_pointcloud2(
-                outputs.depth, inputs.camera, inputs.rgb, settings.points_stride, header))
+            messages.append((publisher('pub_points'), depth_to_pointcloud2(
+                outputs.depth, inputs.camera, inputs.rgb, settings.points_stride, header)))
+        return messages
+
+
+def _lidar_map_image(sparse: np.ndarray, header: Any) -> Image:
+    """Return a sparse map (0 = none) as a 32FC1 image with NaN = none (REP 118)."""
+    return depth_to_image_msg(np.where(sparse > 0, sparse, np.nan), header)
 
 
 @dataclass

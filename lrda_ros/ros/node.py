@@ -52,7 +52,6 @@ from rclpy.qos_overriding_options import QoSOverridingOptions
 from sensor_msgs.msg import CameraInfo, CompressedImage, Image, PointCloud2
 
 from .bridges import MessageReader
-from .builders import depth_to_image_msg
 from .calibration_monitor import CalibrationMonitor
 from .camera_inputs import Drop, read_camera_inputs
 from .cameras import Camera, encode_ahead, first_camera, node_cameras, PendingFrame
@@ -97,11 +96,6 @@ _OUTPUTS = {
 def _holdout_rule(settings: NodeSettings) -> HoldoutRule:
     """Return the live-evaluation hold-out of the node's settings (lrda eval's rule)."""
     return HoldoutRule(settings.holdout_fraction, settings.tto.seed)
-
-
-def _depth_image(sparse: np.ndarray, header: Any) -> Image:
-    """Return a sparse map (0 = none) as a 32FC1 image with NaN = none (REP 118)."""
-    return depth_to_image_msg(np.where(sparse > 0, sparse, np.nan), header)
 
 
 class CompletionCore:
@@ -485,14 +479,11 @@ class CompletionCore:
         projecting = time.perf_counter()
         prepared = pipeline.prepare(inputs)  # an InputError here is the worker's counted drop
         project_seconds = time.perf_counter() - projecting
-        if prepared.heldout_depth is not None:
-            camera.publisher('pub_holdout').publish(
-                _depth_image(prepared.heldout_depth, image.header))
-        sparse = camera.publisher('pub_sparse')
-        if sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
-            sparse.publish(_depth_image(prepared.sparse_depth, image.header))
+        camera.publish_lidar_maps(prepared, image.header, settings)
         if not camera.wants_completion():
             return None
+        if camera.wants_confidence():  # its support factor computes while the engine runs
+            pipeline.start_support(prepared)
         return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
                             received_clock_ns, time.perf_counter() - start, read_seconds,
                             project_seconds, time.perf_counter() - projecting - project_seconds)

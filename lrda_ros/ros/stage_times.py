@@ -19,7 +19,9 @@ The node times reading the messages (``read``), projecting the LiDAR (``project`
 building and publishing the outputs, the LiDAR maps included (``publish``); the engine reports
 its encoding, its steps and its final dense decode (``CompletionResult``). ``host`` is
 everything the node did for the frame outside the engine: its whole processing time less the
-engine's; ``engine`` is the engine's whole time. /diagnostics carries the last frame's stages,
+engine's; ``engine`` is the engine's whole time. The confidence's support factor, which needs
+only the LiDAR map, is computed on the node's second thread while the engine runs
+(``CompletionPipeline.start_support``): on a GPU beside it, on the CPU sharing the cores. /diagnostics carries the last frame's stages,
 the debug log each frame's, and ``lrda hold-rate`` their medians.
 """
 
