@@ -21,8 +21,9 @@ its encoding, its steps and its final dense decode (``CompletionResult``). ``hos
 everything the node did for the frame outside the engine: its whole processing time less the
 engine's; ``engine`` is the engine's whole time. The confidence's support factor, which needs
 only the LiDAR map, is computed on the node's second thread while the engine runs
-(``CompletionPipeline.start_support``): on a GPU beside it, on the CPU sharing the cores. /diagnostics carries the last frame's stages,
-the debug log each frame's, and ``lrda hold-rate`` their medians.
+(``CompletionPipeline.start_support``): on a GPU beside it, on the CPU sharing the cores.
+/diagnostics carries the last frame's stages, the debug log each frame's, and ``lrda
+hold-rate`` their medians.
 """
 
 from __future__ import annotations
