@@ -151,6 +151,7 @@ def _after_a_first_step(engine: DepthCompleter, seed: int) -> tuple[tuple, StepR
     return (pixel_values, encoded, samples, target, plan), rules
 
 
+@pytest.mark.slow
 def test_a_compiled_da3_step_is_the_eager_step():
     """
     Inductor's whole step against the same step run eagerly, from one state.

@@ -81,6 +81,7 @@ def test_step_and_decode_are_one_graph_each():
 TRAJECTORY_RTOL = 1e-4
 
 
+@pytest.mark.slow
 def test_compiled_whole_steps_follow_the_eager_ones_with_one_graph_per_size():
     # Inductor, as the option runs it, on the compact decoder (every layer kind of the DPT
     # decoder; the four-level one takes half as long again to compile on a 2-core CPU).
@@ -108,6 +109,7 @@ def test_compiled_whole_steps_follow_the_eager_ones_with_one_graph_per_size():
     assert torch._dynamo.utils.counters['stats']['unique_graphs'] == 2
 
 
+@pytest.mark.slow
 def test_a_new_image_size_compiles_the_step_and_the_decode_once_more(monkeypatch):
     # Which graphs Dynamo makes (and when it makes new ones) is decided before the backend
     # sees them: counted here with its eager backend, the compiling being the test above's.
@@ -206,6 +208,7 @@ def test_a_whole_step_with_the_sparse_head_is_one_graph(dtype):
     assert (step.graph_count, step.graph_break_count) == (1, 0), step.break_reasons
 
 
+@pytest.mark.slow
 def test_a_warm_up_compiles_the_bfloat16_step_before_the_first_frame_of_a_size():
     # The start-up probe runs eagerly (it compiled the decode for its tiny image before); the
     # warm-up compiles the whole step and the decode with Inductor, so the size's frames,
