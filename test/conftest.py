@@ -149,45 +149,13 @@ def pytest_pycollect_makemodule(module_path, parent):
 
 
 def pytest_collection_modifyitems(config, items):
-    """
-    Skip the tests marked ``cuda`` where no CUDA device is visible; order files for workers.
-
-    Under xdist the files that hold ``slow`` tests come first (stable otherwise): the
-    scheduler below hands files out in that order, so the long ones start at once and the
-    run ends on short ones.
-    """
-    if os.environ.get('PYTEST_XDIST_WORKER'):
-        slow_files = {item.path for item in items if item.get_closest_marker('slow')}
-        items.sort(key=lambda item: item.path not in slow_files)
+    """Skip the tests marked ``cuda`` where no CUDA device is visible."""
     if torch.cuda.is_available():
         return
     skip = pytest.mark.skip(reason='no CUDA device')
     for item in items:
         if item.get_closest_marker('cuda'):
             item.add_marker(skip)
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """
-    Hand ``--dist loadfile``'s files to the workers in collection order (slow files first).
-
-    xdist's own order is by test count, most first: the files that compile with Inductor or
-    start processes hold few tests, so they came last, and one worker could run a minute
-    after the other had finished.
-    """
-    if config.getoption('dist') != 'loadfile':
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class CollectionOrderScheduling(LoadFileScheduling):
-        def _assign_work_unit(self, node):
-            order = {nodeid: index for index, nodeid in enumerate(self.collection)}
-            first = min(self.workqueue, key=lambda scope: order[next(iter(
-                self.workqueue[scope]))])
-            self.workqueue.move_to_end(first, last=False)
-            super()._assign_work_unit(node)
-
-    return CollectionOrderScheduling(config, log)
 
 
 def tiny_config(depth_estimation_type: str = 'relative', swiglu: bool = False,
