@@ -115,7 +115,7 @@ class Camera:
 
         Every message is built before the first is published: a subscriber on this machine
         woken by the depth would take a core from the confidence and the rest still being
-        built (``lrda hold-rate``: the publish stage 24-29 -> 17-18 ms a frame on 2 cores).
+        built (``lrda hold-rate`` on 2 cores, doc/performance.md).
         """
         for publisher, message in self._output_messages(image, info, outputs, settings):
             publisher.publish(message)
