@@ -38,7 +38,7 @@ a few milliseconds at KITTI size (doc/performance.md, benchmarks/host_path.py).
 
 from __future__ import annotations
 
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 
 import cv2
 import numpy as np
@@ -221,6 +221,9 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
     """
     if depth.shape != sparse_depth.shape:
         raise ValueError(f'depth is {depth.shape} but the sparse input is {sparse_depth.shape}')
+    if support is not None and (support.shape != depth.shape or support.dtype != np.float32):
+        raise ValueError(f'the support factor is {support.dtype} {support.shape}, the depth '
+                         f'{depth.shape}: it must be support_confidence of the same sparse map')
     valid = np.isfinite(depth)
     lidar = _lidar_pixels(sparse_depth)
     spacing = _spacing(lidar)
@@ -228,18 +231,17 @@ def depth_confidence(depth: np.ndarray, sparse_depth: np.ndarray,
         confidence = np.zeros(depth.shape, dtype=np.float32)
         np.copyto(confidence, np.float32(np.nan), where=~valid)
     else:
-        # The distance transform and the top half's edges run beside the local fit and the
-        # bottom half's edges: OpenCV and numpy release the GIL in each, so the two cores share
-        # the work in about equal parts; then each thread multiplies one half.
+        # The distance transform (unless given) and the top half's edges run beside the local
+        # fit and the bottom half's edges: OpenCV and numpy release the GIL in each, so the two
+        # cores share the work in about equal parts; then each thread multiplies one half.
         half = depth.shape[0] // 2
         with second_thread(beside) as second:
-            supported = (second.submit(_support, lidar, spacing) if support is None
-                         else _given(support, depth.shape))
+            computed = second.submit(_support, lidar, spacing) if support is None else None
             top = second.submit(_edge_factor, depth, slice(0, half))
             # The products go into the fit (the support may be the caller's, kept unchanged).
             confidence = _fit_factor(depth, sparse_depth, lidar, spacing)
             bottom = _edge_factor(depth, slice(half, None))
-            factor = supported.result()
+            factor = support if computed is None else computed.result()
             upper = second.submit(_multiply_rows, confidence[:half], factor[:half],
                                   top.result(), valid[:half])
             _multiply_rows(confidence[half:], factor[half:], bottom, valid[half:])
@@ -263,13 +265,3 @@ def _multiply_rows(fit: np.ndarray, support: np.ndarray, edges: np.ndarray,
     fit *= support
     fit *= edges
     np.copyto(fit, np.float32(np.nan), where=~valid)
-
-
-def _given(support: np.ndarray, shape: tuple[int, ...]) -> Future:
-    """Return a support factor computed ahead as a done future, checked against ``shape``."""
-    if support.shape != shape or support.dtype != np.float32:
-        raise ValueError(f'the support factor is {support.dtype} {support.shape}, the depth '
-                         f'{shape}: it must be support_confidence of the same sparse map')
-    done: Future = Future()
-    done.set_result(support)
-    return done

@@ -82,17 +82,15 @@ class Camera:
         """Return the output publisher ``attribute`` (pub_depth, ...), None when absent."""
         return self.publishers.get(attribute)
 
+    def subscribed(self, attribute: str) -> bool:
+        """Return whether the output publisher ``attribute`` exists and has a subscriber."""
+        publisher = self.publisher(attribute)
+        return publisher is not None and publisher.get_subscription_count() > 0
+
     def wants_completion(self) -> bool:
         """Return whether any dense output of this camera has a subscriber."""
-        return any(self.publisher(attribute) is not None
-                   and self.publisher(attribute).get_subscription_count() > 0
-                   for attribute in ('pub_depth', 'pub_colored', 'pub_points', 'pub_info',
-                                     'pub_confidence'))
-
-    def wants_confidence(self) -> bool:
-        """Return whether this camera's confidence output has a subscriber."""
-        confidence = self.publisher('pub_confidence')
-        return confidence is not None and confidence.get_subscription_count() > 0
+        return any(self.subscribed(attribute) for attribute in (
+            'pub_depth', 'pub_colored', 'pub_points', 'pub_info', 'pub_confidence'))
 
     def deadline(self, received_at: float, budget: float) -> float | None:
         """Return when the optimization must end so the frame publishes within its budget."""
@@ -104,9 +102,8 @@ class Camera:
         if prepared.heldout_depth is not None:
             self.publisher('pub_holdout').publish(
                 _lidar_map_image(prepared.heldout_depth, header))
-        sparse = self.publisher('pub_sparse')
-        if sparse.get_subscription_count() > 0 and settings.publish_sparse_depth:
-            sparse.publish(_lidar_map_image(prepared.sparse_depth, header))
+        if self.subscribed('pub_sparse') and settings.publish_sparse_depth:
+            self.publisher('pub_sparse').publish(_lidar_map_image(prepared.sparse_depth, header))
 
     def publish_outputs(self, image: Image, info: CameraInfo, outputs: FrameOutputs,
                         settings: NodeSettings) -> None:
@@ -123,22 +120,21 @@ class Camera:
     def _output_messages(self, image: Image, info: CameraInfo, outputs: FrameOutputs,
                          settings: NodeSettings) -> list[tuple[Any, Any]]:
         """Return (publisher, message) of each output with subscribers, in publishing order."""
-        header, publisher = image.header, self.publisher
+        header, publisher, subscribed = image.header, self.publisher, self.subscribed
         messages = []
-        if publisher('pub_depth').get_subscription_count() > 0:
+        if subscribed('pub_depth'):
             messages.append((publisher('pub_depth'), depth_to_image_msg(outputs.depth, header)))
-        if self.wants_confidence():
+        if subscribed('pub_confidence'):
             messages.append((publisher('pub_confidence'),
                              depth_to_image_msg(outputs.confidence, header)))
-        if publisher('pub_info').get_subscription_count() > 0:
+        if subscribed('pub_info'):
             info.header = header
             messages.append((publisher('pub_info'), info))
-        colored = publisher('pub_colored')
-        if settings.publish_depth_colored and colored.get_subscription_count() > 0:
+        if settings.publish_depth_colored and subscribed('pub_colored'):
             near, far = settings.colormap_range
-            messages.append((colored, rgb_to_image_msg(
+            messages.append((publisher('pub_colored'), rgb_to_image_msg(
                 colorize_depth(outputs.depth, near, far), header)))
-        if settings.publish_points_dense and publisher('pub_points').get_subscription_count() > 0:
+        if settings.publish_points_dense and subscribed('pub_points'):
             inputs = outputs.prepared.inputs
             messages.append((publisher('pub_points'), depth_to_pointcloud2(
                 outputs.depth, inputs.camera, inputs.rgb, settings.points_stride, header)))

@@ -482,7 +482,7 @@ class CompletionCore:
         camera.publish_lidar_maps(prepared, image.header, settings)
         if not camera.wants_completion():
             return None
-        if camera.wants_confidence():  # its support factor computes while the engine runs
+        if camera.subscribed('pub_confidence'):  # its support computes while the engine runs
             pipeline.start_support(prepared)
         return PendingFrame(camera, image, info, prepared, settings, pipeline, received_at,
                             received_clock_ns, time.perf_counter() - start, read_seconds,
