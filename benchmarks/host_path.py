@@ -34,7 +34,12 @@ depth is a fixed map. The stages:
 - confidence: ``depth_confidence`` and its 32FC1 message;
 - colored: ``colorize_depth`` (range picked per frame) and its rgb8 message;
 - points_dense: the depth back-projected at stride 2 with colours, as a PointCloud2;
-- depth: the depth and its camera_info messages.
+- depth: the depth and its camera_info messages;
+- support: the confidence's support factor alone (the distance to the LiDAR), which the node
+  computes on its second thread while the engine runs (the replaced steps: in confidence);
+- outputs: the four above as the node builds them together after the engine, on two threads
+  (``ros/frame_messages.py``; the support computed ahead), against the replaced steps one after
+  another. ``host`` is read, project, support and outputs.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ from functools import partial
 from pathlib import Path
 import statistics
 import time
+from types import SimpleNamespace
 from typing import Any, Callable
 
 import host_reference as reference
@@ -52,22 +58,29 @@ from lrda_ros.colormap import colorize_depth
 from lrda_ros.engine.allocator import keep_freed_memory_in_heap
 from lrda_ros.geometry import (
     CameraModel, clouds_to_sparse_depth, LidarCloud, RigidTransform)
-from lrda_ros.geometry.confidence import depth_confidence
-from lrda_ros.geometry.second_thread import new_second_thread
+from lrda_ros.geometry.confidence import depth_confidence, support_confidence
+from lrda_ros.geometry.second_thread import new_second_thread, SameThread
 from lrda_ros.messages.conversions import (
     camera_info_to_camera_model, image_to_rgb, pointcloud2_to_xyz)
 from lrda_ros.messages.point_times import (
     find_time_layout, finite_xyz_mask, point_times, read_cloud, UINT32)
+from lrda_ros.pipeline import FrameInputs, FrameOutputs, PreparedFrame
 from lrda_ros.ros.builders import (
     camera_model_to_camera_info, depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg,
     xyz_to_pointcloud2)
+from lrda_ros.ros.frame_messages import frame_messages, OUTPUTS
 from lrda_ros.settings.node_settings import NodeSettings
 from lrda_ros.speed.machine import machine_description, machine_line
 import numpy as np
 from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
-STAGES = ('read', 'project', 'confidence', 'colored', 'points_dense', 'depth')
+STAGES = ('read', 'project', 'confidence', 'colored', 'points_dense', 'depth', 'support',
+          'outputs')
+#: The stages a frame's host work is made of (the outputs' own stages are in 'outputs').
+HOST_STAGES = ('read', 'project', 'support', 'outputs')
+#: The stages the replaced code had no counterpart of.
+NEW_ONLY = ('support',)
 POINTS_STRIDE = 2
 
 
@@ -231,9 +244,31 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
         depth_to_image_msg(frame.depth, header)
         frame.info.header = header
 
-    return {'read': read, 'project': lambda: project(clouds, camera, config),
-            'confidence': lambda: depth_to_image_msg(confidence(frame.depth, sparse), header),
-            'colored': colored, 'points_dense': points_dense, 'depth': depth}
+    def confidence_message() -> None:
+        depth_to_image_msg(confidence(frame.depth, sparse), header)
+
+    projected = clouds_to_sparse_depth(clouds, camera, config)
+    inputs = FrameInputs.from_clouds(rgb, camera, clouds)
+    # Only the model's own confidence is read of the engine's result: none here.
+    no_model_confidence = SimpleNamespace(confidence=None)
+
+    prepared = PreparedFrame(inputs, projected, sparse, None,
+                             support=SameThread().submit(support_confidence, sparse))
+
+    def outputs() -> None:
+        if old:
+            for stage in (confidence_message, colored, points_dense, depth):
+                stage()
+            return
+        frame_messages(FrameOutputs(frame.depth, prepared, no_model_confidence, beside=beside),
+                       header, frame.info, OUTPUTS, (None, None), POINTS_STRIDE)
+
+    stages = {'read': read, 'project': lambda: project(clouds, camera, config),
+              'confidence': confidence_message, 'colored': colored,
+              'points_dense': points_dense, 'depth': depth, 'outputs': outputs}
+    if not old:
+        stages['support'] = partial(support_confidence, sparse)
+    return stages
 
 
 def run_ms(call: Callable[[], Any], repeats: int) -> list[float]:
@@ -250,8 +285,8 @@ def run_ms(call: Callable[[], Any], repeats: int) -> list[float]:
 def measure(frame: Frame, repeats: int, old_repeats: int) -> dict[str, tuple[list, list]]:
     """Return each stage's (old, new) run times in ms, old and new one after the other."""
     old, new = host_stages(frame, True), host_stages(frame, False)
-    return {stage: (run_ms(old[stage], old_repeats), run_ms(new[stage], repeats))
-            for stage in STAGES}
+    return {stage: (run_ms(old[stage], old_repeats) if stage in old else [],
+                    run_ms(new[stage], repeats)) for stage in STAGES}
 
 
 def table(columns: dict[str, dict[str, tuple[list, list]]],
@@ -263,11 +298,17 @@ def table(columns: dict[str, dict[str, tuple[list, list]]],
     for stage in STAGES:
         cells = []
         for name, stages in columns.items():
-            old, new = (statistic(times) for times in stages[stage])
-            totals[name][0] += old
-            totals[name][1] += new
-            cells.append(f'{old:.1f} | {new:.1f} | {old / new:.1f}')
-        lines.append(f'| {stage} | ' + ' | '.join(cells) + ' |')
+            old_times, new_times = stages[stage]
+            old = statistic(old_times) if old_times else 0.0
+            new = statistic(new_times)
+            if stage in HOST_STAGES:
+                totals[name][0] += old
+                totals[name][1] += new
+            cells.append(f'{old:.1f} | {new:.1f} | {old / new:.1f}' if old_times
+                         else f'— | {new:.1f} | —')
+        label = {'outputs': 'outputs, as the node builds them',
+                 'support': 'support, beside the engine'}.get(stage, stage)
+        lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
     lines.append('| **host, all outputs** | ' + ' | '.join(
         f'**{old:.1f}** | **{new:.1f}** | **{old / new:.1f}**'
         for old, new in totals.values()) + ' |')

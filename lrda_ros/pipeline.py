@@ -207,9 +207,18 @@ class FrameOutputs:
         From the LiDAR input's support and fit and the depth's edges, for every model; a
         model's own confidence output (UniDepthV2) reorders it (geometry/confidence.py).
         """
+        return self.confidence_on(self.beside)
+
+    def confidence_on(self, beside: Executor | None) -> np.ndarray:
+        """
+        Return :attr:`confidence`, its whole-image steps split with ``beside``.
+
+        ``beside``: an executor for the second half of the work (``SameThread()``: all on
+        this thread, when the second thread is busy with other outputs), None: one of its own.
+        """
         support = self.prepared.support
         return depth_confidence(self.depth, self.sparse_depth, self.completion.confidence,
-                                self.beside, None if support is None else support.result())
+                                beside, None if support is None else support.result())
 
 
 def prepare_frame(inputs: FrameInputs, projection: ProjectionConfig,

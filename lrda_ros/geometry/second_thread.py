@@ -24,14 +24,32 @@ ends its own.
 
 from __future__ import annotations
 
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 
 def new_second_thread() -> ThreadPoolExecutor:
     """Return a one-thread executor for the geometry's steps beside the caller's."""
     return ThreadPoolExecutor(max_workers=1, thread_name_prefix='lrda_beside')
+
+
+class SameThread(Executor):
+    """
+    An executor that runs each call at once on the caller's thread.
+
+    For a step that splits its work with a second thread while that thread is busy with other
+    work: the split parts would queue behind it, so the caller does them all itself.
+    """
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Run ``fn(*args, **kwargs)`` now; return its finished Future."""
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as error:  # delivered by result(), as a thread's would be
+            future.set_exception(error)
+        return future
 
 
 @contextmanager

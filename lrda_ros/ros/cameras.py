@@ -31,16 +31,20 @@ from typing import Any, Hashable, TYPE_CHECKING
 import numpy as np
 from sensor_msgs.msg import CameraInfo, Image
 
-from .builders import depth_to_image_msg, depth_to_pointcloud2, rgb_to_image_msg
+from .builders import depth_to_image_msg
 from .diagnostics import NodeStatistics
+from .frame_messages import frame_messages
 from .subscriptions import SynchronizedSubscriptions
-from ..colormap import colorize_depth
 from ..errors import InputError
 from ..pipeline import CompletionPipeline, FrameOutputs, PreparedFrame
 from ..settings import NodeSettings
 
 if TYPE_CHECKING:  # a name of torch's engine: the node starts, and checks, without torch
     from ..engine import EncodedFrame
+
+#: Each output's publisher attribute (CompletionCore's pub_depth, ...), by frame_messages' name.
+_PUBLISHERS = {'depth': 'pub_depth', 'confidence': 'pub_confidence', 'camera_info': 'pub_info',
+               'colored': 'pub_colored', 'points_dense': 'pub_points'}
 
 
 @dataclass
@@ -89,8 +93,7 @@ class Camera:
 
     def wants_completion(self) -> bool:
         """Return whether any dense output of this camera has a subscriber."""
-        return any(self.subscribed(attribute) for attribute in (
-            'pub_depth', 'pub_colored', 'pub_points', 'pub_info', 'pub_confidence'))
+        return any(self.subscribed(attribute) for attribute in _PUBLISHERS.values())
 
     def deadline(self, received_at: float, budget: float) -> float | None:
         """Return when the optimization must end so the frame publishes within its budget."""
@@ -120,25 +123,14 @@ class Camera:
     def _output_messages(self, image: Image, info: CameraInfo, outputs: FrameOutputs,
                          settings: NodeSettings) -> list[tuple[Any, Any]]:
         """Return (publisher, message) of each output with subscribers, in publishing order."""
-        header, publisher, subscribed = image.header, self.publisher, self.subscribed
-        messages = []
-        if subscribed('pub_depth'):
-            messages.append((publisher('pub_depth'), depth_to_image_msg(outputs.depth, header)))
-        if subscribed('pub_confidence'):
-            messages.append((publisher('pub_confidence'),
-                             depth_to_image_msg(outputs.confidence, header)))
-        if subscribed('pub_info'):
-            info.header = header
-            messages.append((publisher('pub_info'), info))
-        if settings.publish_depth_colored and subscribed('pub_colored'):
-            near, far = settings.colormap_range
-            messages.append((publisher('pub_colored'), rgb_to_image_msg(
-                colorize_depth(outputs.depth, near, far), header)))
-        if settings.publish_points_dense and subscribed('pub_points'):
-            inputs = outputs.prepared.inputs
-            messages.append((publisher('pub_points'), depth_to_pointcloud2(
-                outputs.depth, inputs.camera, inputs.rgb, settings.points_stride, header)))
-        return messages
+        enabled = {'colored': settings.publish_depth_colored,
+                   'points_dense': settings.publish_points_dense}
+        wanted = [name for name, attribute in _PUBLISHERS.items()
+                  if enabled.get(name, True) and self.subscribed(attribute)]
+        messages = frame_messages(outputs, image.header, info, wanted, settings.colormap_range,
+                                  settings.points_stride)
+        return [(self.publisher(_PUBLISHERS[name]), message)
+                for name, message in messages.items()]
 
 
 def _lidar_map_image(sparse: np.ndarray, header: Any) -> Image:
