@@ -152,8 +152,8 @@ def test_an_error_on_the_second_thread_reaches_the_caller():
     with new_second_thread() as thread:
         outputs = frame_outputs(PINHOLE, depth, sparse, None, thread, True)
         with pytest.raises(ValueError, match='need 0 < near < far'):
-            frame_messages(outputs, HEADER, camera_model_to_camera_info(PINHOLE, Header()), OUTPUTS,
-                           (50.0, 2.0), STRIDE)
+            frame_messages(outputs, HEADER, camera_model_to_camera_info(PINHOLE, Header()),
+                           OUTPUTS, (50.0, 2.0), STRIDE)
 
 
 def test_the_same_thread_executor_runs_each_call_at_once():
