@@ -36,10 +36,13 @@ depth is a fixed map. The stages:
 - points_dense: the depth back-projected at stride 2 with colours, as a PointCloud2;
 - depth: the depth and its camera_info messages;
 - support: the confidence's support factor alone (the distance to the LiDAR), which the node
-  computes on its second thread while the engine runs (the replaced steps: in confidence);
-- outputs: the four above as the node builds them together after the engine, on two threads
-  (``ros/frame_messages.py``; the support computed ahead), against the replaced steps one after
-  another. ``host`` is read, project, support and outputs.
+  computes on its second thread while the engine runs: not in ``host``, the node's time
+  outside the engine as ``lrda hold-rate`` reports it (the replaced steps: in confidence);
+- outputs, one after another: the four above with the support computed ahead, built one
+  after the other (how the node built them before building them on two threads);
+- outputs: the same as the node builds them after the engine, on two threads
+  (``ros/frame_messages.py``). The old column of both rows is the replaced steps one after
+  another. ``host`` is read, project and outputs.
 """
 
 from __future__ import annotations
@@ -76,11 +79,10 @@ from sensor_msgs.msg import PointCloud2, PointField
 from std_msgs.msg import Header
 
 STAGES = ('read', 'project', 'confidence', 'colored', 'points_dense', 'depth', 'support',
-          'outputs')
-#: The stages a frame's host work is made of (the outputs' own stages are in 'outputs').
-HOST_STAGES = ('read', 'project', 'support', 'outputs')
-#: The stages the replaced code had no counterpart of.
-NEW_ONLY = ('support',)
+          'outputs one by one', 'outputs')
+#: The stages of a frame's host time (the outputs' own stages are in 'outputs'; the support
+#: runs beside the engine).
+HOST_STAGES = ('read', 'project', 'outputs')
 POINTS_STRIDE = 2
 
 
@@ -255,17 +257,27 @@ def host_stages(frame: Frame, old: bool) -> dict[str, Callable[[], Any]]:
     prepared = PreparedFrame(inputs, projected, sparse, None,
                              support=SameThread().submit(support_confidence, sparse))
 
+    completed = FrameOutputs(frame.depth, prepared, no_model_confidence, beside=beside)
+
     def outputs() -> None:
         if old:
             for stage in (confidence_message, colored, points_dense, depth):
                 stage()
             return
-        frame_messages(FrameOutputs(frame.depth, prepared, no_model_confidence, beside=beside),
-                       header, frame.info, OUTPUTS, (None, None), POINTS_STRIDE)
+        frame_messages(completed, header, frame.info, OUTPUTS, (None, None), POINTS_STRIDE)
+
+    def outputs_one_by_one() -> None:
+        if old:
+            return outputs()
+        depth()
+        depth_to_image_msg(completed.confidence, header)
+        colored()
+        points_dense()
 
     stages = {'read': read, 'project': lambda: project(clouds, camera, config),
               'confidence': confidence_message, 'colored': colored,
-              'points_dense': points_dense, 'depth': depth, 'outputs': outputs}
+              'points_dense': points_dense, 'depth': depth, 'outputs': outputs,
+              'outputs one by one': outputs_one_by_one}
     if not old:
         stages['support'] = partial(support_confidence, sparse)
     return stages
@@ -306,8 +318,9 @@ def table(columns: dict[str, dict[str, tuple[list, list]]],
                 totals[name][1] += new
             cells.append(f'{old:.1f} | {new:.1f} | {old / new:.1f}' if old_times
                          else f'— | {new:.1f} | —')
-        label = {'outputs': 'outputs, as the node builds them',
-                 'support': 'support, beside the engine'}.get(stage, stage)
+        label = {'outputs': 'outputs, as the node builds them (two threads)',
+                 'outputs one by one': 'outputs, one after another',
+                 'support': 'support (beside the engine, not in host)'}.get(stage, stage)
         lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
     lines.append('| **host, all outputs** | ' + ' | '.join(
         f'**{old:.1f}** | **{new:.1f}** | **{old / new:.1f}**'
