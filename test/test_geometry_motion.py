@@ -150,6 +150,19 @@ def test_check_times_counts_and_neutralizes_bad_times():
         check_times(times, 0.0)
 
 
+def test_times_all_at_the_stamp_are_checked_as_the_general_path_checks_them():
+    # A cloud without point times (every time 0, -0.0 among them): what the general path
+    # gives for the same times with one point moved off the stamp, that point aside.
+    zeros = np.array([0.0, -0.0, 0.0])
+    checked = check_times(zeros, 0.25)
+    general = check_times(np.append(zeros, 0.1), 0.25)
+    np.testing.assert_array_equal(checked.seconds, general.seconds[:3])
+    assert (checked.num_not_finite, checked.num_outside_sweep) == (0, 0)
+    assert (checked.start_s, checked.end_s) == (0.0, 0.0) == (general.start_s, 0.0)
+    with pytest.raises(ValueError, match='max_offset_s'):
+        check_times(zeros, -1.0)
+
+
 def test_pose_window_spans_the_sweep_the_stamp_and_the_image():
     checked = check_times(np.array([0.01, 0.09]), 0.25)
     assert pose_window(checked, 0.03) == (0.0, 0.09)

@@ -182,6 +182,8 @@ def check_times(times_s: np.ndarray, max_offset_s: float) -> SweepTimes:
     times = np.asarray(times_s, dtype=np.float64)
     if times.ndim != 1:
         raise InvalidPointsError(f'times must have shape (N,), got {times.shape}')
+    if not times.any():  # every point at the stamp (a cloud without point times): all good
+        return SweepTimes(times, 0, 0, 0.0, 0.0)
     finite = np.isfinite(times)
     with np.errstate(invalid='ignore'):
         inside = finite & (np.abs(times) <= max_offset_s)
