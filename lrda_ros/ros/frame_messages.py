@@ -20,7 +20,7 @@ caller's thread builds the depth's and the confidence's messages. The confidence
 computed on the caller's thread alone: its own split over the two threads would queue behind
 the other outputs. Without the confidence, the caller's thread builds the dense cloud itself.
 ``benchmarks/host_path.py`` measures this against building the messages one after another
-(its ``outputs`` row).
+(its two ``outputs`` rows).
 """
 
 from __future__ import annotations
