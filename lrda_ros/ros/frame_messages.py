@@ -52,23 +52,24 @@ def frame_messages(outputs: FrameOutputs, header: Any, info: CameraInfo,
     unknown = set(wanted) - set(OUTPUTS)
     if unknown:
         raise ValueError(f'unknown outputs {sorted(unknown)}: the outputs are {OUTPUTS}')
-    here = SameThread()
-    beside = outputs.beside if outputs.beside is not None else here
-    built: dict[str, Future] = {}
+    beside = outputs.beside if outputs.beside is not None else SameThread()
+    ahead: dict[str, Future] = {}
     if 'colored' in wanted:
-        built['colored'] = beside.submit(_colored, outputs, header, colormap_range)
-    if 'points_dense' in wanted:
-        built['points_dense'] = (beside if 'confidence' in wanted else here).submit(
-            _points_dense, outputs, header, points_stride)
+        ahead['colored'] = beside.submit(_colored, outputs, header, colormap_range)
+    if 'points_dense' in wanted and 'confidence' in wanted:
+        ahead['points_dense'] = beside.submit(_points_dense, outputs, header, points_stride)
+    built: dict[str, Any] = {}
     if 'depth' in wanted:
-        built['depth'] = here.submit(depth_to_image_msg, outputs.depth, header)
+        built['depth'] = depth_to_image_msg(outputs.depth, header)
     if 'confidence' in wanted:
-        built['confidence'] = here.submit(
-            lambda: depth_to_image_msg(outputs.confidence_on(here), header))
+        built['confidence'] = depth_to_image_msg(outputs.confidence_on(SameThread()), header)
+    elif 'points_dense' in wanted:
+        built['points_dense'] = _points_dense(outputs, header, points_stride)
     if 'camera_info' in wanted:
         info.header = header
-        built['camera_info'] = here.submit(lambda: info)
-    return {name: built[name].result() for name in OUTPUTS if name in built}
+        built['camera_info'] = info
+    built.update((name, future.result()) for name, future in ahead.items())
+    return {name: built[name] for name in OUTPUTS if name in built}
 
 
 def _colored(outputs: FrameOutputs, header: Any,
