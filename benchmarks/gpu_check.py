@@ -16,7 +16,7 @@
 One command that measures the package on a GPU in at most 8 minutes, with no network.
 
     benchmarks/gpu_check.sh                         # CUDA: every part, 8 minutes at most
-    benchmarks/gpu_check.sh --device cpu --quick    # the dry run: tiny sizes, about a minute
+    benchmarks/gpu_check.sh --device cpu --quick    # the dry run: tiny sizes, a minute or two
     benchmarks/gpu_check.sh --list                  # the parts, their time limits, their sum
     benchmarks/gpu_check.sh --only vitl-fhd,tests   # some parts again
 
@@ -78,7 +78,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--device', choices=('cuda', 'cpu'), default='cuda')
     parser.add_argument('--quick', action='store_true',
-                        help='the dry run: its parts at tiny sizes (ViT-S, 224², 2 steps)')
+                        help='the dry run: its parts at tiny sizes (ViT-S, 56², 2 steps)')
     parser.add_argument('--output', type=Path,
                         default=Path(os.environ.get('OUT') or 'out/gpu_check'),
                         help='where gpu_check.json, .md and .log go (default $OUT, else '

@@ -16,7 +16,7 @@
 # Measure the package on a GPU in at most 8 minutes, with no network and no ROS:
 #
 #   benchmarks/gpu_check.sh                        # CUDA; the report goes to $OUT
-#   benchmarks/gpu_check.sh --device cpu --quick   # the dry run, about a minute
+#   benchmarks/gpu_check.sh --device cpu --quick   # the dry run, a minute or two
 #   benchmarks/gpu_check.sh --help                 # the options (benchmarks/gpu_check.py)
 #
 # The package comes from this checkout (nothing is installed); PYTHON picks the interpreter

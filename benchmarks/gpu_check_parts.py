@@ -324,8 +324,9 @@ PLAN = (
     Part('vga-rest', 30, BenchRun(('vitb', 'vitl', 'da3-small'), ('vga',), ('lrda',))),
     Part('fhd-rest', 20, BenchRun(('vits', 'vitb'), ('fhd',), ('lrda',))),
 )
-#: The dry run's limits: a loaded 2-core CPU, tiny sizes. Measured on an idle 2-core Intel
-#: Xeon: 21, 78, 21, 106 (Inductor's compilation most of it) and 23 s.
+#: The dry run's limits: a loaded 2-core CPU, tiny sizes. Measured at 56² on an idle 2-core
+#: AMD EPYC without bfloat16 instructions (AVX2): 8, 41, 7, 19 and 15 s, most of it the
+#: processes' imports (``lrda speed`` starts one per configuration).
 QUICK_LIMITS_S = {'environment': 30, 'vits-vga': 120, 'tests': 60, 'steps-vits-vga': 195,
                   'cameras': 60}
 QUICK = Sizes(iterations=2, warm_iterations=1, rounds=1, tiny=True)

@@ -38,7 +38,7 @@ from gpu_check_sizes import NOT_MEASURED, OUT_OF_MEMORY, PAPER
 NAMES = {'vits': 'ViT-S', 'vitb': 'ViT-B', 'vitl': 'ViT-L', 'vitg': 'ViT-G',
          'unidepth-vits': 'UniDepthV2-S', 'unidepth-vitb': 'UniDepthV2-B',
          'unidepth-vitl': 'UniDepthV2-L', 'da3-small': 'DA3-Small', 'vga': 'VGA', 'fhd': 'FHD',
-         'hd': 'HD', '224': '224²'}
+         'hd': 'HD', '224': '224²', '56': '56²'}
 
 
 @dataclass

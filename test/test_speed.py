@@ -74,7 +74,7 @@ def test_a_method_that_needs_camera_poses_is_refused_by_lrda_speed():
                                          (Scope.PROMPT, False)])
 def test_one_configuration_is_measured(scope, warm):
     config = TTOConfig(iterations=3, warm_iterations=2, device='cpu', scope=scope)
-    sample = measure_configuration('vits', '224', config, warm, LidarPattern(), seed=0,
+    sample = measure_configuration('vits', '56', config, warm, LidarPattern(), seed=0,
                                    frame_index=1)
     assert sample['seconds'] > 0 and sample['peak_mb'] >= 0
     assert sample['iterations'] == (2 if warm else 3)
@@ -126,7 +126,7 @@ def test_command_line_options_reach_the_engine_configuration(monkeypatch):
 def test_a_frame_is_timed_by_another_checkout_in_its_own_interpreter():
     # This checkout stands for the other one: its own measure_configuration, run from there.
     config = TTOConfig(iterations=2, device='cpu', dtype='float32')
-    sample = measure_in_checkout(ROOT, 'vits', '224', config, False, LidarPattern(), 0, 1)
+    sample = measure_in_checkout(ROOT, 'vits', '56', config, False, LidarPattern(), 0, 1)
     assert sample['seconds'] > 0 and sample['iterations'] == 2
 
 

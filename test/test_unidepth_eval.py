@@ -88,7 +88,7 @@ def test_speed_names_unidepth_backbones_and_skips_what_does_not_apply():
 @pytest.mark.slow
 def test_one_unidepth_configuration_is_measured():
     config = TTOConfig(iterations=2, warm_iterations=1, device='cpu')
-    sample = measure_configuration('unidepth-vits', '224', config, False, LidarPattern(),
+    sample = measure_configuration('unidepth-vits', '56', config, False, LidarPattern(),
                                    seed=0, frame_index=1)
     assert sample['seconds'] > 0 and sample['iterations'] == 2
     assert np.isfinite(sample['final_loss'])

@@ -33,8 +33,10 @@ from ..eval.methods import check_method_names, METHODS
 
 #: UniDepthV2 backbones by ``--backbones`` name (the official sizes, random weights).
 UNIDEPTH_BACKBONES = {f'unidepth-{variant}': variant for variant in ('vits', 'vitb', 'vitl')}
-#: (height, width) of the named resolutions.
-RESOLUTIONS = {'224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280), 'fhd': (1080, 1920)}
+#: (height, width) of the named resolutions; 56² (4x4 patches of 14) is for quick checks of
+#: the measuring path, not a size anyone completes depth at.
+RESOLUTIONS = {'56': (56, 56), '224': (224, 224), 'vga': (480, 640), 'hd': (720, 1280),
+               'fhd': (1080, 1920)}
 
 
 def backbone_names() -> tuple[str, ...]:
