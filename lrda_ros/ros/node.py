@@ -65,7 +65,7 @@ from .stage_times import FrameStages
 from .startup import run_node
 from .subscriptions import create_synchronized_subscriptions
 from .sync_report import report_sync_losses
-from .tf_lookup import listen_to_tf, TransformLookup, TransformUnavailable
+from .tf_lookup import listen_to_tf, tf2_installed, TransformLookup, TransformUnavailable
 from .warning_throttle import WarningThrottle
 from ..engine.errors import (CompletionCancelledError, InsufficientSparseDepthError,
                              NonFiniteDepthError, UnsupportedPrecisionError)
@@ -157,6 +157,7 @@ class CompletionCore:
         settings = self.settings
         # torch loads here, once the parameters passed: a bad one costs no seconds of import.
         check_model_path(settings.model, settings.tto.device)
+        self._check_fusion_has_tf(tf2_installed())
         from ..engine import DepthCompleter, load_depth_model
 
         choice = load_depth_model(settings.model, settings.tto.device)
@@ -310,15 +311,19 @@ class CompletionCore:
             return CompressedImage, self.resolve_topic_name(camera.topic('image')) + '/compressed'
         return Image, camera.topic('image')
 
+    def _check_fusion_has_tf(self, tf_available: bool) -> None:
+        """Refuse temporal fusion without tf2: it fuses frames by the camera's pose."""
+        if self.settings.fusion.enabled and not tf_available:
+            raise InvalidParameterError(
+                'temporal_fusion.weight', "needs the camera's pose from tf2, and tf2_ros is "
+                'not installed: set it to 0 or install tf2_ros')
+
     def _listen_to_tf(self) -> TransformLookup | None:
         settings = self.settings
         if not (settings.uses_tf_extrinsic or settings.fusion.enabled or settings.motion.enabled):
             return None
         lookup = listen_to_tf(self)
-        if lookup is None and settings.fusion.enabled:
-            raise InvalidParameterError(
-                'temporal_fusion.weight', "needs the camera's pose from tf2, and tf2_ros is "
-                'not installed: set it to 0 or install tf2_ros')
+        self._check_fusion_has_tf(lookup is not None)
         if lookup is None and settings.uses_tf_extrinsic:
             self.get_logger().warning(
                 'tf2_ros is not installed and no lidar_to_camera override is set: frames are '

@@ -28,6 +28,7 @@ service the node does not need).
 from __future__ import annotations
 
 from collections.abc import Callable
+import importlib.util
 from typing import Any
 
 from builtin_interfaces.msg import Time as TimeMsg
@@ -119,6 +120,11 @@ class TransformLookup:
                                timeout_s if len(asked) > 1 else 0.0)
 
         return pose_at
+
+
+def tf2_installed() -> bool:
+    """Return whether tf2_ros is installed (looked up, not imported)."""
+    return importlib.util.find_spec('tf2_ros') is not None
 
 
 def listen_to_tf(node: Any) -> TransformLookup | None:
