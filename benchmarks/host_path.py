@@ -83,6 +83,10 @@ STAGES = ('read', 'project', 'confidence', 'colored', 'points_dense', 'depth', '
 #: The stages of a frame's host time (the outputs' own stages are in 'outputs'; the support
 #: runs beside the engine).
 HOST_STAGES = ('read', 'project', 'outputs')
+#: The table's row names where a stage's own name says too little.
+STAGE_LABELS = {'outputs': 'outputs, as the node builds them (two threads)',
+                'outputs one by one': 'outputs, one after another',
+                'support': 'support (beside the engine, not in host)'}
 POINTS_STRIDE = 2
 
 
@@ -318,10 +322,7 @@ def table(columns: dict[str, dict[str, tuple[list, list]]],
                 totals[name][1] += new
             cells.append(f'{old:.1f} | {new:.1f} | {old / new:.1f}' if old_times
                          else f'— | {new:.1f} | —')
-        label = {'outputs': 'outputs, as the node builds them (two threads)',
-                 'outputs one by one': 'outputs, one after another',
-                 'support': 'support (beside the engine, not in host)'}.get(stage, stage)
-        lines.append(f'| {label} | ' + ' | '.join(cells) + ' |')
+        lines.append(f'| {STAGE_LABELS.get(stage, stage)} | ' + ' | '.join(cells) + ' |')
     lines.append('| **host, all outputs** | ' + ' | '.join(
         f'**{old:.1f}** | **{new:.1f}** | **{old / new:.1f}**'
         for old, new in totals.values()) + ' |')
