@@ -218,6 +218,20 @@ def smooth_image(seed: int, height: int = 60, width: int = 80) -> np.ndarray:
     return image.clamp(0, 255)[0].permute(1, 2, 0).numpy().astype(np.uint8)
 
 
+@pytest.fixture(autouse=True)
+def threads_left_as_found() -> Iterator[None]:
+    """
+    Fail a test after which torch runs on another number of threads than before it.
+
+    A worker shares the cores with the other one: left at two threads, its OpenMP threads
+    spin while they wait, and every later test in that worker takes several times its CPU
+    time (4 times for the fused-method evaluation of test_fusion_pipeline).
+    """
+    threads = torch.get_num_threads()
+    yield
+    assert torch.get_num_threads() == threads, 'the test left torch on another thread count'
+
+
 @pytest.fixture
 def tiny_model():
     """Return a DepthModel around a fresh tiny relative (disparity) network on the CPU."""

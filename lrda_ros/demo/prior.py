@@ -114,10 +114,25 @@ def _learning_rate(config: PriorTrainingConfig, step: int) -> float:
 
 
 def train_prior(config: PriorTrainingConfig) -> dict:
-    """Render views, train, and save the network (fp16, Hugging Face layout) to ``output``."""
+    """
+    Render views, train, and save the network (fp16, Hugging Face layout) to ``output``.
+
+    Torch runs on ``config.threads`` threads meanwhile, and on the caller's again after: left
+    at two in a process that shares the cores (a test worker beside another), its OpenMP
+    threads wait spinning, and everything the process computes afterwards takes several
+    times the CPU time.
+    """
+    caller_threads = torch.get_num_threads()
+    torch.set_num_threads(config.threads)
+    try:
+        return _train_prior(config)
+    finally:
+        torch.set_num_threads(caller_threads)
+
+
+def _train_prior(config: PriorTrainingConfig) -> dict:
     output = Path(config.output) if config.output is not None else demo_prior_dir()
     config = replace(config, output=output)
-    torch.set_num_threads(config.threads)
     start = time.perf_counter()
     rgb, disparity = render_training_views(config)
     rendered = time.perf_counter()
