@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from conftest import smooth_image, tiny_config, tiny_network
+import huggingface_hub
 from lrda_ros.engine import (
     DepthCompleter, DepthModel, load_depth_model, ModelLoadError, PredictionSpace, TTOConfig)
 from lrda_ros.engine.checkpoint import (
@@ -140,6 +141,28 @@ def test_a_missing_path_is_refused_before_torch_as_the_loader_refuses_it(tmp_pat
     # A spec that looks like a path names no model of any family: missing, it is no model.
     names = [*UNIDEPTH_HUB_IDS, *DA3_HUB_IDS, *DA3_PRESETS, DEFAULT_MODEL, 'demo', 'auto']
     assert not [name for name in names if looks_like_path(name)]
+
+
+def test_auto_offline_without_the_model_cached_is_refused_before_torch_as_the_loader_does(
+        tmp_path, monkeypatch):
+    # Both read the cache huggingface_hub names (constants.HF_HUB_CACHE, read at each call).
+    monkeypatch.setattr(huggingface_hub.constants, 'HF_HUB_CACHE', str(tmp_path))
+    monkeypatch.setenv('HF_HUB_OFFLINE', '1')
+    with pytest.raises(ModelLoadError) as loader:
+        load_depth_model('auto', 'cpu')
+    with pytest.raises(ModelLoadError) as early:
+        check_model_path('auto', 'cpu')
+    assert str(early.value) == str(loader.value)
+    assert 'not in the local Hugging Face cache and HF_HUB_OFFLINE is set' in str(early.value)
+    check_model_path('auto', 'cuda')  # the loader checks a device first: it decides
+    # The cache's layout (huggingface_hub's documented one: refs/main names the snapshot):
+    # with the model's config there, the loader may find it, and nothing is refused early.
+    model = tmp_path / ('models--' + DEFAULT_MODEL.replace('/', '--'))
+    (model / 'refs').mkdir(parents=True)
+    (model / 'refs' / 'main').write_text('0123abcd')
+    (model / 'snapshots' / '0123abcd').mkdir(parents=True)
+    (model / 'snapshots' / '0123abcd' / 'config.json').write_text('{}')
+    check_model_path('auto', 'cpu')
 
 
 @pytest.mark.parametrize('name', ['tpu', 'Cuda', 'cuda:01', 'cuda:', '', ' cpu', 'cpu:0',

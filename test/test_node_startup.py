@@ -75,12 +75,17 @@ def test_an_unusable_device_is_one_line_naming_the_parameter(device, says):
 
 
 def test_model_auto_without_a_cached_model_fails_closed_saying_what_to_set(tmp_path):
-    # Offline, an empty Hugging Face cache: never the demonstration prior in its place.
-    completed = run_to_exit(['-p', 'model:=auto', '-p', 'device:=cpu'],
-                            HF_HUB_CACHE=str(tmp_path), HF_HOME=str(tmp_path))
+    # Offline, an empty Hugging Face cache: never the demonstration prior in its place, and
+    # said before torch loads (the cache and the hub are asked without it).
+    completed = subprocess.run(
+        [sys.executable, '-c', _NODE_THEN_TORCH, '--ros-args', '-p', 'model:=auto', '-p',
+         'device:=cpu'], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, 'HF_HUB_OFFLINE': '1', 'HF_HUB_CACHE': str(tmp_path),
+             'HF_HOME': str(tmp_path)})
     assert_one_fatal_line(completed, "parameter 'model'", "model 'auto'",
                           'not in the local Hugging Face cache', "'demo'")
     assert 'DEMONSTRATION' not in completed.stdout + completed.stderr
+    assert 'torch imported: False' in completed.stdout, completed.stdout + completed.stderr
 
 
 def test_a_missing_model_is_one_line_without_a_second_traceback(tmp_path):

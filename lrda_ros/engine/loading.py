@@ -33,11 +33,7 @@ so an offline machine gets its answer at once instead of after the hub client's 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-import socket
-import threading
-from urllib.parse import urlparse
 
 import torch
 
@@ -47,15 +43,13 @@ from .checkpoint import (
 from .da3.loading import is_da3_source
 # The error and the spec names are torch-free (checked before torch loads); named here too.
 from .errors import ModelLoadError
+from .hub import auto_model_error, hub_unreachable_reason, not_cached_and_offline
 from .model import DepthModel, resolve_device
 from .names import (  # noqa: F401
     AUTO, DEFAULT_MODEL, DEMO, HOW_TO_PASS, is_demo_prior_source, looks_like_path,
     missing_path_error)
 from .unidepth.loading import is_unidepth_source
 from ..errors import ModelError
-
-#: Seconds the hub probe waits for a TCP connection (DNS included).
-HUB_PROBE_TIMEOUT_S = 1.5
 
 #: What safetensors and torch.load say of a weights file cut short or damaged.
 _DAMAGED_FILE_SIGNS = ('deserializing header', 'file not fully covered', 'header too small',
@@ -93,42 +87,6 @@ def damaged_weights_error(text: str, error: BaseException) -> ModelLoadError | N
 def demo_prior_dir() -> Path:
     """Return the folder of the embedded demo prior (Hugging Face layout)."""
     return Path(__file__).resolve().parents[1] / 'weights' / 'demo_prior'
-
-
-def _hub_offline_flag() -> bool:
-    try:
-        from huggingface_hub import constants
-    except ImportError:
-        return True
-    # constants reads the variable at import; a later os.environ change must count too.
-    return bool(constants.HF_HUB_OFFLINE) or os.environ.get('HF_HUB_OFFLINE', '').strip().upper() \
-        in ('1', 'ON', 'YES', 'TRUE')
-
-
-def hub_unreachable_reason(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> str:
-    """Return why the Hugging Face hub cannot be reached ('' when it accepts a connection)."""
-    if _hub_offline_flag():
-        return 'HF_HUB_OFFLINE is set'
-    from huggingface_hub import constants
-
-    url = urlparse(constants.ENDPOINT)
-    address = (url.hostname, url.port or (443 if url.scheme == 'https' else 80))
-    outcome: list[str] = []
-
-    def probe() -> None:
-        try:
-            with socket.create_connection(address, timeout=timeout_s):
-                outcome.append('')
-        except OSError as error:
-            outcome.append(f'{address[0]}:{address[1]} is unreachable ({error})')
-
-    # A thread bounds the name lookup too, which the socket timeout does not cover.
-    thread = threading.Thread(target=probe, daemon=True)
-    thread.start()
-    thread.join(timeout_s + 0.5)
-    if not outcome:
-        return f'{address[0]}:{address[1]} did not answer within {timeout_s:.1f} s'
-    return outcome[0]
 
 
 def load_depth_model(spec: str | Path = DEFAULT_MODEL, device: str = 'cpu',
@@ -205,17 +163,14 @@ def _auto(device: torch.device) -> DepthModel:
         pass
     offline = hub_unreachable_reason()
     if offline:
-        reason = f'{DEFAULT_MODEL} is not in the local Hugging Face cache and {offline}'
+        reason = not_cached_and_offline(DEFAULT_MODEL, offline)
     else:
         try:
             return DepthModel(_load_network(DEFAULT_MODEL, None, None, False), device,
                               source=DEFAULT_MODEL)
         except ModelLoadError as error:
             reason = str(error).split(' Pass the model')[0]
-    raise ModelLoadError(
-        f"model 'auto': {reason}. Set 'model' to a local Hugging Face directory, an official "
-        "depth_anything_v2_*.pth file or a cached hub id, or to 'demo' for the demonstration "
-        'prior (synthetic scenes only, not for real images)')
+    raise auto_model_error(DEFAULT_MODEL, reason)
 
 
 def _load_network(text: str, depth_estimation_type: str | None, max_depth: float | None,

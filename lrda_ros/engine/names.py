@@ -27,6 +27,7 @@ from pathlib import Path
 import re
 
 from .errors import ModelLoadError
+from .hub import auto_model_error, why_it_cannot_load
 
 DEFAULT_MODEL = 'depth-anything/Depth-Anything-V2-Small-hf'
 AUTO = 'auto'
@@ -77,17 +78,23 @@ def missing_path_error(text: str) -> ModelLoadError:
 
 def check_model_path(spec: str | Path, device: str) -> None:
     """
-    Raise load_depth_model's ModelLoadError for a model path that does not exist.
+    Raise load_depth_model's ModelLoadError for a model it cannot load whatever torch says.
 
-    Only for a device the loader accepts without asking torch (it checks the device first). A
-    spec that looks like a path is no hub id or model name of any family, so the loader would
-    find no other meaning for it.
+    A model path that does not exist, and ``auto`` where the default model is not in the local
+    Hugging Face cache and the hub cannot be reached. Only for a device the loader accepts
+    without asking torch (it checks the device first). A spec that looks like a path is no hub
+    id or model name of any family, so the loader would find no other meaning for it.
     """
+    if device not in ALWAYS_AVAILABLE_DEVICES:
+        return
     text = str(spec)
     path = Path(text).expanduser()
-    if device in ALWAYS_AVAILABLE_DEVICES and looks_like_path(text) and not path.is_file() \
-            and not path.is_dir():
+    if looks_like_path(text) and not path.is_file() and not path.is_dir():
         raise missing_path_error(text)
+    if text == AUTO:
+        reason = why_it_cannot_load(DEFAULT_MODEL)
+        if reason:
+            raise auto_model_error(DEFAULT_MODEL, reason)
 
 
 def unknown_device_message(name: str) -> str:
