@@ -84,8 +84,8 @@ def config_is_cached(hub_id: str) -> bool:
     return isinstance(try_to_load_from_cache(hub_id, 'config.json'), str)
 
 
-def auto_model_error(default_model: str, reason: str) -> ModelLoadError:
-    """Return the error of ``model 'auto'`` that cannot load ``default_model``, saying why."""
+def auto_model_error(reason: str) -> ModelLoadError:
+    """Return the error of ``model 'auto'`` that cannot load the default model, saying why."""
     return ModelLoadError(
         f"model 'auto': {reason}. Set 'model' to a local Hugging Face directory, an official "
         "depth_anything_v2_*.pth file or a cached hub id, or to 'demo' for the demonstration "

@@ -170,7 +170,7 @@ def _auto(device: torch.device) -> DepthModel:
                               source=DEFAULT_MODEL)
         except ModelLoadError as error:
             reason = str(error).split(' Pass the model')[0]
-    raise auto_model_error(DEFAULT_MODEL, reason)
+    raise auto_model_error(reason)
 
 
 def _load_network(text: str, depth_estimation_type: str | None, max_depth: float | None,

@@ -94,7 +94,7 @@ def check_model_path(spec: str | Path, device: str) -> None:
     if text == AUTO:
         reason = why_it_cannot_load(DEFAULT_MODEL)
         if reason:
-            raise auto_model_error(DEFAULT_MODEL, reason)
+            raise auto_model_error(reason)
 
 
 def unknown_device_message(name: str) -> str:
