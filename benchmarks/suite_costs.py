@@ -112,6 +112,13 @@ def read_costs(folder: Path) -> list[TestCost]:
             for line in path.read_text().splitlines() if line.strip()]
 
 
+def _grouped(costs: Iterable[TestCost], attribute: str) -> dict[str, list[TestCost]]:
+    groups: dict[str, list[TestCost]] = defaultdict(list)
+    for cost in costs:
+        groups[getattr(cost, attribute)].append(cost)
+    return groups
+
+
 def _rows(costs: Iterable[TestCost], top: int) -> list[str]:
     return [f'| {cost.wall:7.1f} | {cost.own_cpu:7.1f} | {cost.children_cpu:7.1f} | '
             f'`{cost.test}` |' for cost in sorted(costs, key=lambda c: -c.cpu)[:top]]
@@ -123,26 +130,18 @@ def report(costs: Sequence[TestCost], top: int) -> str:
              f'workers, {sum(c.own_cpu for c in costs):.0f} CPU-s in them and '
              f'{sum(c.children_cpu for c in costs):.0f} in the programs they waited for', '']
     lines += ['| worker | first start to last end, s | CPU-s |', '|---|---:|---:|']
-    by_worker: dict[str, list[TestCost]] = defaultdict(list)
-    for cost in costs:
-        by_worker[cost.worker].append(cost)
     begin = min((cost.start for cost in costs), default=0.0)
-    for worker, own in sorted(by_worker.items()):
+    for worker, own in sorted(_grouped(costs, 'worker').items()):
         end = max(cost.start + cost.wall for cost in own)
         lines.append(f'| {worker} | {min(c.start for c in own) - begin:.0f} to '
                      f'{end - begin:.0f} | {sum(c.cpu for c in own):.0f} |')
-    by_file: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])
-    for cost in costs:
-        totals = by_file[cost.file]
-        totals[0] += cost.wall
-        totals[1] += cost.own_cpu
-        totals[2] += cost.children_cpu
-        totals[3] += 1
     lines += ['', '| wall s | own CPU-s | children CPU-s | tests | file |',
               '|---:|---:|---:|---:|---|']
-    heaviest = sorted(by_file.items(), key=lambda item: -(item[1][1] + item[1][2]))[:top]
-    for file, (wall, own, children, count) in heaviest:
-        lines.append(f'| {wall:.1f} | {own:.1f} | {children:.1f} | {count} | `{file}` |')
+    by_file = _grouped(costs, 'file')
+    for file in sorted(by_file, key=lambda name: -sum(c.cpu for c in by_file[name]))[:top]:
+        own = by_file[file]
+        lines.append(f'| {sum(c.wall for c in own):.1f} | {sum(c.own_cpu for c in own):.1f} | '
+                     f'{sum(c.children_cpu for c in own):.1f} | {len(own)} | `{file}` |')
     lines += ['', '| wall s | own CPU-s | children CPU-s | test |', '|---:|---:|---:|---|']
     return '\n'.join(lines + _rows(costs, top))
 
